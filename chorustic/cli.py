@@ -1,0 +1,55 @@
+"""The ``chorustic`` command line.
+
+Subcommands live in ``chorustic/commands/<name>.py``; each module defines ``register(subparsers)``
+which adds its parser(s) and sets ``func`` (called with the parsed namespace, returns an exit code).
+A command module that fails to import is reported when its command is used, never fatal for the others.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+import traceback
+
+import chorustic
+import chorustic.commands
+
+
+def build_parser() -> tuple[argparse.ArgumentParser, dict[str, str]]:
+    parser = argparse.ArgumentParser(
+        prog="chorustic",
+        description="Benchmark and reproducibility harness for ChorusTIC (UCR-128 / UEA-30).",
+    )
+    parser.add_argument("--version", action="version", version=f"chorustic {chorustic.__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    broken: dict[str, str] = {}
+    for info in sorted(pkgutil.iter_modules(chorustic.commands.__path__), key=lambda m: m.name):
+        if info.name.startswith("_"):
+            continue
+        try:
+            module = importlib.import_module(f"chorustic.commands.{info.name}")
+            module.register(sub)
+        except Exception:  # a broken command module must not take the CLI down
+            broken[info.name] = traceback.format_exc()
+    return parser, broken
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser, broken = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "func", None) is None:
+        if args.command in broken:
+            print(f"chorustic: command module '{args.command}' failed to load:\n{broken[args.command]}",
+                  file=sys.stderr)
+            return 2
+        parser.print_help()
+        if broken:
+            print(f"\n(commands that failed to load: {', '.join(sorted(broken))})", file=sys.stderr)
+        return 0 if args.command is None else 2
+    return int(args.func(args) or 0)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

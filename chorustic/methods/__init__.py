@@ -1,0 +1,26 @@
+"""Method contract and plugin discovery (see :mod:`chorustic.methods.base`)."""
+
+from chorustic.methods.base import (
+    GROUPS,
+    INPUT_KINDS,
+    Estimator,
+    Method,
+    MethodInfo,
+    MethodNotReady,
+    ReportedMethod,
+)
+from chorustic.methods.registry import Discovery, default_plugin_dir, discover, register
+
+__all__ = [
+    "GROUPS",
+    "INPUT_KINDS",
+    "Estimator",
+    "Method",
+    "MethodInfo",
+    "MethodNotReady",
+    "ReportedMethod",
+    "Discovery",
+    "default_plugin_dir",
+    "discover",
+    "register",
+]

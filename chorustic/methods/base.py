@@ -1,0 +1,144 @@
+"""The method contract every plugin in ``baselines/`` follows.
+
+A *method* is a plugin class: metadata (:class:`MethodInfo`) plus a factory of sklearn-style
+estimators. The harness never touches a method's internals; it only
+
+1. builds an estimator with ``method.build(seed=..., device=..., n_jobs=..., **params)``,
+2. calls ``estimator.fit(X_context, y_context)`` with the labeled context of one protocol run,
+3. calls ``estimator.predict_proba(X_query)`` on the complete test split (test labels never reach it).
+
+Estimator contract (sklearn/aeon style)
+---------------------------------------
+* ``fit(X, y) -> self``. ``X`` is the context: a float32 array ``(n, C, L)``; for
+  ``input_kind == "resampled"`` always ``L == 512`` (paper App. C.2); for ``input_kind == "native"``
+  the unresampled series, an array ``(n, C, L)`` for equal-length datasets or a list of ``(C, L_i)``
+  arrays for variable-length ones (missing values already replaced by 0). ``y`` is int64 in
+  ``0..K-1`` (labels encoded on the training split).
+* ``predict_proba(X) -> (n_query, len(classes_))`` float array, rows sum to 1, columns ordered as
+  ``classes_`` (the classes seen in ``fit``; never more).
+* ``predict(X) -> classes_[argmax predict_proba]``.
+* ``classes_`` after ``fit``; ``get_params()`` returns the constructor parameters.
+* Same seed, same machine, same inputs -> identical outputs.
+
+A method that cannot run (missing weights, missing checkout, no GPU) raises :class:`MethodNotReady`
+from ``check_ready`` (and from ``build``) with a message that names what is missing and how to fix it.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+from pathlib import Path
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+import numpy as np
+
+__all__ = [
+    "GROUPS",
+    "INPUT_KINDS",
+    "MethodInfo",
+    "Method",
+    "ReportedMethod",
+    "Estimator",
+    "MethodNotReady",
+]
+
+#: Table groups, as in the paper's tables, plus the classical state of the art.
+GROUPS = ("Time-series ICL", "Generic ICL", "Frozen TSFM", "Classical")
+#: What the estimator receives: the paper's 512-length resampled arrays or the native series.
+INPUT_KINDS = ("resampled", "native")
+
+
+class MethodNotReady(RuntimeError):
+    """The method cannot run here; the message says what is missing and how to provide it."""
+
+
+@dataclasses.dataclass(frozen=True)
+class MethodInfo:
+    """Metadata of a method, used by the DAG, the CLI and every report."""
+
+    name: str
+    """Plugin id, lowercase with underscores (``"minirocket"``). Config entries refer to it."""
+    display_name: str
+    """Name in tables and figures (``"MiniRocket"``, ``"MantisV2+LR"``)."""
+    group: str
+    """One of :data:`GROUPS`."""
+    fits_on_target: bool
+    """True when a classifier is fitted on the target training split ("Target fit" column)."""
+    input_kind: str = "resampled"
+    """One of :data:`INPUT_KINDS`."""
+    needs_gpu: bool = False
+    """True when the method is impractical without a GPU (it must still run, slowly, on CPU)."""
+    reported: bool = False
+    """True for methods whose accuracies come from a CSV ("reported, not reproduced")."""
+    description: str = ""
+    reference: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.name or not self.name.replace("_", "").isalnum() or self.name.lower() != self.name:
+            raise ValueError(f"method name {self.name!r} must be lowercase letters, digits and underscores")
+        if self.group not in GROUPS:
+            raise ValueError(f"method {self.name!r}: group {self.group!r} is not one of {GROUPS}")
+        if self.input_kind not in INPUT_KINDS:
+            raise ValueError(f"method {self.name!r}: input_kind {self.input_kind!r} is not one of {INPUT_KINDS}")
+
+
+@runtime_checkable
+class Estimator(Protocol):
+    classes_: np.ndarray
+
+    def fit(self, X: Any, y: np.ndarray) -> "Estimator": ...
+
+    def predict_proba(self, X: Any) -> np.ndarray: ...
+
+    def predict(self, X: Any) -> np.ndarray: ...
+
+    def get_params(self, deep: bool = True) -> dict: ...
+
+
+class Method(abc.ABC):
+    """Base class of a runnable method plugin. Subclass, set ``info``, implement ``build``."""
+
+    info: ClassVar[MethodInfo]
+    #: Default keyword parameters of ``build``; config ``params`` override them.
+    default_params: ClassVar[dict[str, Any]] = {}
+
+    def params(self, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Default parameters updated with ``overrides`` (unknown keys are an error)."""
+        merged = dict(self.default_params)
+        for key, value in (overrides or {}).items():
+            if key not in merged:
+                raise ValueError(
+                    f"method {self.info.name!r} has no parameter {key!r}; "
+                    f"known parameters: {sorted(merged) or 'none'}"
+                )
+            merged[key] = value
+        return merged
+
+    @abc.abstractmethod
+    def build(self, *, seed: int, device: str = "cpu", n_jobs: int = 1, **params: Any) -> Estimator:
+        """Return a fresh, unfitted estimator."""
+
+    def check_ready(self, **params: Any) -> None:
+        """Raise :class:`MethodNotReady` if weights, checkouts or packages are missing."""
+
+    def fetch_weights(self, **params: Any) -> list[Path]:
+        """Download and verify what the method needs (on a connected machine); return the paths."""
+        return []
+
+
+class ReportedMethod(abc.ABC):
+    """A method that is never run: its per-dataset accuracies come from a CSV.
+
+    Carried through every table and figure, always marked "reported, not reproduced".
+    """
+
+    info: ClassVar[MethodInfo]
+    default_params: ClassVar[dict[str, Any]] = {}
+
+    def params(self, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+        return Method.params(self, overrides)  # type: ignore[arg-type]
+
+    @abc.abstractmethod
+    def reported_accuracies(self, **params: Any):
+        """Return a ``pandas.DataFrame`` with columns ``dataset, protocol, seed, accuracy``."""

@@ -1,0 +1,112 @@
+"""Plugin discovery: every ``*.py`` file in the plugin folder that registers a method is a method.
+
+A plugin file registers its class(es) with the :func:`register` decorator::
+
+    from chorustic.methods import Method, MethodInfo, register
+
+    @register
+    class MiniRocket(Method):
+        info = MethodInfo(name="minirocket", display_name="MiniRocket", group="Classical",
+                          fits_on_target=True, input_kind="native")
+        def build(self, *, seed, device="cpu", n_jobs=1, **params): ...
+
+A file that fails to import (syntax error, missing dependency, invalid metadata) is reported in
+:attr:`Discovery.broken` with its traceback and skipped; the other methods stay available.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import os
+import sys
+import traceback
+from pathlib import Path
+
+from chorustic.methods.base import Method, ReportedMethod
+
+__all__ = ["register", "discover", "default_plugin_dir", "Discovery"]
+
+_REGISTERED: dict[str, type] = {}
+
+
+def register(cls: type) -> type:
+    """Class decorator that registers a :class:`Method` or :class:`ReportedMethod` subclass."""
+    if not (isinstance(cls, type) and issubclass(cls, (Method, ReportedMethod))):
+        raise TypeError(f"@register expects a Method or ReportedMethod subclass, got {cls!r}")
+    info = getattr(cls, "info", None)
+    if info is None:
+        raise TypeError(f"{cls.__name__} has no `info = MethodInfo(...)`")
+    if issubclass(cls, ReportedMethod) and not info.reported:
+        raise TypeError(f"{cls.__name__} is a ReportedMethod but info.reported is False")
+    existing = _REGISTERED.get(info.name)
+    if existing is not None and existing.__qualname__ != cls.__qualname__:
+        raise ValueError(f"method name {info.name!r} registered twice ({existing.__qualname__}, {cls.__qualname__})")
+    _REGISTERED[info.name] = cls
+    return cls
+
+
+def default_plugin_dir() -> Path:
+    """``$CHORUSTIC_BASELINES`` if set, else the repository's ``baselines/`` folder."""
+    env = os.environ.get("CHORUSTIC_BASELINES")
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parents[2] / "baselines"
+
+
+@dataclasses.dataclass
+class Discovery:
+    methods: dict[str, Method | ReportedMethod]
+    broken: dict[str, str]
+    """plugin file -> traceback of the failure"""
+    sources: dict[str, str]
+    """method name -> plugin file"""
+
+    def get(self, name: str) -> Method | ReportedMethod:
+        try:
+            return self.methods[name]
+        except KeyError:
+            hint = ""
+            if self.broken:
+                hint = f" (plugin files that failed to load: {', '.join(sorted(self.broken))})"
+            raise KeyError(
+                f"unknown method {name!r}; known methods: {', '.join(sorted(self.methods))}{hint}"
+            ) from None
+
+
+def discover(plugin_dir: str | os.PathLike | None = None) -> Discovery:
+    """Import every plugin file in ``plugin_dir`` and return the methods it registered."""
+    plugin_dir = Path(plugin_dir) if plugin_dir is not None else default_plugin_dir()
+    methods: dict[str, Method | ReportedMethod] = {}
+    broken: dict[str, str] = {}
+    sources: dict[str, str] = {}
+    if not plugin_dir.is_dir():
+        broken[str(plugin_dir)] = f"plugin folder {plugin_dir} does not exist"
+        return Discovery(methods, broken, sources)
+    for path in sorted(plugin_dir.glob("*.py")):
+        if path.name.startswith("_"):
+            continue
+        before = dict(_REGISTERED)
+        module_name = f"chorustic_plugins.{path.stem}"
+        try:
+            spec = importlib.util.spec_from_file_location(module_name, path)
+            assert spec is not None and spec.loader is not None
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[module_name] = module
+            spec.loader.exec_module(module)
+        except Exception:
+            sys.modules.pop(module_name, None)
+            for name in set(_REGISTERED) - set(before):  # roll back a partially imported file
+                del _REGISTERED[name]
+            broken[path.name] = traceback.format_exc()
+            continue
+        new = {n: c for n, c in _REGISTERED.items() if n not in before or before[n] is not c}
+        if not new:
+            new = {n: c for n, c in _REGISTERED.items() if getattr(c, "__module__", None) == module_name}
+        for name, cls in new.items():
+            try:
+                methods[name] = cls()
+                sources[name] = path.name
+            except Exception:
+                broken[path.name] = traceback.format_exc()
+    return Discovery(methods, broken, sources)
