@@ -102,6 +102,10 @@ class Method(abc.ABC):
     info: ClassVar[MethodInfo]
     #: Default keyword parameters of ``build``; config ``params`` override them.
     default_params: ClassVar[dict[str, Any]] = {}
+    #: Default resources of one evaluate job (one method on one dataset, every protocol context), in
+    #: Snakemake terms; the config may override them per method. ``runtime`` is in minutes, ``gpu``
+    #: the number of GPUs the job wants (0 = CPU).
+    resources: ClassVar[dict[str, Any]] = {"threads": 1, "mem_mb": 4000, "runtime": 60, "gpu": 0}
 
     def params(self, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
         """Default parameters updated with ``overrides`` (unknown keys are an error)."""
