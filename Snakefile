@@ -1,0 +1,30 @@
+# ChorusTIC benchmark DAG.
+#   paper profile (default):  snakemake --cores all
+#   demo profile (offline):   snakemake --cores all --workflow-profile workflow/profiles/demo
+# download -> preprocess -> contexts -> evaluate (method x dataset) -> aggregate -> report,
+# plus pretrain (ChorusTIC checkpoints) feeding the evaluations that use them.
+from snakemake.utils import min_version, validate
+
+min_version("9.0")
+
+configfile: "config/config.yaml"
+
+
+validate(config, "workflow/schema/config.schema.yaml")
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/download.smk"
+include: "workflow/rules/preprocess.smk"
+include: "workflow/rules/contexts.smk"
+include: "workflow/rules/pretrain.smk"
+include: "workflow/rules/evaluate.smk"
+include: "workflow/rules/aggregate.smk"
+include: "workflow/rules/report.smk"
+
+
+rule all:
+    input:
+        ACCURACIES,
+        REPORT_INDEX,
+    default_target: True

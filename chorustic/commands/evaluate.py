@@ -1,0 +1,109 @@
+"""``chorustic contexts | evaluate | aggregate``: the protocol contexts, one evaluation job, the tidy table."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("contexts", help="write every protocol's context indices for datasets",
+                       description="Build results/contexts/<dataset>.json (paper Sec. 4.1 protocols).")
+    p.add_argument("datasets", nargs="+", metavar="DATASET")
+    p.add_argument("--data-dir", default="data/raw")
+    p.add_argument("--cache-dir", default="data/cache")
+    p.add_argument("--protocols", default=None,
+                   help="protocol settings as JSON (default: the paper's: full; 5/10 shots x seeds 0-4; 20-60%%)")
+    p.add_argument("--out", default=None, help="output file (one dataset) ")
+    p.add_argument("--results-dir", default="results", help="write <results-dir>/contexts/<dataset>.json")
+    p.add_argument("--offline", action="store_true", default=True)
+    p.set_defaults(func=_contexts)
+
+    p = sub.add_parser("evaluate", help="evaluate one method run on datasets under every protocol context",
+                       description="Run method runs of the configuration on datasets; writes tsml prediction "
+                                   "files and results/runs/<method>/<dataset>.json.")
+    p.add_argument("--method", required=True, help="method run name (a key of `methods` in the config)")
+    p.add_argument("--dataset", required=True, action="append", help="dataset name (repeatable)")
+    p.add_argument("--config", action="append", default=[], metavar="YAML",
+                   help="config file merged over config/config.yaml (repeatable), e.g. config/demo.yaml")
+    p.add_argument("--protocols", default=None, help="comma-separated protocol ids to run (default: all)")
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--no-isolation", action="store_true", help="run in this process (no worker, no limits)")
+    p.add_argument("--mem-mb", type=float, default=None, help="memory limit of the worker (MB)")
+    p.add_argument("--runtime", type=float, default=None, help="time limit of the job (minutes)")
+    p.set_defaults(func=_evaluate)
+
+    p = sub.add_parser("aggregate", help="collect run manifests into results/accuracies.csv")
+    p.add_argument("--results-dir", default="results")
+    p.add_argument("--out", default=None, help="default: <results-dir>/accuracies.csv")
+    p.add_argument("--config", action="append", default=[], metavar="YAML")
+    p.set_defaults(func=_aggregate)
+
+
+def _contexts(args: argparse.Namespace) -> int:
+    from chorustic.data import load_dataset
+    from chorustic.protocols.contexts import DEFAULT_PROTOCOLS, build_contexts, write_contexts
+
+    protocols = json.loads(args.protocols) if args.protocols else DEFAULT_PROTOCOLS
+    if args.out and len(args.datasets) != 1:
+        print("chorustic contexts: --out needs exactly one dataset", file=sys.stderr)
+        return 2
+    for name in args.datasets:
+        ds = load_dataset(name, args.data_dir, cache_dir=args.cache_dir, offline=args.offline)
+        doc = build_contexts(ds.y_train, dataset=ds.name, archive=ds.archive, protocols=protocols)
+        out = Path(args.out) if args.out else Path(args.results_dir) / "contexts" / f"{ds.name}.json"
+        write_contexts(out, doc)
+        status = {}
+        for c in doc["contexts"]:
+            status[c["status"]] = status.get(c["status"], 0) + 1
+        print(f"{ds.name}: {len(doc['contexts'])} contexts {status} -> {out}")
+    return 0
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    from chorustic import config as cc
+    from chorustic.evaluation.job import run_job
+    from chorustic.evaluation.snakemake_glue import job_spec
+    from chorustic.evaluation.supervisor import run_supervised
+    from chorustic.protocols.contexts import build_contexts, write_contexts
+
+    cfg = cc.load_config(args.config)
+    failures = 0
+    for dataset in args.dataset:
+        ctx_file = Path(cfg["paths"]["results_dir"]) / "contexts" / f"{dataset}.json"
+        if not ctx_file.exists():
+            from chorustic.data import load_dataset
+
+            ds = load_dataset(dataset, cfg["paths"]["data_dir"], cache_dir=cfg["paths"]["cache_dir"],
+                              offline=cfg["data"]["offline"])
+            write_contexts(ctx_file, build_contexts(ds.y_train, dataset=ds.name, archive=ds.archive,
+                                                    protocols=cfg["protocols"]))
+        spec = job_spec(cfg, args.method, dataset, contexts_file=str(ctx_file), n_jobs=args.threads)
+        if args.protocols:
+            spec.protocols = [p.strip() for p in args.protocols.split(",") if p.strip()]
+        if args.no_isolation:
+            manifest = run_job(spec)
+        else:
+            manifest = run_supervised(spec, mem_mb=args.mem_mb, runtime_min=args.runtime, threads=args.threads)
+        for run in manifest["runs"]:
+            acc = f"{run['accuracy']:.4f}" if run.get("accuracy") is not None else "-"
+            print(f"{args.method}\t{dataset}\t{run['protocol']}\tseed {run['seed']}\t{run['status']}\t{acc}"
+                  + (f"\t{run['error']}" if run.get("error") else ""))
+            failures += run["status"] == "failed"
+    return 1 if failures else 0
+
+
+def _aggregate(args: argparse.Namespace) -> int:
+    from chorustic import config as cc
+    from chorustic.evaluation.aggregate import aggregate_manifests, write_accuracies
+    from chorustic.evaluation.snakemake_glue import method_metadata
+
+    cfg = cc.load_config(args.config)
+    paths = sorted(Path(args.results_dir).glob("runs/*/*.json"))
+    df = aggregate_manifests(paths, metadata=method_metadata(cfg))
+    out = args.out or str(Path(args.results_dir) / "accuracies.csv")
+    write_accuracies(df, out)
+    print(f"{len(df)} runs from {len(paths)} manifests -> {out}")
+    return 0

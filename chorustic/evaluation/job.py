@@ -1,0 +1,337 @@
+"""One evaluation job: one method on one dataset under every protocol context.
+
+The job reads the shared context file, fits the method on each context, predicts the complete test
+split, and writes one tsml prediction file per context plus a manifest
+``results/runs/<method>/<dataset>.json`` that lists every run (ok / failed / ineligible / reported).
+
+Guarantees
+----------
+* Test labels never reach a method: the estimator only receives ``X_test``.
+* A method that fails on one context (error, out of memory, missing weights) is recorded as
+  ``failed`` with its reason and leaves no prediction file; the other contexts still run.
+* The manifest is written last and atomically; prediction files are written atomically. A job that
+  starts again first deletes the prediction files an earlier, unfinished attempt left behind, so a
+  finished manifest never points at files of another attempt.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import gc
+import json
+import os
+import platform
+import resource
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from chorustic.evaluation.results import result_path, write_result_file
+from chorustic.io import atomic_write_json
+
+__all__ = ["JobSpec", "run_job", "manifest_path", "clear_job_outputs", "MANIFEST_FORMAT"]
+
+MANIFEST_FORMAT = "chorustic-run/1"
+
+
+@dataclasses.dataclass
+class JobSpec:
+    method: str
+    """Run name (config key), e.g. ``chorustic_no_label_permutation``."""
+    plugin: str
+    """Plugin name (``MethodInfo.name``) the run instantiates."""
+    dataset: str
+    archive: str
+    results_dir: str
+    contexts_file: str | None
+    data_dir: str
+    cache_dir: str | None = None
+    params: dict[str, Any] = dataclasses.field(default_factory=dict)
+    display_name: str | None = None
+    protocols: list[str] | None = None
+    device: str = "cpu"
+    n_jobs: int = 1
+    fail_fast: bool = False
+    plugin_dir: str | None = None
+    offline: bool = True
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "JobSpec":
+        return cls(**d)
+
+
+def manifest_path(results_dir: str | os.PathLike, method: str, dataset: str) -> Path:
+    return Path(results_dir) / "runs" / method / f"{dataset}.json"
+
+
+def progress_path(results_dir: str | os.PathLike, method: str, dataset: str) -> Path:
+    return Path(results_dir) / "runs" / method / f".{dataset}.progress.json"
+
+
+def clear_job_outputs(results_dir: str | os.PathLike, method: str, dataset: str) -> list[Path]:
+    """Delete prediction files and progress of an earlier attempt of this job; return what was removed."""
+    removed = []
+    for p in Path(results_dir).glob(f"*/{method}/Predictions/{dataset}/testResample*.csv"):
+        p.unlink()
+        removed.append(p)
+    prog = progress_path(results_dir, method, dataset)
+    if prog.exists():
+        prog.unlink()
+        removed.append(prog)
+    return removed
+
+
+def _peak_rss_mb() -> float:
+    # Linux reports ru_maxrss in KiB.
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def _resolve_device(device: str) -> str:
+    if device != "auto":
+        return device
+    try:
+        import torch
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    except ImportError:
+        return "cpu"
+
+
+def _versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for mod in ("numpy", "torch", "sklearn", "aeon", "tabicl", "mantis", "chorustic"):
+        m = sys.modules.get(mod)
+        if m is not None and hasattr(m, "__version__"):
+            out[mod] = str(m.__version__)
+    return out
+
+
+def _format_error(exc: BaseException) -> str:
+    msg = f"{type(exc).__name__}: {exc}".strip()
+    return " ".join(msg.split())[:2000]
+
+
+def _is_out_of_memory(exc: BaseException) -> bool:
+    if isinstance(exc, MemoryError):
+        return True
+    text = str(exc).lower()
+    return "out of memory" in text or "cublas_status_alloc_failed" in text
+
+
+def _align_proba(proba: np.ndarray, est_classes: np.ndarray, n_classes: int, name: str) -> np.ndarray:
+    """Map the estimator's probability columns (its ``classes_``) onto the dataset's K classes."""
+    proba = np.asarray(proba, dtype=np.float64)
+    est_classes = np.asarray(est_classes).astype(np.int64)
+    if proba.ndim != 2 or proba.shape[1] != len(est_classes):
+        raise ValueError(f"{name}: predict_proba returned shape {proba.shape} for {len(est_classes)} classes_")
+    if np.any(est_classes < 0) or np.any(est_classes >= n_classes):
+        raise ValueError(f"{name}: classes_ {est_classes.tolist()} outside 0..{n_classes - 1}")
+    full = np.zeros((proba.shape[0], n_classes), dtype=np.float64)
+    full[:, est_classes] = proba
+    sums = full.sum(axis=1, keepdims=True)
+    if not np.all(np.isfinite(full)) or np.any(sums <= 0):
+        raise ValueError(f"{name}: predict_proba returned non-finite or all-zero rows")
+    return full / sums
+
+
+def _select(X: Any, idx: np.ndarray) -> Any:
+    if isinstance(X, list):
+        return [X[i] for i in idx]
+    return X[idx]
+
+
+def _run_record(spec_ctx, entry: dict, **fields: Any) -> dict[str, Any]:
+    rec = {
+        "protocol": spec_ctx.protocol,
+        "family": spec_ctx.family,
+        "budget": spec_ctx.budget,
+        "seed": spec_ctx.seed,
+        "status": None,
+        "accuracy": None,
+        "n_context": entry.get("n_context"),
+        "n_test": None,
+        "n_classes": None,
+        "fit_time_s": None,
+        "predict_time_s": None,
+        "peak_memory_mb": None,
+        "error": None,
+        "result_file": None,
+        "extra": {},
+    }
+    rec.update(fields)
+    return rec
+
+
+def run_job(spec: JobSpec, *, resume: bool = False, log=None) -> dict[str, Any]:
+    """Run the job in this process and write its manifest; return the manifest.
+
+    With ``resume=True`` the runs recorded in the job's progress file (written after every context)
+    are kept and their contexts skipped; this is how the supervisor continues a job whose worker
+    died (out of memory, time limit) after recording the context that killed it.
+    """
+    from chorustic.methods import MethodNotReady, ReportedMethod, discover
+    from chorustic.protocols.contexts import iter_contexts, read_contexts
+
+    log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
+    started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    results_dir = Path(spec.results_dir)
+    prog = progress_path(results_dir, spec.method, spec.dataset)
+    prior_runs: list[dict[str, Any]] = []
+    if resume and prog.exists():
+        prior = json.loads(prog.read_text())
+        prior_runs = prior.get("runs", [])
+        started = prior.get("started", started)
+        keep = {r["result_file"] for r in prior_runs if r.get("result_file")}
+        for p in Path(results_dir).glob(f"*/{spec.method}/Predictions/{spec.dataset}/testResample*.csv"):
+            if str(p) not in keep:
+                p.unlink()
+    else:
+        removed = clear_job_outputs(results_dir, spec.method, spec.dataset)
+        if removed:
+            log(f"[{spec.method}/{spec.dataset}] removed {len(removed)} file(s) of an earlier unfinished attempt")
+    done = {(r["protocol"], r["seed"]) for r in prior_runs}
+
+    discovery = discover(spec.plugin_dir)
+    method = discovery.get(spec.plugin)
+    info = method.info
+    params = method.params(spec.params)
+    manifest: dict[str, Any] = {
+        "format": MANIFEST_FORMAT,
+        "method": spec.method,
+        "plugin": spec.plugin,
+        "display_name": spec.display_name or info.display_name,
+        "group": info.group,
+        "fits_on_target": info.fits_on_target,
+        "reported": info.reported,
+        "input_kind": info.input_kind,
+        "dataset": spec.dataset,
+        "archive": spec.archive,
+        "params": params,
+        "device": None,
+        "started": started,
+        "finished": None,
+        "host": platform.node(),
+        "versions": {},
+        "runs": list(prior_runs),
+    }
+    mpath = manifest_path(results_dir, spec.method, spec.dataset)
+
+    if isinstance(method, ReportedMethod):
+        table = method.reported_accuracies(**params)
+        rows = table[table["dataset"] == spec.dataset]
+        for row in rows.itertuples(index=False):
+            from chorustic.protocols.base import parse_protocol_id
+
+            family, budget = parse_protocol_id(row.protocol)
+            manifest["runs"].append({
+                "protocol": row.protocol, "family": family, "budget": budget, "seed": int(row.seed),
+                "status": "reported", "accuracy": float(row.accuracy), "n_context": None, "n_test": None,
+                "n_classes": None, "fit_time_s": None, "predict_time_s": None, "peak_memory_mb": None,
+                "error": None, "result_file": None, "extra": {},
+            })
+        if not manifest["runs"]:
+            manifest["runs"].append({
+                "protocol": "full", "family": "full", "budget": None, "seed": 0, "status": "failed",
+                "accuracy": None, "n_context": None, "n_test": None, "n_classes": None, "fit_time_s": None,
+                "predict_time_s": None, "peak_memory_mb": None, "error": "no reported accuracy for this dataset",
+                "result_file": None, "extra": {},
+            })
+        manifest["finished"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+        atomic_write_json(mpath, manifest)
+        return manifest
+
+    from chorustic.data import load_dataset
+
+    device = _resolve_device(spec.device)
+    manifest["device"] = device
+    ds = load_dataset(spec.dataset, spec.data_dir, cache_dir=spec.cache_dir, offline=spec.offline)
+    if ds.archive != spec.archive:
+        log(f"[{spec.method}/{spec.dataset}] archive {ds.archive!r} differs from job archive {spec.archive!r}")
+    contexts = read_contexts(spec.contexts_file, ds.y_train)
+    native = info.input_kind == "native"
+    X_train = ds.X_train_native if native else ds.X_train
+    X_test = ds.X_test_native if native else ds.X_test
+    n_classes = int(ds.n_classes)
+
+    not_ready: str | None = None
+    try:
+        method.check_ready(**params)
+    except MethodNotReady as exc:
+        not_ready = f"MethodNotReady: {exc}"
+        log(f"[{spec.method}/{spec.dataset}] {not_ready}")
+
+    for ctx, entry in iter_contexts(contexts, spec.protocols):
+        if (ctx.protocol, ctx.seed) in done:
+            continue
+        if entry["status"] == "ineligible":
+            manifest["runs"].append(_run_record(ctx, entry, status="ineligible", error=entry.get("reason"),
+                                                n_test=len(ds.y_test), n_classes=n_classes))
+            continue
+        if not_ready is not None:
+            manifest["runs"].append(_run_record(ctx, entry, status="failed", error=not_ready,
+                                                n_test=len(ds.y_test), n_classes=n_classes))
+            continue
+        idx = np.asarray(entry["indices"], dtype=np.int64)
+        out = result_path(results_dir, ctx.protocol, spec.method, spec.dataset, ctx.seed)
+        tag = f"[{spec.method}/{spec.dataset}/{ctx.protocol}/seed{ctx.seed}]"
+        try:
+            estimator = method.build(seed=int(ctx.seed), device=device, n_jobs=int(spec.n_jobs), **params)
+            t0 = time.perf_counter()
+            estimator.fit(_select(X_train, idx), ds.y_train[idx])
+            t1 = time.perf_counter()
+            proba = estimator.predict_proba(X_test)
+            t2 = time.perf_counter()
+            proba = _align_proba(proba, estimator.classes_, n_classes, tag)
+            extra = dict(getattr(estimator, "run_info_", {}) or {})
+            peak = _peak_rss_mb()
+            info_line = {
+                "method": spec.method, "plugin": spec.plugin, "display_name": manifest["display_name"],
+                "params": params, "protocol": ctx.protocol, "family": ctx.family, "budget": ctx.budget,
+                "seed": ctx.seed, "context_file": str(spec.contexts_file), "n_context": int(len(idx)),
+                "class_labels": [str(c) for c in ds.classes], "device": device, "run_info": extra,
+                "source_sha256": ds.source_sha256,
+            }
+            acc = write_result_file(
+                out, dataset=spec.dataset, method=spec.method, seed=ctx.seed, y_true=ds.y_test, proba=proba,
+                fit_time_s=t1 - t0, predict_time_s=t2 - t1, memory_bytes=int(peak * 1024 * 1024),
+                info=info_line, description=f"protocol={ctx.protocol}",
+            )
+            rec = _run_record(ctx, entry, status="ok", accuracy=acc, n_test=len(ds.y_test), n_classes=n_classes,
+                              fit_time_s=round(t1 - t0, 4), predict_time_s=round(t2 - t1, 4),
+                              peak_memory_mb=round(peak, 1), result_file=str(out), extra=extra)
+            log(f"{tag} accuracy {acc:.4f} (fit {t1 - t0:.1f}s, predict {t2 - t1:.1f}s)")
+        except Exception as exc:  # one failing context never stops the others
+            if spec.fail_fast:
+                raise
+            reason = _format_error(exc)
+            if _is_out_of_memory(exc):
+                reason = f"out of memory: {reason}"
+            log(f"{tag} FAILED: {reason}\n{traceback.format_exc()}")
+            if out.exists():
+                out.unlink()
+            rec = _run_record(ctx, entry, status="failed", error=reason, n_test=len(ds.y_test),
+                              n_classes=n_classes)
+        finally:
+            estimator = None  # noqa: F841 - release the model before the next context
+            gc.collect()
+        manifest["runs"].append(rec)
+        atomic_write_json(prog, manifest)
+
+    manifest["versions"] = _versions()
+    manifest["finished"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    atomic_write_json(mpath, manifest)
+    if prog.exists():
+        prog.unlink()
+    return manifest
+
+
+def load_manifest(path: str | os.PathLike) -> dict[str, Any]:
+    doc = json.loads(Path(path).read_text())
+    if doc.get("format") != MANIFEST_FORMAT:
+        raise ValueError(f"{path}: not a chorustic run manifest (format {doc.get('format')!r})")
+    return doc

@@ -1,0 +1,186 @@
+"""Run an evaluation job in a worker process, with memory and time limits.
+
+The supervisor turns the ways a job can die into recorded outcomes, so one failing method or dataset
+never blocks anything downstream (the aggregate, the report):
+
+* the worker exceeds the job's memory limit (resident memory of its process tree, polled) or time
+  limit -> the worker is killed and the context it was running is recorded as ``failed`` with the
+  reason ("exceeded the memory limit of 16000 MB", ...);
+* the worker dies (killed by the operating system's OOM killer, a segfault in native code) -> the
+  same, with the signal or exit code as the reason;
+* then a new worker continues with the remaining contexts (a full context that does not fit in
+  memory does not stop the 5-shot contexts).
+
+Progress is taken from the job's progress file, which the worker rewrites atomically after every
+context. Completed prediction files are kept; the context that killed the worker leaves none.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from chorustic.evaluation.job import JobSpec, manifest_path, progress_path, clear_job_outputs
+from chorustic.io import atomic_write_json
+
+__all__ = ["run_supervised", "thread_env"]
+
+_POLL_S = 0.5
+
+
+def thread_env(threads: int, base: dict[str, str] | None = None) -> dict[str, str]:
+    env = dict(os.environ if base is None else base)
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMBA_NUM_THREADS",
+                "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS"):
+        env[var] = str(max(1, int(threads)))
+    return env
+
+
+def _tree_rss_mb(pid: int) -> float:
+    import psutil
+
+    try:
+        proc = psutil.Process(pid)
+        procs = [proc] + proc.children(recursive=True)
+    except psutil.NoSuchProcess:
+        return 0.0
+    total = 0
+    for p in procs:
+        try:
+            total += p.memory_info().rss
+        except psutil.NoSuchProcess:
+            pass
+    return total / (1024 * 1024)
+
+
+def _kill_tree(proc: subprocess.Popen) -> None:
+    import psutil
+
+    try:
+        parent = psutil.Process(proc.pid)
+        children = parent.children(recursive=True)
+    except psutil.NoSuchProcess:
+        children = []
+    for p in children:
+        try:
+            p.kill()
+        except psutil.NoSuchProcess:
+            pass
+    try:
+        proc.kill()
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+def _describe_exit(returncode: int) -> str:
+    if returncode < 0:
+        sig = -returncode
+        name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
+        hint = " (killed by the operating system: probably out of memory)" if sig == signal.SIGKILL else ""
+        return f"worker process died with signal {name}{hint}"
+    return f"worker process exited with code {returncode}"
+
+
+def _pending_contexts(spec: JobSpec, recorded: set[tuple[str, int]]) -> list[dict[str, Any]]:
+    from chorustic.protocols.contexts import iter_contexts
+
+    doc = json.loads(Path(spec.contexts_file).read_text())
+    return [entry for ctx, entry in iter_contexts(doc, spec.protocols) if (ctx.protocol, ctx.seed) not in recorded]
+
+
+def run_supervised(
+    spec: JobSpec,
+    *,
+    mem_mb: float | None = None,
+    runtime_min: float | None = None,
+    threads: int = 1,
+    log=None,
+    log_file=None,
+    max_restarts: int = 64,
+) -> dict[str, Any]:
+    """Run ``spec`` in worker processes until every context has a recorded outcome; return the manifest.
+
+    ``log_file``: an open file the workers' stdout and stderr go to (default: inherited).
+    """
+    log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
+    results_dir = Path(spec.results_dir)
+    mpath = manifest_path(results_dir, spec.method, spec.dataset)
+    prog = progress_path(results_dir, spec.method, spec.dataset)
+    if mpath.exists():
+        mpath.unlink()
+    clear_job_outputs(results_dir, spec.method, spec.dataset)
+    deadline = time.monotonic() + runtime_min * 60 if runtime_min else None
+    fd, spec_file = tempfile.mkstemp(prefix=f".{spec.dataset}.", suffix=".spec.json", dir=mpath.parent
+                                     if mpath.parent.exists() else None)
+    os.close(fd)
+    Path(spec_file).write_text(json.dumps(spec.__dict__))
+    env = thread_env(threads)
+    try:
+        for attempt in range(max_restarts + 1):
+            cmd = [sys.executable, "-m", "chorustic.evaluation.worker", spec_file]
+            if attempt > 0:
+                cmd.append("--resume")
+            proc = subprocess.Popen(cmd, env=env, stdout=log_file, stderr=subprocess.STDOUT if log_file else None)
+            reason = None
+            while proc.poll() is None:
+                time.sleep(_POLL_S)
+                if mem_mb is not None:
+                    rss = _tree_rss_mb(proc.pid)
+                    if rss > mem_mb:
+                        reason = f"exceeded the memory limit of {mem_mb:.0f} MB (resident {rss:.0f} MB)"
+                if reason is None and deadline is not None and time.monotonic() > deadline:
+                    reason = f"exceeded the time limit of {runtime_min:g} min"
+                if reason is not None:
+                    _kill_tree(proc)
+                    break
+            if reason is None and proc.returncode == 0 and mpath.exists():
+                return json.loads(mpath.read_text())
+            if reason is None:
+                reason = _describe_exit(proc.returncode)
+                if spec.fail_fast:
+                    raise RuntimeError(f"{spec.method}/{spec.dataset}: {reason} (fail_fast is set)")
+            job_level_error = reason.startswith("worker process exited with code")
+            state = json.loads(prog.read_text()) if prog.exists() else None
+            if state is None:
+                # The worker died before finishing its first context (or before loading the data).
+                state = {"format": "chorustic-run/1", "method": spec.method, "plugin": spec.plugin,
+                         "display_name": spec.display_name, "dataset": spec.dataset, "archive": spec.archive,
+                         "params": spec.params, "runs": []}
+            recorded = {(r["protocol"], r["seed"]) for r in state["runs"]}
+            pending = _pending_contexts(spec, recorded)
+            log(f"[{spec.method}/{spec.dataset}] {reason}; {len(pending)} context(s) not finished")
+            if not pending:
+                break
+            timed_out = deadline is not None and time.monotonic() > deadline
+            # A Python-level error outside the per-context handling (unreadable data, bad contexts file) fails
+            # every remaining context at once; a kill (memory, signal) blames only the context it hit.
+            victims = pending if (timed_out or job_level_error) else pending[:1]
+            for entry in victims:
+                state["runs"].append({
+                    "protocol": entry["protocol"], "family": entry["family"], "budget": entry["budget"],
+                    "seed": entry["seed"], "status": "failed", "accuracy": None, "n_context": entry.get("n_context"),
+                    "n_test": None, "n_classes": None, "fit_time_s": None, "predict_time_s": None,
+                    "peak_memory_mb": None, "error": reason, "result_file": None, "extra": {},
+                })
+            atomic_write_json(prog, state)
+            if timed_out or len(victims) == len(pending):
+                break
+        else:
+            raise RuntimeError(f"{spec.method}/{spec.dataset}: worker restarted {max_restarts} times")
+        # Every context has an outcome: finish the manifest from the progress state.
+        state = json.loads(prog.read_text())
+        state.setdefault("finished", None)
+        state["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        atomic_write_json(mpath, state)
+        prog.unlink()
+        return state
+    finally:
+        Path(spec_file).unlink(missing_ok=True)

@@ -1,0 +1,30 @@
+"""Worker process of a supervised evaluation job: ``python -m chorustic.evaluation.worker SPEC.json [--resume]``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from chorustic.evaluation.job import JobSpec, run_job
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m chorustic.evaluation.worker")
+    parser.add_argument("spec")
+    parser.add_argument("--resume", action="store_true")
+    args = parser.parse_args(argv)
+    with open(args.spec) as fh:
+        spec = JobSpec.from_dict(json.load(fh))
+    try:
+        import torch
+
+        torch.set_num_threads(max(1, int(spec.n_jobs)))
+    except ImportError:  # pragma: no cover
+        pass
+    run_job(spec, resume=args.resume)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,10 @@
+rule aggregate:
+    """Collect every run manifest of this profile into results/accuracies.csv (one row per run)."""
+    input:
+        MANIFESTS,
+    output:
+        ACCURACIES,
+    log:
+        f"{LOGS}/aggregate.log",
+    script:
+        "../scripts/aggregate.py"

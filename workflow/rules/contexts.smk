@@ -1,0 +1,13 @@
+rule contexts:
+    """Write every protocol's context indices for one dataset, once; every method reads this file."""
+    input:
+        rules.preprocess.output,
+    output:
+        f"{RESULTS}/contexts/{{dataset}}.json",
+    params:
+        protocols=json.dumps(config["protocols"]),
+    log:
+        f"{LOGS}/contexts/{{dataset}}.log",
+    shell:
+        "chorustic contexts {wildcards.dataset} --data-dir {DATA_DIR} --cache-dir {CACHE_DIR} "
+        "--protocols '{params.protocols}' --out {output} > {log} 2>&1"

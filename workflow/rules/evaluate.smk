@@ -1,0 +1,19 @@
+rule evaluate:
+    """One method on one dataset under every protocol context (supervised worker; failures recorded)."""
+    input:
+        contexts=rules.contexts.output,
+        summary=rules.preprocess.output,
+        checkpoint=method_checkpoint_inputs,
+    output:
+        f"{RESULTS}/runs/{{method}}/{{dataset}}.json",
+    log:
+        f"{LOGS}/evaluate/{{method}}/{{dataset}}.log",
+    benchmark:
+        f"{LOGS}/benchmarks/evaluate/{{method}}/{{dataset}}.tsv"
+    threads: lambda w: method_resources(w.method)["threads"]
+    resources:
+        mem_mb=lambda w: method_resources(w.method)["mem_mb"],
+        runtime=lambda w: method_resources(w.method)["runtime"],
+        gpu=lambda w: method_resources(w.method)["gpu"],
+    script:
+        "../scripts/evaluate.py"

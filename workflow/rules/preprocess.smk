@@ -1,0 +1,13 @@
+rule preprocess:
+    """Read the .ts files, resample to length 512 (and keep native arrays); cache them on disk."""
+    input:
+        rules.download.output,
+    output:
+        f"{CACHE_DIR}/summaries/{{dataset}}.json",
+    log:
+        f"{LOGS}/preprocess/{{dataset}}.log",
+    benchmark:
+        f"{LOGS}/benchmarks/preprocess/{{dataset}}.tsv"
+    shell:
+        "chorustic preprocess {wildcards.dataset} --data-dir {DATA_DIR} --cache-dir {CACHE_DIR} "
+        "--summary {output} > {log} 2>&1"

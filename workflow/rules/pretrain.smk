@@ -1,0 +1,20 @@
+rule pretrain:
+    """Pretrain ChorusTIC on the synthetic episodic prior (GPU strongly recommended for `paper`)."""
+    output:
+        f"{MODELS}/{{run}}/checkpoint.ckpt",
+    params:
+        model_config=lambda w: config["pretrain"][w.run]["model_config"],
+        train_config=lambda w: config["pretrain"][w.run]["train_config"],
+        extra=lambda w: " ".join(config["pretrain"][w.run].get("args") or []),
+        out_dir=lambda w: f"{MODELS}/{w.run}",
+    log:
+        f"{LOGS}/pretrain/{{run}}.log",
+    benchmark:
+        f"{LOGS}/benchmarks/pretrain/{{run}}.tsv"
+    threads: workflow.cores
+    resources:
+        gpu=1,
+        runtime=24 * 60,
+    shell:
+        "chorustic pretrain --model-config {params.model_config} --train-config {params.train_config} "
+        "{params.extra} --out {params.out_dir} --resume --checkpoint-name checkpoint.ckpt > {log} 2>&1"
