@@ -1,0 +1,296 @@
+"""Loading a dataset: the official ``.ts`` files -> :class:`TimeSeriesDataset` (paper App. C.2).
+
+:func:`load_dataset` provides the files (:func:`~chorustic.data.download.ensure_dataset_files`:
+local copy, aeon wheel or download, verified against the lock file), reads them with aeon's
+reader (``aeon.datasets.load_from_ts_file``), applies :mod:`chorustic.data.preprocessing` and
+caches the arrays on disk (:mod:`chorustic.data.cache`).
+
+aeon's reader lower-cases every data line, so class labels come back lower-cased (``"Standing"``
+-> ``"standing"``); the original spelling is restored from the file's ``@classLabel`` header when
+that mapping is unambiguous.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from chorustic.data import cache as _cache
+from chorustic.data.errors import MalformedDataFileError, MissingDataFileError
+from chorustic.data.preprocessing import MODEL_LENGTH, encode_labels, fill_missing, to_model_length
+from chorustic.data.registry import get_info, is_known
+
+__all__ = ["TimeSeriesDataset", "load_dataset", "read_ts_split", "preprocessing_settings"]
+
+log = logging.getLogger("chorustic.data")
+
+
+@dataclasses.dataclass
+class TimeSeriesDataset:
+    """One dataset, preprocessed as in the paper, plus its native-length series."""
+
+    name: str
+    archive: str
+    """``"UCR"``, ``"UEA"``, or ``"local"`` for a dataset that is not in the registry."""
+    X_train: np.ndarray
+    """float32 ``(n_train, C, length)``: resampled, NaN -> 0."""
+    y_train: np.ndarray
+    """int64 in ``0..K-1``."""
+    X_test: np.ndarray
+    y_test: np.ndarray
+    classes: np.ndarray
+    """Original labels (str); ``classes[k]`` is the label encoded as ``k``."""
+    X_train_native: np.ndarray | list[np.ndarray]
+    """float32 unresampled series, NaN -> 0: ``(n, C, L)`` if equal length, else a list of ``(C, L_i)``."""
+    X_test_native: np.ndarray | list[np.ndarray]
+    source_sha256: dict[str, str]
+    """File name -> SHA-256 of the ``.ts`` files the arrays come from."""
+    cache_path: Path | None = None
+    """The ``.npz`` these arrays were cached in (None without a cache)."""
+    settings: dict[str, Any] = dataclasses.field(default_factory=dict)
+    """The preprocessing settings (part of the cache key)."""
+
+    @property
+    def n_classes(self) -> int:
+        return int(len(self.classes))
+
+    @property
+    def n_channels(self) -> int:
+        return int(self.X_train.shape[1])
+
+    @property
+    def length(self) -> int:
+        return int(self.X_train.shape[2])
+
+    @property
+    def equal_length(self) -> bool:
+        """True if all native series (train and test) have the same length."""
+        return isinstance(self.X_train_native, np.ndarray) and isinstance(self.X_test_native, np.ndarray)
+
+    @property
+    def n_train(self) -> int:
+        return int(len(self.y_train))
+
+    @property
+    def n_test(self) -> int:
+        return int(len(self.y_test))
+
+    def summary(self) -> str:
+        native = (f"native length {self.X_train_native.shape[-1]}" if self.equal_length else
+                  "native length {}..{}".format(*_length_range(self.X_train_native, self.X_test_native)))
+        return (f"{self.name} ({self.archive}): train {tuple(self.X_train.shape)}, test {tuple(self.X_test.shape)}, "
+                f"{self.n_classes} classes, {native}")
+
+
+def _length_range(*parts) -> tuple[int, int]:
+    lengths = [s.shape[-1] for p in parts for s in (p if isinstance(p, list) else [p])]
+    return min(lengths), max(lengths)
+
+
+def preprocessing_settings(length: int = MODEL_LENGTH, label_order: str = "sorted") -> dict[str, Any]:
+    import aeon
+
+    return {
+        "length": int(length),
+        "missing_fill": 0.0,
+        "interpolation": "linear, align_corners=False, per series from its own length",
+        "label_order": label_order,
+        "dtype": "float32",
+        "reader": f"aeon.datasets.load_from_ts_file (aeon {aeon.__version__})",
+    }
+
+
+def _header_labels(path: Path) -> list[str]:
+    """The class values of the ``@classLabel`` header, in the file's own spelling."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                s = line.strip()
+                low = s.lower()
+                if low.startswith("@data"):
+                    break
+                if low.startswith("@classlabel"):
+                    tokens = s.split()
+                    if len(tokens) > 2 and tokens[1].lower() == "true":
+                        return tokens[2:]
+                    return []
+    except OSError:
+        return []
+    return []
+
+
+def read_ts_split(path: str | os.PathLike, dataset: str = "?", split: str = "") -> tuple[
+        np.ndarray | list[np.ndarray], np.ndarray, dict[str, Any]]:
+    """Read one ``.ts`` file with aeon's reader: ``(X, y, meta)``.
+
+    ``X`` is float64 ``(n, C, L)`` (equal length) or a list of ``(C, L_i)``; ``y`` the labels as str
+    in the file's spelling; ``meta`` aeon's header info plus ``"class_values_original"``. Errors name
+    the file and the fix.
+    """
+    from aeon.datasets import load_from_ts_file
+
+    path = Path(path)
+    what = f"the {split} file of dataset {dataset!r}" if split else f"a file of dataset {dataset!r}"
+    if not path.is_file():
+        raise MissingDataFileError(
+            f"{what} is missing: {path}. Run `chorustic download {dataset}` (or put the official "
+            f"{path.name} there).", dataset=dataset, path=path)
+    try:
+        X, y, meta = load_from_ts_file(str(path), return_meta_data=True)
+    except UnicodeDecodeError as exc:
+        raise MalformedDataFileError(f"cannot read {path} ({what}): not UTF-8 text ({exc}). Delete it and run "
+                                     f"`chorustic download {dataset}` again.", dataset=dataset, path=path) from exc
+    except (OSError, ValueError, IndexError, TypeError, KeyError) as exc:
+        raise MalformedDataFileError(
+            f"cannot parse {path} ({what}) as a .ts file: {type(exc).__name__}: {exc}. The file is damaged or not "
+            f"in the .ts format; delete it and run `chorustic download {dataset}` again.",
+            dataset=dataset, path=path) from exc
+    if not meta.get("classlabel", False):
+        raise MalformedDataFileError(
+            f"{path} ({what}) declares no class labels (@classLabel false): not a classification dataset.",
+            dataset=dataset, path=path)
+    n = len(X)
+    if n == 0:
+        raise MalformedDataFileError(f"{path} ({what}) holds no series after @data.", dataset=dataset, path=path)
+    if len(y) != n:
+        raise MalformedDataFileError(f"{path} ({what}): {n} series but {len(y)} labels.", dataset=dataset, path=path)
+    if isinstance(X, list):
+        empty = [i for i, s in enumerate(X) if s.shape[-1] == 0]
+        if empty:
+            raise MalformedDataFileError(f"{path} ({what}): series {empty[0]} is empty.", dataset=dataset, path=path)
+    header = _header_labels(path)
+    y = np.asarray([str(v).strip() for v in y])
+    by_lower: dict[str, str] = {}
+    for h in header:
+        by_lower.setdefault(h.lower(), h)
+    if header and len(by_lower) == len(header):
+        y = np.asarray([by_lower.get(v.lower(), v) for v in y.tolist()])
+    meta = dict(meta)
+    meta["class_values_original"] = header
+    return X, y, meta
+
+
+def _native(X: np.ndarray | list[np.ndarray]) -> np.ndarray | list[np.ndarray]:
+    if isinstance(X, np.ndarray):
+        return fill_missing(X).astype(np.float32)
+    return [fill_missing(s).astype(np.float32) for s in X]
+
+
+def _channels(X) -> set[int]:
+    if isinstance(X, np.ndarray):
+        return {int(X.shape[1])}
+    return {int(s.shape[0]) for s in X}
+
+
+def _from_cache(arrays: dict[str, np.ndarray], name: str, archive: str, path: Path,
+                settings: dict[str, Any]) -> TimeSeriesDataset:
+    def native(prefix: str):
+        if f"{prefix}_native" in arrays:
+            return arrays[f"{prefix}_native"]
+        return _cache.unpack_ragged(arrays[f"{prefix}_native_flat"], arrays[f"{prefix}_native_lengths"])
+
+    files = arrays["source_files"].tolist()
+    shas = arrays["source_sha256"].tolist()
+    return TimeSeriesDataset(
+        name=name, archive=archive,
+        X_train=arrays["X_train"], y_train=arrays["y_train"], X_test=arrays["X_test"], y_test=arrays["y_test"],
+        classes=arrays["classes"].astype(str), X_train_native=native("X_train"), X_test_native=native("X_test"),
+        source_sha256=dict(zip(files, shas)), cache_path=path, settings=settings,
+    )
+
+
+def _to_cache(ds: TimeSeriesDataset) -> dict[str, np.ndarray]:
+    arrays = {"X_train": ds.X_train, "y_train": ds.y_train, "X_test": ds.X_test, "y_test": ds.y_test,
+              "classes": np.asarray(ds.classes, dtype=str),
+              "source_files": np.asarray(list(ds.source_sha256), dtype=str),
+              "source_sha256": np.asarray(list(ds.source_sha256.values()), dtype=str)}
+    for prefix, nat in (("X_train", ds.X_train_native), ("X_test", ds.X_test_native)):
+        if isinstance(nat, np.ndarray):
+            arrays[f"{prefix}_native"] = nat
+        else:
+            arrays[f"{prefix}_native_flat"], arrays[f"{prefix}_native_lengths"] = _cache.pack_ragged(nat)
+    return arrays
+
+
+def load_dataset(
+    name: str,
+    data_dir: str | os.PathLike | None = None,
+    *,
+    cache_dir: str | os.PathLike | None = None,
+    length: int = MODEL_LENGTH,
+    offline: bool = False,
+    label_order: str = "sorted",
+    **download_options: Any,
+) -> TimeSeriesDataset:
+    """Load ``name`` preprocessed as in the paper (App. C.2); see :class:`TimeSeriesDataset`.
+
+    The files come from :func:`~chorustic.data.download.ensure_dataset_files` (``offline`` and
+    ``download_options`` such as ``mirrors``, ``lock``, ``progress``, ``subset`` are passed on).
+    With ``cache_dir`` the arrays are cached keyed by the files' SHA-256 and the settings.
+    """
+    from chorustic.data.download import ensure_dataset_files, split_paths
+
+    folder, shas = ensure_dataset_files(name, data_dir, offline=offline, **download_options)
+    archive = get_info(name).archive if is_known(name) else "local"
+    settings = preprocessing_settings(length, label_order)
+    path = None
+    if cache_dir is not None:
+        key = _cache.cache_key(name, shas, settings)
+        path = _cache.cache_path(cache_dir, name, key, length)
+        arrays = _cache.load_arrays(path, required=("X_train", "y_train", "X_test", "y_test", "classes"))
+        if arrays is not None:
+            return _from_cache(arrays, name, archive, path, settings)
+
+    train_path, test_path = split_paths(folder, name)
+    X_tr, y_tr, meta_tr = read_ts_split(train_path, name, "TRAIN")
+    X_te, y_te, _ = read_ts_split(test_path, name, "TEST")
+    ch_tr, ch_te = _channels(X_tr), _channels(X_te)
+    if len(ch_tr) != 1 or ch_tr != ch_te:
+        raise MalformedDataFileError(
+            f"dataset {name!r}: TRAIN has {sorted(ch_tr)} channels, TEST has {sorted(ch_te)}; the files do not "
+            f"belong together. Delete {folder} and run `chorustic download {name}` again.",
+            dataset=name, path=folder)
+    y_train, y_test, classes = encode_labels(y_tr, y_te, dataset=name, order=label_order,
+                                             header=meta_tr.get("class_values_original"), test_file=str(test_path))
+    nat_tr, nat_te = _collapse(_native(X_tr), _native(X_te))
+    ds = TimeSeriesDataset(
+        name=name, archive=archive,
+        X_train=to_model_length(nat_tr, length), y_train=y_train,
+        X_test=to_model_length(nat_te, length), y_test=y_test,
+        classes=classes,
+        X_train_native=nat_tr, X_test_native=nat_te,
+        source_sha256=dict(shas), cache_path=path, settings=settings,
+    )
+    _check_against_registry(ds)
+    if path is not None:
+        _cache.save_arrays(path, _to_cache(ds))
+    return ds
+
+
+def _collapse(a: np.ndarray | list[np.ndarray], b: np.ndarray | list[np.ndarray]):
+    """Both splits as ``(n, C, L)`` arrays if every series of both has the same length (aeon returns
+    lists for files declaring ``@equalLength false``), else both as lists of ``(C, L_i)``."""
+    def series(x):
+        return list(x) if isinstance(x, np.ndarray) else x
+
+    lengths = {s.shape[-1] for s in series(a)} | {s.shape[-1] for s in series(b)}
+    if len(lengths) == 1:
+        return tuple(x if isinstance(x, np.ndarray) else np.stack(x) for x in (a, b))
+    return tuple(series(x) for x in (a, b))
+
+
+def _check_against_registry(ds: TimeSeriesDataset) -> None:
+    if not is_known(ds.name):
+        return
+    info = get_info(ds.name)
+    found = {"n_train": ds.n_train, "n_test": ds.n_test, "n_channels": ds.n_channels, "n_classes": ds.n_classes}
+    diffs = [f"{k} {getattr(info, k)} in the registry, {v} in the files" for k, v in found.items()
+             if getattr(info, k) != v]
+    if diffs:
+        log.warning("dataset %s differs from the registry metadata: %s (a different release?)", ds.name,
+                    "; ".join(diffs))

@@ -1,0 +1,169 @@
+"""Input preprocessing of the paper (Appendix C.2), in numpy.
+
+* **Channel axis kept**: every dataset is ``(n, C, L)``; UCR series have ``C = 1``; UEA channels
+  are never flattened, concatenated or selected.
+* **Missing values -> 0**, before any interpolation (:func:`fill_missing`).
+* **Linear interpolation to** ``L0 = 512`` along time with ``align_corners=False`` semantics
+  (:func:`resample_linear`), giving the same numbers as
+  ``torch.nn.functional.interpolate(x, size=L0, mode="linear", align_corners=False)``; a
+  variable-length dataset has each series resampled from its own length.
+* **Labels** encoded to ``0..K-1`` by an encoder fitted on the training split and reused on the
+  test split (:func:`encode_labels`); a test label unseen in training is an error.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+
+from chorustic.data.errors import UnseenLabelError
+
+__all__ = [
+    "MODEL_LENGTH",
+    "LABEL_ORDERS",
+    "linear_weights",
+    "resample_linear",
+    "fill_missing",
+    "to_model_length",
+    "class_order",
+    "encode_labels",
+]
+
+#: The model length L0 of the paper.
+MODEL_LENGTH = 512
+#: ``"sorted"``: numeric order if every label is a finite number, else sorted strings (default);
+#: ``"header"``: the order of the ``@classLabel`` header (the authors' UEA reader), labels absent
+#: from the header appended in sorted order.
+LABEL_ORDERS = ("sorted", "header")
+
+
+def linear_weights(in_length: int, out_length: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Source indices ``i0, i1`` and weight ``w1`` of linear interpolation, ``align_corners=False``.
+
+    Output position ``j`` samples the input at ``s = max((j + 0.5) * in/out - 0.5, 0)``:
+    ``y[j] = (1 - w1) * x[i0] + w1 * x[i1]`` with ``i0 = floor(s)``, ``i1 = min(i0 + 1, in - 1)``,
+    ``w1 = s - i0`` (PyTorch's ``upsample_linear1d`` rule, including the clamp at the left edge).
+    """
+    if in_length < 1 or out_length < 1:
+        raise ValueError(f"lengths must be positive, got in={in_length}, out={out_length}")
+    scale = in_length / out_length
+    src = (np.arange(out_length, dtype=np.float64) + 0.5) * scale - 0.5
+    src = np.maximum(src, 0.0)
+    i0 = np.floor(src).astype(np.int64)
+    i0 = np.minimum(i0, in_length - 1)
+    i1 = np.minimum(i0 + 1, in_length - 1)
+    w1 = src - i0
+    return i0, i1, w1
+
+
+def resample_linear(x: np.ndarray, length: int) -> np.ndarray:
+    """Linearly interpolate the last axis of ``x`` to ``length`` (``align_corners=False``).
+
+    Works on any leading shape; computes in float64 (float32 input is upcast) and returns float64
+    for float64 input, float32 for float32 input. ``length == x.shape[-1]`` returns a copy.
+    """
+    x = np.asarray(x)
+    if x.ndim == 0:
+        raise ValueError("resample_linear needs an array with a time axis")
+    if not np.issubdtype(x.dtype, np.floating):
+        x = x.astype(np.float64)
+    n = x.shape[-1]
+    if n == 0:
+        raise ValueError("cannot resample an empty series (length 0)")
+    out_dtype = x.dtype
+    if n == length:
+        return x.copy()
+    i0, i1, w1 = linear_weights(n, length)
+    xf = x.astype(np.float64, copy=False)
+    y = xf[..., i0] * (1.0 - w1) + xf[..., i1] * w1
+    return y.astype(out_dtype, copy=False)
+
+
+def fill_missing(x: np.ndarray, value: float = 0.0) -> np.ndarray:
+    """``x`` with NaN replaced by ``value`` (a copy only when there is a NaN)."""
+    x = np.asarray(x, dtype=np.float64)
+    mask = np.isnan(x)
+    if mask.any():
+        x = np.where(mask, value, x)
+    return x
+
+
+def to_model_length(X: np.ndarray | Sequence[np.ndarray], length: int = MODEL_LENGTH,
+                    dtype=np.float32) -> np.ndarray:
+    """``(n, C, length)`` from an ``(n, C, L)`` array or a list of ``(C, L_i)`` arrays (each series
+    resampled from its own length). Missing values must be filled before (:func:`fill_missing`)."""
+    if isinstance(X, np.ndarray) and X.ndim == 3:
+        return resample_linear(X.astype(np.float64, copy=False), length).astype(dtype)
+    series = list(X)
+    if not series:
+        raise ValueError("no series to resample")
+    n_channels = {np.shape(s)[0] for s in series}
+    if len(n_channels) != 1:
+        raise ValueError(f"series have different channel counts: {sorted(n_channels)}")
+    out = np.empty((len(series), n_channels.pop(), length), dtype=dtype)
+    by_length: dict[int, list[int]] = {}
+    for i, s in enumerate(series):
+        by_length.setdefault(np.shape(s)[-1], []).append(i)
+    for L, idx in by_length.items():  # one vectorised call per distinct length
+        batch = np.stack([np.asarray(series[i], dtype=np.float64) for i in idx])
+        out[idx] = resample_linear(batch, length)
+    return out
+
+
+def _as_number(label: str) -> float | None:
+    try:
+        v = float(label)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
+
+
+def class_order(labels: Sequence[str], *, order: str = "sorted",
+                header: Sequence[str] | None = None) -> np.ndarray:
+    """The distinct ``labels`` in encoding order (index = encoded label), as a str array.
+
+    ``"sorted"``: if every label parses as a finite number, numeric order ("1" < "2" < "10"),
+    else sorted strings. ``"header"``: ``header`` order (labels missing from it appended sorted).
+    """
+    if order not in LABEL_ORDERS:
+        raise ValueError(f"unknown label order {order!r}: expected one of {LABEL_ORDERS}")
+    distinct = sorted({str(v) for v in labels})
+    nums = [_as_number(v) for v in distinct]
+    if all(v is not None for v in nums):
+        sorted_labels = [v for _, v in sorted(zip(nums, distinct))]
+    else:
+        sorted_labels = distinct
+    if order == "header" and header:
+        present = set(distinct)
+        head = [h for h in dict.fromkeys(str(h) for h in header) if h in present]
+        rest = [v for v in sorted_labels if v not in set(head)]
+        sorted_labels = head + rest
+    return np.asarray(sorted_labels, dtype=str)
+
+
+def encode_labels(y_train: Sequence[str], y_test: Sequence[str], *, dataset: str = "?", order: str = "sorted",
+                  header: Sequence[str] | None = None, test_file: str | None = None
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Encode with an encoder fitted on ``y_train`` only: ``(y_train_enc, y_test_enc, classes)``.
+
+    Raises :class:`UnseenLabelError` naming the dataset and the labels when the test split holds a
+    class the training split lacks.
+    """
+    y_train = np.asarray([str(v) for v in y_train])
+    y_test = np.asarray([str(v) for v in y_test])
+    classes = class_order(y_train, order=order, header=header)
+    index = {c: i for i, c in enumerate(classes)}
+    unseen = sorted({v for v in y_test.tolist() if v not in index})
+    if unseen:
+        where = f" ({test_file})" if test_file else ""
+        raise UnseenLabelError(
+            f"dataset {dataset!r}: the test split{where} has label{'s' if len(unseen) > 1 else ''} "
+            f"{', '.join(repr(u) for u in unseen)} that the training split does not have (training labels: "
+            f"{', '.join(repr(c) for c in classes)}). Labels are encoded on the training split only; check that "
+            "TRAIN and TEST files belong to the same release, re-download the dataset if not.",
+            dataset=dataset, path=test_file, labels=tuple(unseen))
+    enc_train = np.fromiter((index[v] for v in y_train.tolist()), dtype=np.int64, count=len(y_train))
+    enc_test = np.fromiter((index[v] for v in y_test.tolist()), dtype=np.int64, count=len(y_test))
+    return enc_train, enc_test, classes
