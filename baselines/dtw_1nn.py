@@ -1,0 +1,69 @@
+"""1NN-DTW, from aeon. Beyond the paper: the classical distance-based reference.
+
+Protocol: ``aeon.classification.distance_based.KNeighborsTimeSeriesClassifier(distance="dtw",
+n_neighbors=1)`` on the **native** series: full warping window (aeon's default; ``window`` sets a
+Sakoe-Chiba band as a fraction of the length), dependent multivariate DTW, variable-length
+series compared as they are (DTW aligns series of different lengths; no resampling).
+
+Probabilities: the nearest neighbour's class with probability 1 (aeon's ``predict_proba``).
+Cost: O(n_context x n_query x L^2); long series (EigenWorms: 17,984 points) need a large runtime or a
+``window``; a job that exceeds its time limit is recorded as failed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from chorustic.methods import Method, MethodInfo, register
+from chorustic.methods.contract import ContractClassifier
+
+
+class DTW1NNEstimator(ContractClassifier):
+    def __init__(self, window: float | None = None, n_jobs: int = 1):
+        self.window = window
+        self.n_jobs = n_jobs
+
+    def _model(self):
+        from aeon.classification.distance_based import KNeighborsTimeSeriesClassifier
+
+        params = None if self.window is None else {"window": float(self.window)}
+        return KNeighborsTimeSeriesClassifier(distance="dtw", distance_params=params, n_neighbors=1,
+                                              n_jobs=self.n_jobs)
+
+    def _fit(self, X, y):
+        self.model_ = self._model()
+        self.model_.fit(X, y)
+        self.run_info_.update({"window": self.window, "variable_length": isinstance(X, list)})
+
+    def _predict_proba(self, X):
+        proba = np.asarray(self.model_.predict_proba(X), dtype=np.float64)
+        out = np.zeros((proba.shape[0], len(self.classes_)))
+        out[:, np.asarray(self.model_.classes_, dtype=np.int64)] = proba
+        return out
+
+
+@register
+class DTW1NN(Method):
+    info = MethodInfo(
+        name="dtw_1nn",
+        display_name="1NN-DTW",
+        group="Classical",
+        fits_on_target=True,
+        input_kind="native",
+        description="aeon KNeighborsTimeSeriesClassifier(distance='dtw', n_neighbors=1), full window",
+        reference="Bagnall et al. The great time series classification bake off. DMKD 2017",
+    )
+    default_params: dict[str, Any] = {"window": None}
+    resources = {"threads": 4, "mem_mb": 8000, "runtime": 2880, "gpu": 0}
+
+    def check_ready(self, **params: Any) -> None:
+        import aeon.classification.distance_based  # noqa: F401
+
+    def build(self, *, seed: int, device: str = "cpu", n_jobs: int = 1, **params: Any):
+        p = self.params(params)
+        window = p["window"]
+        if window is not None and not 0.0 <= float(window) <= 1.0:
+            raise ValueError(f"dtw_1nn: window must be a fraction in [0, 1] or null, got {window!r}")
+        return DTW1NNEstimator(window=window, n_jobs=n_jobs)

@@ -1,0 +1,180 @@
+"""Mantis-8M + random forest (Feofanov et al., 2025): a frozen time-series foundation model with a
+lightweight classifier fitted on the context (paper Sec. 4.1, "Frozen time series foundation models").
+
+Protocol (the authors' zero-shot feature-extraction protocol, ``mantis-tsfm`` package):
+
+* input: the harness' series **resampled to 512** points (linear, ``align_corners=False``): Mantis
+  takes fixed-length 512 inputs (32 patches of 16);
+* every channel is embedded on its own by the frozen network (eval mode, no gradient), as
+  ``MantisTrainer.transform`` does; channel embeddings are concatenated (``channel_fusion``);
+* readout: the model's default, the final transformer layer's CLS token (``layer=-1``,
+  ``token="cls_token"``); the paper does not pin it, so both are parameters
+  (``token``: ``cls_token`` | ``mean_token`` | ``combined``; ``layer``: index of the transformer layer);
+* classifier: ``RandomForestClassifier(n_estimators=200, random_state=seed)`` on the embeddings;
+* weights: ``paris-noah/Mantis-8M`` on Hugging Face (``model.safetensors`` + ``config.json``), loaded
+  strictly through the package's own ``from_pretrained`` from ``params.weights`` (a folder) or the
+  Hugging Face cache. ``chorustic fetch-weights mantis_rf`` downloads and verifies them.
+
+The MantisV2 variants (``mantisv2_lr``, ``mantisv2_rf``) reuse this file's backbone and estimator.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from chorustic.methods import Method, MethodInfo, MethodNotReady, register
+from chorustic.methods.contract import FrozenEmbeddingClassifier, torch_device
+from chorustic.methods.weights import HubFile, cached, download_hub_files, file_key, resolve_hub_files
+
+TOKENS = ("cls_token", "mean_token", "combined")
+
+
+class MantisBackbone:
+    """A loaded, frozen Mantis network and its readout; ``embed((m, 512)) -> (m, D)``."""
+
+    def __init__(self, network, *, key: tuple, info: dict[str, Any], device):
+        self.network = network
+        self.key = key
+        self.info = info
+        self.device = device
+
+    def embed(self, series) -> np.ndarray:
+        import torch
+
+        x = torch.as_tensor(np.asarray(series, dtype=np.float32)[:, None, :], device=self.device)
+        with torch.no_grad():
+            return self.network(x).float().cpu().numpy()
+
+
+def load_mantis(version: str, weights_dir: Path, *, layer: int, token: str, device: str, label: str,
+                repo_id: str) -> MantisBackbone:
+    """Load a Mantis checkpoint folder strictly with the package's ``from_pretrained`` (cached)."""
+    if token not in TOKENS:
+        raise ValueError(f"{label}: token must be one of {TOKENS}, not {token!r}")
+    weights = Path(weights_dir) / "model.safetensors"
+    dev = torch_device(device)
+
+    def load():
+        from mantis.architecture import MantisV1, MantisV2
+
+        cls = {"v1": MantisV1, "v2": MantisV2}[version]
+        try:
+            shell = cls(device="cpu", return_transf_layer=int(layer), output_token=token)
+            with contextlib.redirect_stdout(io.StringIO()):  # the hub mixin prints on local loads
+                net = shell.from_pretrained(str(weights_dir), strict=True, map_location="cpu", device="cpu")
+        except RuntimeError as exc:
+            lines = str(exc).splitlines()
+            raise MethodNotReady(
+                f"{label}: {weights} is not a {repo_id} checkpoint for the installed mantis-tsfm "
+                f"({' '.join(lines[:2])[:400]}). Use the files of https://huggingface.co/{repo_id}."
+            ) from exc
+        n_layers = len(net.transf_unit.transformer.layers)
+        if not -n_layers <= int(layer) < n_layers:
+            raise ValueError(f"{label}: layer {layer} out of range for a {n_layers}-layer transformer")
+        net.eval()
+        for p in net.parameters():
+            p.requires_grad_(False)
+        net = net.to(dev)
+        n_tensors = len(net.state_dict())
+        info = {"weights": str(weights), "repo_id": repo_id, "readout_layer": int(layer), "readout_token": token,
+                "tensors_loaded": n_tensors, "tensors_skipped": 0, "device": str(dev)}
+        return MantisBackbone(net, key=(repo_id, file_key(weights), int(layer), token, str(dev)), info=info,
+                              device=dev)
+
+    return cached(("mantis", version, file_key(weights), int(layer), token, str(dev)), load)
+
+
+class MantisEmbeddingClassifier(FrozenEmbeddingClassifier):
+    """Frozen Mantis / MantisV2 channel embeddings + a classifier head."""
+
+    series_length: ClassVar[int] = 512
+
+    def __init__(self, weights_dir: str = "", version: str = "v1", repo_id: str = "", layer: int = -1,
+                 token: str = "cls_token", *, head: str = "rf", channel_fusion: str = "concat",
+                 batch_size: int = 256, random_state: int = 0, device: str = "cpu", n_jobs: int = 1,
+                 verbose: bool = False):
+        super().__init__(head=head, channel_fusion=channel_fusion, batch_size=batch_size,
+                         random_state=random_state, device=device, n_jobs=n_jobs, verbose=verbose)
+        self.weights_dir = weights_dir
+        self.version = version
+        self.repo_id = repo_id
+        self.layer = layer
+        self.token = token
+
+    def _backbone(self) -> MantisBackbone:
+        return load_mantis(self.version, Path(self.weights_dir), layer=self.layer, token=self.token,
+                           device=self.device, label=f"Mantis ({self.repo_id})", repo_id=self.repo_id)
+
+
+class MantisBase(Method):
+    """Shared by mantis_rf, mantisv2_lr and mantisv2_rf: backbone version, Hub id and head differ."""
+
+    version: ClassVar[str]
+    repo_id: ClassVar[str]
+    head: ClassVar[str]
+    default_params: ClassVar[dict[str, Any]] = {
+        "weights": None,          # a folder with model.safetensors (+ config.json); None: Hugging Face cache
+        "revision": "main",
+        "layer": -1,              # readout layer (-1: the last one, the model's default)
+        "token": "cls_token",     # readout token: cls_token | mean_token | combined
+        "channel_fusion": "concat",
+        "batch_size": 256,
+    }
+    resources = {"threads": 4, "mem_mb": 16000, "runtime": 180, "gpu": 0}
+
+    def _label(self) -> str:
+        return f"{self.info.display_name} ({self.info.name})"
+
+    def _files(self, p: dict[str, Any]) -> list[HubFile]:
+        return [HubFile(self.repo_id, "model.safetensors", revision=p["revision"]),
+                HubFile(self.repo_id, "config.json", revision=p["revision"], required=False)]
+
+    def _dir(self, p: dict[str, Any]) -> Path:
+        found = resolve_hub_files(self._label(), self._files(p), local=p["weights"], param="weights",
+                                  fetch_name=self.info.name)
+        folder = found["model.safetensors"].parent
+        if "config.json" in found and found["config.json"].parent != folder:  # pragma: no cover - hub layout
+            raise MethodNotReady(f"{self._label()}: model.safetensors and config.json are in different folders")
+        return folder
+
+    def check_ready(self, **params: Any) -> None:
+        p = self.params(params)
+        load_mantis(self.version, self._dir(p), layer=int(p["layer"]), token=p["token"], device="cpu",
+                    label=self._label(), repo_id=self.repo_id)
+
+    def build(self, *, seed: int, device: str = "cpu", n_jobs: int = 1, **params: Any):
+        p = self.params(params)
+        return MantisEmbeddingClassifier(
+            weights_dir=str(self._dir(p)), version=self.version, repo_id=self.repo_id, layer=int(p["layer"]),
+            token=p["token"], head=self.head, channel_fusion=p["channel_fusion"], batch_size=int(p["batch_size"]),
+            random_state=seed, device=device, n_jobs=n_jobs,
+        )
+
+    def fetch_weights(self, **params: Any) -> list[Path]:
+        p = self.params(params)
+        if p["weights"]:
+            return [self._dir(p)]
+        got = download_hub_files(self._label(), self._files(p), param="weights", fetch_name=self.info.name)
+        self.check_ready(**params)
+        return list(got.values())
+
+
+@register
+class MantisRF(MantisBase):
+    info = MethodInfo(
+        name="mantis_rf",
+        display_name="Mantis+RF",
+        group="Frozen TSFM",
+        fits_on_target=True,
+        input_kind="resampled",
+        description="frozen Mantis-8M (final-layer CLS) per channel, concatenated, random forest (200 trees)",
+        reference="Feofanov et al. Mantis: lightweight calibrated foundation model for TSC. 2025",
+    )
+    version = "v1"
+    repo_id = "paris-noah/Mantis-8M"
+    head = "rf"

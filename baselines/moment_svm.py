@@ -1,0 +1,181 @@
+"""MOMENT-1-base + SVM (Goswami et al., ICML 2024): frozen embeddings and MOMENT's own SVM protocol
+(paper Sec. 4.1, "Frozen time series foundation models"; App. C.4: ``MOMENT-1-base``, frozen feature + SVM).
+
+Protocol (``momentfm``, installed with ``pip install --no-deps momentfm==0.1.4``; it works with
+transformers 5):
+
+* input: the **native** series. MOMENT reads 512 time steps with an input mask: a series shorter
+  than 512 is zero-padded on the left and masked there (MOMENT's classification tutorial); a series
+  longer than 512 is linearly resampled to 512 (``align_corners=False``; MOMENT publishes no rule for
+  longer series and its paper evaluates only UCR datasets of length <= 512);
+* every channel goes through the frozen encoder on its own (MOMENT treats channels independently);
+  the embedding of a series is ``MOMENTPipeline.embed`` with the default ``reduction="mean"``
+  (masked mean over patches), and a multivariate case is the mean over its channels, exactly what
+  MOMENT's ``embed`` returns for a multichannel input (``channel_fusion="concat"`` is the alternative);
+* classifier: ``momentfm.models.statistical_classifiers.fit_svm`` (RBF SVC, C grid-searched with
+  5-fold CV, C=1e5 without search for tiny contexts); probabilities are a softmax of the SVC's
+  decision values whose argmax is the SVC's prediction;
+* weights: ``AutonLab/MOMENT-1-base`` on Hugging Face (``config.json`` + ``model.safetensors``), from
+  ``params.weights`` (a folder) or the Hugging Face cache; ``chorustic fetch-weights moment_svm``
+  downloads and verifies them. Loaded tensors are checked against the architecture; a checkpoint
+  that lacks encoder tensors or has other shapes is rejected.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from chorustic.methods import Method, MethodInfo, MethodNotReady, register
+from chorustic.methods.contract import FrozenEmbeddingClassifier, resample_linear, torch_device
+from chorustic.methods.weights import HubFile, cached, download_hub_files, file_key, resolve_hub_files
+
+REPO_ID = "AutonLab/MOMENT-1-base"
+SEQ_LEN = 512
+
+
+def moment_inputs(series, seq_len: int = SEQ_LEN) -> tuple[np.ndarray, np.ndarray]:
+    """Univariate series -> (x (m, 1, seq_len), mask (m, seq_len)): left zero-padding with mask 0 for
+    short series, linear resampling for long ones."""
+    m = len(series)
+    x = np.zeros((m, 1, seq_len), dtype=np.float32)
+    mask = np.zeros((m, seq_len), dtype=np.float32)
+    for i, s in enumerate(series):
+        s = np.asarray(s, dtype=np.float32).reshape(-1)
+        if s.shape[0] > seq_len:
+            s = resample_linear(s, seq_len)
+        n = s.shape[0]
+        x[i, 0, seq_len - n:] = s
+        mask[i, seq_len - n:] = 1.0
+    return x, mask
+
+
+class MomentBackbone:
+    def __init__(self, model, *, key: tuple, info: dict[str, Any], device):
+        self.model = model
+        self.key = key
+        self.info = info
+        self.device = device
+
+    def embed(self, series) -> np.ndarray:
+        import torch
+
+        x, mask = moment_inputs(series)
+        with torch.no_grad():
+            out = self.model.embed(x_enc=torch.as_tensor(x, device=self.device),
+                                   input_mask=torch.as_tensor(mask, device=self.device), reduction="mean")
+        return out.embeddings.float().cpu().numpy()
+
+
+def load_moment(weights_dir: Path, *, device: str, label: str) -> MomentBackbone:
+    weights = Path(weights_dir) / "model.safetensors"
+    dev = torch_device(device)
+
+    def load():
+        import warnings
+
+        from momentfm import MOMENTPipeline
+        from safetensors import safe_open
+
+        try:
+            with safe_open(str(weights), "pt") as fh:
+                file_keys = set(fh.keys())
+        except Exception as exc:
+            raise MethodNotReady(f"{label}: {weights} is not a safetensors file ({exc}); use the files of "
+                                 f"https://huggingface.co/{REPO_ID}") from exc
+        try:
+            with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+                warnings.simplefilter("ignore")
+                model = MOMENTPipeline.from_pretrained(str(weights_dir), model_kwargs={"task_name": "embedding"},
+                                                       map_location="cpu")
+        except (RuntimeError, KeyError, TypeError, ValueError) as exc:
+            raise MethodNotReady(f"{label}: {weights_dir} is not a {REPO_ID} checkpoint "
+                                 f"({' '.join(str(exc).splitlines()[:2])[:400]})") from exc
+        own = set(model.state_dict())
+        missing = sorted(k for k in own - file_keys if not k.startswith("head."))
+        if missing:
+            raise MethodNotReady(f"{label}: {weights} lacks {len(missing)} tensors of the MOMENT architecture "
+                                 f"(e.g. {missing[:3]}); it is not a {REPO_ID} checkpoint")
+        model.init()  # switch the reconstruction head for the embedding head
+        model.eval()
+        for p in model.parameters():
+            p.requires_grad_(False)
+        model = model.to(dev)
+        info = {"weights": str(weights), "repo_id": REPO_ID, "tensors_loaded": len(own & file_keys),
+                "tensors_skipped": len(file_keys - own), "device": str(dev)}
+        return MomentBackbone(model, key=(REPO_ID, file_key(weights), str(dev)), info=info, device=dev)
+
+    return cached(("moment", file_key(weights), str(dev)), load)
+
+
+class MomentSVMClassifier(FrozenEmbeddingClassifier):
+    series_length: ClassVar[int | None] = None  # native input; padding/masking per series in the backbone
+
+    def __init__(self, weights_dir: str = "", *, head: str = "svm", channel_fusion: str = "mean",
+                 batch_size: int = 64, random_state: int = 0, device: str = "cpu", n_jobs: int = 1,
+                 verbose: bool = False):
+        super().__init__(head=head, channel_fusion=channel_fusion, batch_size=batch_size,
+                         random_state=random_state, device=device, n_jobs=n_jobs, verbose=verbose)
+        self.weights_dir = weights_dir
+
+    def _backbone(self) -> MomentBackbone:
+        return load_moment(Path(self.weights_dir), device=self.device, label="MOMENT+SVM (moment_svm)")
+
+
+@register
+class MomentSVM(Method):
+    info = MethodInfo(
+        name="moment_svm",
+        display_name="MOMENT+SVM",
+        group="Frozen TSFM",
+        fits_on_target=True,
+        input_kind="native",
+        needs_gpu=True,
+        description="frozen MOMENT-1-base embeddings (512 input + mask), momentfm fit_svm",
+        reference="Goswami et al. MOMENT: a family of open time-series foundation models. ICML 2024",
+    )
+    default_params: ClassVar[dict[str, Any]] = {
+        "weights": None,          # a folder with config.json + model.safetensors; None: Hugging Face cache
+        "revision": "main",
+        "channel_fusion": "mean",  # MOMENT's embed() default for multichannel input; or "concat"
+        "batch_size": 64,
+    }
+    resources = {"threads": 4, "mem_mb": 24000, "runtime": 360, "gpu": 1}
+
+    def _label(self) -> str:
+        return f"{self.info.display_name} ({self.info.name})"
+
+    def _files(self, p):
+        return [HubFile(REPO_ID, "config.json", revision=p["revision"]),
+                HubFile(REPO_ID, "model.safetensors", revision=p["revision"])]
+
+    def _dir(self, p) -> Path:
+        found = resolve_hub_files(self._label(), self._files(p), local=p["weights"], param="weights",
+                                  fetch_name=self.info.name)
+        return found["model.safetensors"].parent
+
+    def check_ready(self, **params: Any) -> None:
+        p = self.params(params)
+        try:
+            import momentfm  # noqa: F401
+        except ImportError as exc:
+            raise MethodNotReady(f"{self._label()}: the momentfm package is not installed; install it with "
+                                 f"`pip install --no-deps momentfm==0.1.4` (or use workflow/envs/moment_svm.yaml)") from exc
+        load_moment(self._dir(p), device="cpu", label=self._label())
+
+    def build(self, *, seed: int, device: str = "cpu", n_jobs: int = 1, **params: Any):
+        p = self.params(params)
+        return MomentSVMClassifier(weights_dir=str(self._dir(p)), channel_fusion=p["channel_fusion"],
+                                   batch_size=int(p["batch_size"]), random_state=seed, device=device, n_jobs=n_jobs)
+
+    def fetch_weights(self, **params: Any) -> list[Path]:
+        p = self.params(params)
+        if p["weights"]:
+            return [self._dir(p)]
+        got = download_hub_files(self._label(), self._files(p), param="weights", fetch_name=self.info.name)
+        self.check_ready(**params)
+        return list(got.values())

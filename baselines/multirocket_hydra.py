@@ -1,0 +1,60 @@
+"""MultiRocket-Hydra (Dempster, Schmidt, Webb, 2023), from aeon. Beyond the paper: classical state of the art.
+
+Protocol: ``aeon.classification.convolution_based.MultiRocketHydraClassifier`` with its defaults
+(Hydra: 8 kernels x 64 groups; MultiRocket features; ridge classifier with cross-validated
+regularisation), fitted on the context split, on the **native** series.
+
+Input rules (:class:`~chorustic.methods.contract.AeonContractClassifier`; recorded in ``run_info``):
+
+* variable-length datasets: linearly resampled to the longest context series;
+* series shorter than 10 points: zero-padded at the end to 10 points (aeon's MultiRocket needs at
+  least 9 points and its first-difference representation one more; length 9 fails inside aeon).
+
+Probabilities: one-hot of the ridge prediction (aeon's ``predict_proba``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from chorustic.methods import Method, MethodInfo, register
+from chorustic.methods.contract import AeonContractClassifier
+
+
+class MultiRocketHydraEstimator(AeonContractClassifier):
+    min_length = 10
+
+    def __init__(self, n_kernels: int = 8, n_groups: int = 64, random_state: int = 0, n_jobs: int = 1):
+        self.n_kernels = n_kernels
+        self.n_groups = n_groups
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+
+    def _make(self):
+        from aeon.classification.convolution_based import MultiRocketHydraClassifier
+
+        return MultiRocketHydraClassifier(n_kernels=self.n_kernels, n_groups=self.n_groups,
+                                          random_state=self.random_state, n_jobs=self.n_jobs)
+
+
+@register
+class MultiRocketHydra(Method):
+    info = MethodInfo(
+        name="multirocket_hydra",
+        display_name="MultiRocket-Hydra",
+        group="Classical",
+        fits_on_target=True,
+        input_kind="native",
+        description="aeon MultiRocketHydraClassifier (defaults) on the native series",
+        reference="Dempster, Schmidt, Webb. Hydra: competing convolutional kernels. DMKD 2023",
+    )
+    default_params: dict[str, Any] = {"n_kernels": 8, "n_groups": 64}
+    resources = {"threads": 4, "mem_mb": 32000, "runtime": 360, "gpu": 0}
+
+    def check_ready(self, **params: Any) -> None:
+        import torch  # noqa: F401  (aeon's Hydra transform runs on torch)
+
+    def build(self, *, seed: int, device: str = "cpu", n_jobs: int = 1, **params: Any):
+        p = self.params(params)
+        return MultiRocketHydraEstimator(n_kernels=int(p["n_kernels"]), n_groups=int(p["n_groups"]),
+                                         random_state=seed, n_jobs=n_jobs)

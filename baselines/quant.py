@@ -1,0 +1,63 @@
+"""QUANT (Dempster, Schmidt, Webb, DMKD 2024), from aeon. Beyond the paper: classical state of the art.
+
+Protocol: ``aeon.classification.interval_based.QUANTClassifier`` with its defaults (quantiles over
+dyadic intervals of depth 6 of the series and its derivatives, an extra-trees classifier with 200
+trees), fitted on the context split, on the **native** series.
+
+Input rules (:class:`~chorustic.methods.contract.AeonContractClassifier`; recorded in ``run_info``):
+
+* variable-length datasets: linearly resampled to the longest context series;
+* series shorter than 4 points: zero-padded at the end to 4 points (aeon's QUANT fails below that).
+
+Probabilities: the extra-trees vote fractions.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from chorustic.methods import Method, MethodInfo, register
+from chorustic.methods.contract import AeonContractClassifier
+
+
+class QUANTEstimator(AeonContractClassifier):
+    min_length = 4
+
+    def __init__(self, interval_depth: int = 6, quantile_divisor: int = 4, random_state: int = 0, n_jobs: int = 1):
+        self.interval_depth = interval_depth
+        self.quantile_divisor = quantile_divisor
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+
+    def _make(self):
+        from aeon.classification.interval_based import QUANTClassifier
+        from sklearn.ensemble import ExtraTreesClassifier
+
+        # aeon's default estimator, with our seed and thread count
+        estimator = ExtraTreesClassifier(n_estimators=200, max_features=0.1, criterion="entropy",
+                                         random_state=self.random_state, n_jobs=self.n_jobs)
+        return QUANTClassifier(interval_depth=self.interval_depth, quantile_divisor=self.quantile_divisor,
+                               estimator=estimator, random_state=self.random_state)
+
+
+@register
+class QUANT(Method):
+    info = MethodInfo(
+        name="quant",
+        display_name="QUANT",
+        group="Classical",
+        fits_on_target=True,
+        input_kind="native",
+        description="aeon QUANTClassifier (interval quantiles + extra trees) on the native series",
+        reference="Dempster, Schmidt, Webb. QUANT: a minimalist interval method. DMKD 2024",
+    )
+    default_params: dict[str, Any] = {"interval_depth": 6, "quantile_divisor": 4}
+    resources = {"threads": 4, "mem_mb": 16000, "runtime": 240, "gpu": 0}
+
+    def check_ready(self, **params: Any) -> None:
+        import torch  # noqa: F401  (aeon's QUANT transform runs on torch)
+
+    def build(self, *, seed: int, device: str = "cpu", n_jobs: int = 1, **params: Any):
+        p = self.params(params)
+        return QUANTEstimator(interval_depth=int(p["interval_depth"]), quantile_divisor=int(p["quantile_divisor"]),
+                              random_state=seed, n_jobs=n_jobs)

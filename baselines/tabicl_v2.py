@@ -1,0 +1,26 @@
+"""TabICLv2 (Qu et al., 2026), checkpoint ``tabicl-classifier-v2-20260212.ckpt``: the same protocol as
+``tabicl`` (channels flattened into rows, ``TabICLClassifier`` defaults, memory planning); only the
+checkpoint differs. See ``baselines/tabicl.py``.
+"""
+
+from __future__ import annotations
+
+from chorustic.methods import MethodInfo, register
+from chorustic.methods.contract import import_plugin_module
+
+_tabicl = import_plugin_module("tabicl", __file__)
+
+
+@register
+class TabICLv2Method(_tabicl.TabICLBase):
+    info = MethodInfo(
+        name="tabicl_v2",
+        display_name="TabICLv2",
+        group="Generic ICL",
+        fits_on_target=False,
+        input_kind="native",
+        needs_gpu=True,
+        description="tabicl TabICLClassifier, checkpoint tabicl-classifier-v2-20260212, channels flattened",
+        reference="Qu et al. TabICLv2. 2026",
+    )
+    checkpoint_file = "tabicl-classifier-v2-20260212.ckpt"
