@@ -216,6 +216,16 @@ def test_clean_download_then_verified_local_copy(server, tmp_path):
     n = len(server.requests())
     assert ensure_dataset("Beef", tmp_path, mirrors=[server.tsc], **FAST) == folder
     assert len(server.requests()) == n  # second run: local copy, no request
+    # a kept archive is reused instead of fetched again
+    import shutil
+
+    shutil.rmtree(folder)
+    ensure_dataset("Beef", tmp_path, mirrors=[server.tsc], keep_archives=True, **FAST)
+    kept = dl.download_path(tmp_path, f"{server.tsc}/Beef.zip", "Beef.zip")
+    assert kept.read_bytes() == data and len(server.requests()) == n + 1
+    shutil.rmtree(folder)
+    ensure_dataset("Beef", tmp_path, mirrors=[server.tsc], **FAST)
+    assert len(server.requests()) == n + 1 and not kept.exists()
     ds = load_dataset("Beef", tmp_path, mirrors=[server.tsc], **FAST)
     assert ds.X_train.shape == (30, 1, 512) and ds.classes.tolist() == ["1", "2"]
 
@@ -234,11 +244,11 @@ def test_interrupted_transfer_resumes_with_range(server, tmp_path):
 def test_resume_across_runs_and_server_ignoring_range(server, tmp_path):
     data = serve_dataset(server, "Coffee")
     url = f"{server.tsc}/Coffee.zip"
-    dl_dir = tmp_path / ".chorustic" / "downloads"
-    dl_dir.mkdir(parents=True)
+    dest = dl.download_path(tmp_path, url, "Coffee.zip")
+    dest.parent.mkdir(parents=True)
     # a previous run was killed after 1000 bytes
-    (dl_dir / "Coffee.zip.part").write_bytes(data[:1000])
-    (dl_dir / "Coffee.zip.part.json").write_text(json.dumps({"url": url}))
+    dest.with_name(dest.name + ".part").write_bytes(data[:1000])
+    dest.with_name(dest.name + ".part.json").write_text(json.dumps({"url": url}))
     ensure_dataset("Coffee", tmp_path, mirrors=[server.tsc], **FAST)
     assert server.requests("/tsc/Coffee.zip") == [("/tsc/Coffee.zip", "bytes=1000-")]
     assert lock_of(tmp_path)["archives"][url]["sha256"] == hashlib.sha256(data).hexdigest()
@@ -413,7 +423,7 @@ def test_download_archive_with_per_dataset_fallback(server, tmp_path):
     server.state.files["/tsc/Archives/Univariate2018_ts.zip"] = archive
     serve_dataset(server, "Wine")  # not in the archive zip: per-dataset download
     got = download_archive("UCR", tmp_path, names=["Beef", "Coffee", "Wine", "GunPoint"], mirrors=[server.tsc],
-                           **FAST)
+                           use_archive_zip=True, **FAST)
     assert got == [tmp_path / n for n in ("Beef", "Coffee", "Wine", "GunPoint")]
     assert (tmp_path / "Coffee" / "Coffee_TEST.ts").read_bytes() == members["Univariate_ts/Coffee/Coffee_TEST.ts"]
     lock = lock_of(tmp_path)
@@ -424,10 +434,12 @@ def test_download_archive_with_per_dataset_fallback(server, tmp_path):
     assert len(server.requests()) == n  # everything present: no transfer
 
     # one failing dataset does not stop the others
+    n = len(server.requests())
     with pytest.raises(PartialDownloadError) as e:
         download_archive("UCR", tmp_path, names=["Beef", "Meat"], mirrors=[server.tsc], **FAST)
     assert set(e.value.succeeded) == {"Beef"} and set(e.value.failures) == {"Meat"}
     assert isinstance(e.value.failures["Meat"], DownloadHTTPError)
+    assert server.requests()[n:] == [("/tsc/Meat.zip", None)]  # one missing: no whole-archive transfer
 
 
 def test_insectwingbeat_subset_from_downloaded_source(server, tmp_path):
@@ -504,3 +516,34 @@ def test_errors_share_one_hierarchy():
                 ChecksumMismatchError, DatasetNotAvailableError, PartialDownloadError):
         assert issubclass(cls, DataDownloadError) and issubclass(cls, DataError)
     assert issubclass(UnknownDatasetError, DataError)
+
+
+def test_uea_archive_provides_the_subset_source_and_cli_subset_options(server, tmp_path, capsys):
+    classes = tuple(f"c{i}" for i in range(10))
+    members = {
+        "Multivariate_ts/InsectWingbeat/InsectWingbeat_TRAIN.ts":
+            ts_bytes("InsectWingbeat", 50, 10, channels=2, classes=classes, variable=True),
+        "Multivariate_ts/InsectWingbeat/InsectWingbeat_TEST.ts":
+            ts_bytes("InsectWingbeat", 50, 10, channels=2, classes=classes, seed=1, variable=True),
+        "Multivariate_ts/Libras/Libras_TRAIN.ts": ts_bytes("Libras", 6, channels=2),
+        "Multivariate_ts/Libras/Libras_TEST.ts": ts_bytes("Libras", 6, channels=2, seed=2),
+    }
+    server.state.files["/tsc/Archives/Multivariate2018_ts.zip"] = make_zip(members)
+    spec = SubsetSpec("InsectWingbeatSubset", "InsectWingbeat", n_train=10, n_test=20, seed=3)
+    got = download_archive("UEA", tmp_path, names=["InsectWingbeatSubset", "Libras", "BasicMotions"],
+                           mirrors=[server.tsc], subset=spec, use_archive_zip=True, **FAST)
+    assert [p.name for p in got] == ["InsectWingbeatSubset", "Libras", "BasicMotions"]
+    assert len(server.requests()) == 1  # one archive transfer for everything
+    assert (tmp_path / "InsectWingbeat" / "InsectWingbeat_TRAIN.ts").is_file()
+    rows = json.loads((got[0] / "subset.json").read_text())["rows"]
+    assert (len(rows["TRAIN"]), len(rows["TEST"])) == (10, 20)
+
+    rc = main(["download", "InsectWingbeatSubset", "--data-dir", str(tmp_path), "--offline", "--no-progress",
+               "--subset-train", "30", "--subset-test", "20", "--subset-seed", "4", "--update-lock"])
+    assert rc == 0
+    manifest = json.loads((got[0] / "subset.json").read_text())
+    assert manifest["params"] == {**spec.params(), "n_train": 30, "seed": 4}
+    # more rows than the source has: a clear error, not a traceback
+    rc = main(["download", "InsectWingbeatSubset", "--data-dir", str(tmp_path), "--offline", "--no-progress",
+               "--subset-train", "51"])
+    assert rc == 1 and "only 50" in capsys.readouterr().err

@@ -243,7 +243,7 @@ def fetch(url: str, dest: str | os.PathLike, *, session: requests.Session | None
             written = offset
             with open(part, mode) as fh, tqdm(
                 total=total, initial=offset, unit="B", unit_scale=True, unit_divisor=1024,
-                desc=dest.name, disable=not policy.progress, leave=False,
+                desc=dest.name, disable=None if policy.progress else True, leave=False,
             ) as bar:
                 try:
                     for chunk in resp.iter_content(_CHUNK):

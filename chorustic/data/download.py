@@ -22,7 +22,9 @@ Where a dataset comes from (:func:`ensure_dataset`), first hit wins:
    ``<Name>_TEST.ts`` are extracted into a temporary folder, checked against the lock file and
    renamed into place (atomic: a folder under the final name is always complete).
 
-Derived datasets (``InsectWingbeatSubset``) are built from their source dataset
+:func:`download_archive` provides a whole archive: datasets already present are only verified, the
+others come from the archive zip when many are missing (else one by one), with per-dataset
+fallback. Derived datasets (``InsectWingbeatSubset``) are built from their source dataset
 (:mod:`chorustic.data.subsets`). Every dataset's files are pinned by SHA-256 in
 ``<data_dir>/chorustic-data.lock.json`` on first use and verified on every later call
 (:mod:`chorustic.data.lock`). Every failure is a :class:`~chorustic.data.errors.DataError` naming
@@ -71,6 +73,7 @@ __all__ = [
     "aeon_data_dir",
     "ensure_dataset_files",
     "default_data_dir",
+    "download_path",
 ]
 
 log = logging.getLogger("chorustic.data")
@@ -82,7 +85,9 @@ TSC_ARCHIVE_ZIPS = {"UCR": "Archives/Univariate2018_ts.zip", "UEA": "Archives/Mu
 #: Folders of an unpacked official archive zip.
 _ARCHIVE_DIRS = {"UCR": ("UCR", "Univariate_ts", "Univariate2018_ts"),
                  "UEA": ("UEA", "Multivariate_ts", "Multivariate2018_ts")}
-_INTERNAL = ".chorustic"  # <data_dir>/.chorustic/{downloads,locks}
+_INTERNAL = ".chorustic"
+#: download_archive fetches the whole-archive zip (by default) when at least this many are missing.
+ARCHIVE_ZIP_MIN_MISSING = 8  # <data_dir>/.chorustic/{downloads,locks}
 
 
 def default_data_dir() -> Path:
@@ -172,6 +177,13 @@ def find_local(name: str, data_dir: str | os.PathLike) -> Path | None:
         if _complete(c, name):
             return c
     return None
+
+
+def download_path(data_dir: str | os.PathLike, url: str, filename: str) -> Path:
+    """Where the transfer of ``url`` is kept (``.part`` while incomplete): one file per URL."""
+    tag = hashlib.sha256(url.encode()).hexdigest()[:10]
+    stem, dot, ext = filename.rpartition(".")
+    return Path(data_dir) / _INTERNAL / "downloads" / (f"{stem}-{tag}.{ext}" if dot else f"{filename}-{tag}")
 
 
 def _hash_splits(folder: Path, name: str) -> dict[str, str]:
@@ -273,7 +285,7 @@ def _pick_member(infos: list[zipfile.ZipInfo], name: str, fname: str) -> zipfile
     return cands[0][3]
 
 
-def _extract_splits(zf: zipfile.ZipFile, name: str, tmp: Path, *, url: str, zip_path: Path) -> dict[str, str]:
+def _extract_splits(zf: zipfile.ZipFile, name: str, tmp: Path, *, url: str) -> dict[str, str]:
     """Extract ``<name>_{TRAIN,TEST}.ts`` from ``zf`` into ``tmp``; return their SHA-256."""
     infos = zf.infolist()
     shas: dict[str, str] = {}
@@ -316,8 +328,16 @@ def _open_zip(path: Path, *, url: str, name: str) -> zipfile.ZipFile:
 
 
 def _fetch_verified(ctx: _Ctx, url: str, dest: Path, name: str) -> _http.FetchResult:
-    """Fetch ``url`` and check it against the lock's archive entry (a mismatch deletes the file)."""
-    res = _http.fetch(url, dest, session=ctx.http(), policy=ctx.policy, dataset=name)
+    """Fetch ``url`` and check it against the lock's archive entry (a mismatch deletes the file).
+
+    A complete earlier download at ``dest`` (kept with ``keep_archives``, or left by a run killed
+    before extraction) is reused; ``.part`` files are resumed.
+    """
+    if dest.is_file():
+        res = _http.FetchResult(dest, sha256_file(dest), dest.stat().st_size, False)
+        log.info("reusing %s for %s", dest, url)
+    else:
+        res = _http.fetch(url, dest, session=ctx.http(), policy=ctx.policy, dataset=name)
     try:
         ctx.lock.verify_archive(url, res.sha256, dataset=name, path=dest)
     except ChecksumMismatchError:
@@ -328,12 +348,12 @@ def _fetch_verified(ctx: _Ctx, url: str, dest: Path, name: str) -> _http.FetchRe
 
 def _from_tsc(ctx: _Ctx, mirror: Mirror, name: str, tmp: Path) -> tuple[str, dict[str, str]]:
     url = f"{mirror.url}/{name}.zip"
-    dest = ctx.internal / "downloads" / f"{name}.zip"
+    dest = download_path(ctx.data_dir, url, f"{name}.zip")
     res = _fetch_verified(ctx, url, dest, name)
     zf = _open_zip(dest, url=url, name=f"dataset {name!r}")
     try:
         with zf:
-            shas = _extract_splits(zf, name, tmp, url=url, zip_path=dest)
+            shas = _extract_splits(zf, name, tmp, url=url)
     except CorruptArchiveError:
         dest.unlink(missing_ok=True)
         raise
@@ -374,12 +394,12 @@ def _from_zenodo(ctx: _Ctx, mirror: Mirror, name: str, tmp: Path) -> tuple[str, 
         if zips:  # a record that ships one zip: treat it like a per-dataset zip
             key = zips[0]
             url = _zenodo_file_url(mirror, rid, key, files[key])
-            dest = ctx.internal / "downloads" / f"{name}.zenodo.zip"
+            dest = download_path(ctx.data_dir, url, f"{name}.zip")
             res = _fetch_verified(ctx, url, dest, name)
             _check_md5(files[key], dest, url=url, name=name)
             with _open_zip(dest, url=url, name=f"dataset {name!r}") as zf:
                 try:
-                    shas = _extract_splits(zf, name, tmp, url=url, zip_path=dest)
+                    shas = _extract_splits(zf, name, tmp, url=url)
                 finally:
                     if not ctx.keep_archives:
                         dest.unlink(missing_ok=True)
@@ -393,13 +413,12 @@ def _from_zenodo(ctx: _Ctx, mirror: Mirror, name: str, tmp: Path) -> tuple[str, 
     shas = {}
     for key in wanted:
         url = _zenodo_file_url(mirror, rid, key, files[key])
-        dest = ctx.internal / "downloads" / f"{name}.zenodo" / key
+        dest = download_path(ctx.data_dir, url, key)
         res = _fetch_verified(ctx, url, dest, name)
         _check_md5(files[key], dest, url=url, name=name)
         ctx.lock.record_archive(url, res.sha256, res.size, datasets=[name])
         shutil.move(str(dest), tmp / key)
         shas[key] = res.sha256
-    shutil.rmtree(ctx.internal / "downloads" / f"{name}.zenodo", ignore_errors=True)
     return api, shas
 
 
@@ -447,7 +466,7 @@ def _download(ctx: _Ctx, name: str) -> tuple[Path, dict[str, str], str]:
         except DataDownloadError as exc:
             errors.append(exc)
             if len(errors) < len(ctx.mirrors):
-                log.warning("%s; trying the next mirror", exc)
+                log.warning("%s Trying the next mirror.", exc)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     raise _combine(errors, name)
@@ -591,12 +610,15 @@ def download_archive(
     backoff: float = 1.0,
     keep_archives: bool = False,
     subset: SubsetSpec | None = None,
+    use_archive_zip: bool | None = None,
 ) -> list[Path]:
     """Provide every dataset of ``archive`` (``"UCR"``: 128, ``"UEA"``: 30; or just ``names``).
 
     Datasets already present (or in the aeon wheel) are only verified. The rest come from one
-    whole-archive zip (first mirror that serves it); a dataset missing from that zip, or every
-    dataset if no mirror serves the zip, falls back to its per-dataset download. A failing dataset
+    whole-archive zip (first mirror that serves it) when ``use_archive_zip`` is True, or, by default,
+    when at least 8 datasets are missing (a few missing datasets are cheaper one by one); a dataset
+    missing from that zip, or every dataset if no mirror serves the zip, falls back to its
+    per-dataset download. A failing dataset
     does not stop the others: the folders of the successful ones are returned, and if any failed a
     :class:`PartialDownloadError` (with ``.succeeded`` and ``.failures``) is raised at the end.
     """
@@ -620,7 +642,9 @@ def download_archive(
         return find_local(r, ctx.data_dir) is not None or (r in AEON_SHIPPED and _complete(aeon_data_dir() / r, r))
 
     missing = sorted({raw_name(n) for n in wanted if not present(n)})
-    if missing and not ctx.offline:
+    if use_archive_zip is None:
+        use_archive_zip = len(missing) >= ARCHIVE_ZIP_MIN_MISSING
+    if missing and use_archive_zip and not ctx.offline:
         with ctx.mutex(f"archive-{archive}"):
             _install_from_archive_zip(ctx, archive, missing)
 
@@ -647,13 +671,14 @@ def _install_from_archive_zip(ctx: _Ctx, archive: str, missing: list[str]) -> No
     downloads (errors are logged: the fallback decides)."""
     for mirror in ctx.mirrors:
         url = f"{mirror.url}/{TSC_ARCHIVE_ZIPS[archive]}" if mirror.kind == "tsc" else _zenodo_archive_url(mirror.url, archive)
-        dest = ctx.internal / "downloads" / f"{archive}-{mirror.kind}.zip"
+        dest = download_path(ctx.data_dir, url, f"{archive}.zip")
         try:
             res = _fetch_verified(ctx, url, dest, f"{archive} archive")
             zf = _open_zip(dest, url=url, name=f"the {archive} archive")
         except DataDownloadError as exc:
             log.warning("whole-archive download failed (%s); trying the next source", exc)
             continue
+        corrupt = False
         with zf:
             inside = _archive_members(zf, missing)
             ctx.lock.record_archive(url, res.sha256, res.size, datasets=sorted(inside))
@@ -664,14 +689,15 @@ def _install_from_archive_zip(ctx: _Ctx, archive: str, missing: list[str]) -> No
                 dest_dir = ctx.data_dir / name
                 tmp = make_temp_dir(dest_dir)
                 try:
-                    shas = _extract_splits(zf, name, tmp, url=url, zip_path=dest)
+                    shas = _extract_splits(zf, name, tmp, url=url)
                     ctx.lock.verify_dataset(name, shas, dest_dir, url=url)
                     replace_dir(tmp, dest_dir)
                     ctx.lock.record_dataset(name, shas, source="download", url=url)
                 except DataError as exc:
+                    corrupt = corrupt or isinstance(exc, CorruptArchiveError)
                     log.warning("%s (falling back to the per-dataset download)", exc)
                 finally:
                     shutil.rmtree(tmp, ignore_errors=True)
-        if not ctx.keep_archives:
+        if corrupt or not ctx.keep_archives:
             dest.unlink(missing_ok=True)
         return

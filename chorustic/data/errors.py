@@ -13,6 +13,7 @@ what to do about it.
     │   ├── ChecksumMismatchError    file, expected, found (lock file or server checksum)
     │   ├── DatasetNotAvailableError offline and no local copy
     │   └── PartialDownloadError     some datasets of a batch failed (succeeded, failures)
+    ├── subsets.SubsetSizeError      (also ValueError) a subset larger than its source
     └── DataFileError                path
         ├── MissingDataFileError
         ├── MalformedDataFileError

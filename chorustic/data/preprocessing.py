@@ -95,7 +95,12 @@ def to_model_length(X: np.ndarray | Sequence[np.ndarray], length: int = MODEL_LE
     """``(n, C, length)`` from an ``(n, C, L)`` array or a list of ``(C, L_i)`` arrays (each series
     resampled from its own length). Missing values must be filled before (:func:`fill_missing`)."""
     if isinstance(X, np.ndarray) and X.ndim == 3:
-        return resample_linear(X.astype(np.float64, copy=False), length).astype(dtype)
+        out = np.empty((X.shape[0], X.shape[1], length), dtype=dtype)
+        # bounded memory: ~64 MB of float64 output per chunk (FaceDetection, PEMS-SF are large)
+        rows = max(1, (64 << 20) // (8 * max(1, X.shape[1]) * max(length, X.shape[2])))
+        for start in range(0, X.shape[0], rows):
+            out[start:start + rows] = resample_linear(X[start:start + rows].astype(np.float64, copy=False), length)
+        return out
     series = list(X)
     if not series:
         raise ValueError("no series to resample")

@@ -30,13 +30,18 @@ from typing import Sequence
 import numpy as np
 
 from chorustic.data._fs import make_temp_dir, replace_dir
-from chorustic.data.errors import MalformedDataFileError, MissingDataFileError
+from chorustic.data.errors import DataError, MalformedDataFileError, MissingDataFileError
 from chorustic.data.registry import SubsetSpec
 from chorustic.io import sha256_file
 
-__all__ = ["stratified_indices", "build_subset", "read_manifest", "MANIFEST_NAME"]
+__all__ = ["stratified_indices", "build_subset", "read_manifest", "MANIFEST_NAME", "SubsetSizeError"]
 
 MANIFEST_NAME = "subset.json"
+
+
+class SubsetSizeError(DataError, ValueError):
+    """More series requested than the source split holds."""
+
 MANIFEST_FORMAT = 1
 
 
@@ -148,7 +153,9 @@ def build_subset(spec: SubsetSpec, source_folder: str | os.PathLike, dest: str |
                     dataset=spec.name, path=src)
             header, labels = _scan(src, spec.name)
             if n > len(labels):
-                raise ValueError(f"{spec.name}: {n} {split} rows requested but {src} has only {len(labels)}")
+                raise SubsetSizeError(
+                    f"{spec.name}: {n} {split} series requested but {src} has only {len(labels)}; choose a "
+                    f"smaller size (--subset-{split.lower()}).", dataset=spec.name)
             keep = stratified_indices(labels, n, np.random.default_rng(seq))
             src_sha = sha256_file(src)
             out = tmp / f"{spec.name}_{split}.ts"
