@@ -31,8 +31,8 @@ from chorustic.data.errors import (
     PartialDownloadError,
     UnknownDatasetError,
 )
-from chorustic.data.lock import LOCK_NAME, DataLock
 from chorustic.data.loading import load_dataset
+from chorustic.data.lock import LOCK_NAME, DataLock
 from chorustic.data.registry import SubsetSpec
 
 FAST = dict(progress=False, retries=2, backoff=0.0, timeout=5.0)
@@ -124,8 +124,9 @@ class Server:
         self.httpd.block_on_close = False
         self.httpd.state = self.state  # type: ignore[attr-defined]
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02},
-                                       daemon=True)
+        self.thread = threading.Thread(
+            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
         self.thread.start()
 
     @property
@@ -148,11 +149,23 @@ def server():
 
 
 # ------------------------------------------------------------------------------ test data
-def ts_bytes(name: str, n: int, length: int = 40, *, channels: int = 1, classes=("1", "2"), seed: int = 0,
-             variable: bool = False) -> bytes:
+def ts_bytes(
+    name: str,
+    n: int,
+    length: int = 40,
+    *,
+    channels: int = 1,
+    classes=("1", "2"),
+    seed: int = 0,
+    variable: bool = False,
+) -> bytes:
     rng = np.random.default_rng(seed)
-    lines = [f"@problemName {name}", "@timeStamps false", "@missing false",
-             f"@univariate {str(channels == 1).lower()}"]
+    lines = [
+        f"@problemName {name}",
+        "@timeStamps false",
+        "@missing false",
+        f"@univariate {str(channels == 1).lower()}",
+    ]
     if channels > 1:
         lines.append(f"@dimensions {channels}")
     lines += [f"@equalLength {str(not variable).lower()}"]
@@ -174,10 +187,13 @@ def make_zip(members: dict[str, bytes]) -> bytes:
     return buf.getvalue()
 
 
-def dataset_zip(name: str, *, seed: int = 0, with_test: bool = True, n: int = 30, prefix: str = "",
-                pad: int = 0) -> bytes:
-    m = {f"{prefix}{name}_TRAIN.ts": ts_bytes(name, n, seed=seed),
-         f"{prefix}{name}_TRAIN.arff": b"@relation ignored"}
+def dataset_zip(
+    name: str, *, seed: int = 0, with_test: bool = True, n: int = 30, prefix: str = "", pad: int = 0
+) -> bytes:
+    m = {
+        f"{prefix}{name}_TRAIN.ts": ts_bytes(name, n, seed=seed),
+        f"{prefix}{name}_TRAIN.arff": b"@relation ignored",
+    }
     if pad:  # incompressible filler, so that a transfer cut in half has delivered whole chunks
         m[f"{prefix}padding.bin"] = np.random.default_rng(seed).bytes(pad)
     if with_test:
@@ -329,9 +345,13 @@ def test_timeout(server, tmp_path):
     server.state.delay["/tsc/Beef.zip"] = 1.5
     t = time.perf_counter()
     with pytest.raises(DownloadTimeoutError) as e:
-        ensure_dataset("Beef", tmp_path, mirrors=[server.tsc], progress=False, retries=1, backoff=0.0, timeout=0.3)
+        ensure_dataset(
+            "Beef", tmp_path, mirrors=[server.tsc], progress=False, retries=1, backoff=0.0, timeout=0.3
+        )
     assert time.perf_counter() - t < 1.5
-    assert "timed out" in str(e.value) and f"{server.tsc}/Beef.zip" in str(e.value) and "'Beef'" in str(e.value)
+    assert (
+        "timed out" in str(e.value) and f"{server.tsc}/Beef.zip" in str(e.value) and "'Beef'" in str(e.value)
+    )
     assert len(server.requests("/tsc/Beef.zip")) == 2  # retried once
 
 
@@ -358,7 +378,9 @@ def test_unknown_name_never_reaches_the_network(server, tmp_path):
     with pytest.raises(UnknownDatasetError, match="'Beef'"):
         ensure_dataset("Beeef", tmp_path, mirrors=[server.tsc], **FAST)
     assert server.requests() == []
-    assert main(["download", "Beeef", "--data-dir", str(tmp_path), "--mirror", server.tsc, "--no-progress"]) == 1
+    assert (
+        main(["download", "Beeef", "--data-dir", str(tmp_path), "--mirror", server.tsc, "--no-progress"]) == 1
+    )
 
 
 def test_offline_and_aeon_wheel(server, tmp_path):
@@ -394,8 +416,14 @@ def test_zenodo_fallback_with_md5(server, tmp_path):
     for key, body in (("Beef_TRAIN.ts", train), ("Beef_TEST.ts", test), ("Beef_TRAIN.arff", b"x")):
         path = f"/zen/api/records/{rid}/files/{key}/content"
         server.state.files[path] = body
-        files.append({"key": key, "size": len(body), "checksum": "md5:" + hashlib.md5(body).hexdigest(),
-                      "links": {"self": server.url + path}})
+        files.append(
+            {
+                "key": key,
+                "size": len(body),
+                "checksum": "md5:" + hashlib.md5(body).hexdigest(),
+                "links": {"self": server.url + path},
+            }
+        )
     server.state.json[f"/zen/api/records/{rid}"] = {"id": rid, "files": files}
     folder = ensure_dataset("Beef", tmp_path, mirrors=[server.tsc, "zenodo+" + base], **FAST)
     assert (folder / "Beef_TRAIN.ts").read_bytes() == train and (folder / "Beef_TEST.ts").read_bytes() == test
@@ -422,10 +450,18 @@ def test_download_archive_with_per_dataset_fallback(server, tmp_path):
     archive = make_zip(members)
     server.state.files["/tsc/Archives/Univariate2018_ts.zip"] = archive
     serve_dataset(server, "Wine")  # not in the archive zip: per-dataset download
-    got = download_archive("UCR", tmp_path, names=["Beef", "Coffee", "Wine", "GunPoint"], mirrors=[server.tsc],
-                           use_archive_zip=True, **FAST)
+    got = download_archive(
+        "UCR",
+        tmp_path,
+        names=["Beef", "Coffee", "Wine", "GunPoint"],
+        mirrors=[server.tsc],
+        use_archive_zip=True,
+        **FAST,
+    )
     assert got == [tmp_path / n for n in ("Beef", "Coffee", "Wine", "GunPoint")]
-    assert (tmp_path / "Coffee" / "Coffee_TEST.ts").read_bytes() == members["Univariate_ts/Coffee/Coffee_TEST.ts"]
+    assert (tmp_path / "Coffee" / "Coffee_TEST.ts").read_bytes() == members[
+        "Univariate_ts/Coffee/Coffee_TEST.ts"
+    ]
     lock = lock_of(tmp_path)
     assert lock["archives"][f"{server.tsc}/Archives/Univariate2018_ts.zip"]["datasets"] == ["Beef", "Coffee"]
     assert lock["datasets"]["GunPoint"]["source"] == "aeon"
@@ -444,11 +480,16 @@ def test_download_archive_with_per_dataset_fallback(server, tmp_path):
 
 def test_insectwingbeat_subset_from_downloaded_source(server, tmp_path):
     classes = tuple(f"c{i}" for i in range(10))
-    server.state.files["/tsc/InsectWingbeat.zip"] = make_zip({
-        "InsectWingbeat_TRAIN.ts": ts_bytes("InsectWingbeat", 60, 12, channels=3, classes=classes, variable=True),
-        "InsectWingbeat_TEST.ts": ts_bytes("InsectWingbeat", 40, 12, channels=3, classes=classes, seed=4,
-                                           variable=True),
-    })
+    server.state.files["/tsc/InsectWingbeat.zip"] = make_zip(
+        {
+            "InsectWingbeat_TRAIN.ts": ts_bytes(
+                "InsectWingbeat", 60, 12, channels=3, classes=classes, variable=True
+            ),
+            "InsectWingbeat_TEST.ts": ts_bytes(
+                "InsectWingbeat", 40, 12, channels=3, classes=classes, seed=4, variable=True
+            ),
+        }
+    )
     spec = SubsetSpec("InsectWingbeatSubset", "InsectWingbeat", n_train=20, n_test=10, seed=0)
     folder = ensure_dataset("InsectWingbeatSubset", tmp_path, mirrors=[server.tsc], subset=spec, **FAST)
     assert folder == tmp_path / "InsectWingbeatSubset" and (tmp_path / "InsectWingbeat").is_dir()
@@ -461,14 +502,29 @@ def test_insectwingbeat_subset_from_downloaded_source(server, tmp_path):
     bigger = SubsetSpec("InsectWingbeatSubset", "InsectWingbeat", n_train=30, n_test=10, seed=0)
     with pytest.raises(ChecksumMismatchError):
         ensure_dataset("InsectWingbeatSubset", tmp_path, mirrors=[server.tsc], subset=bigger, **FAST)
-    ensure_dataset("InsectWingbeatSubset", tmp_path, mirrors=[server.tsc], subset=bigger, update_lock=True, **FAST)
+    ensure_dataset(
+        "InsectWingbeatSubset", tmp_path, mirrors=[server.tsc], subset=bigger, update_lock=True, **FAST
+    )
     assert load_dataset("InsectWingbeatSubset", tmp_path, **FAST).n_train == 30
 
 
 def test_download_command(server, tmp_path, capsys):
     serve_dataset(server, "Beef")
-    rc = main(["download", "Beef", "Meat", "GunPoint", "--data-dir", str(tmp_path), "--mirror", server.tsc,
-               "--no-progress", "--retries", "0"])
+    rc = main(
+        [
+            "download",
+            "Beef",
+            "Meat",
+            "GunPoint",
+            "--data-dir",
+            str(tmp_path),
+            "--mirror",
+            server.tsc,
+            "--no-progress",
+            "--retries",
+            "0",
+        ]
+    )
     out = capsys.readouterr()
     assert rc == 1  # Meat is missing on the server
     assert (tmp_path / "Beef" / "Beef_TRAIN.ts").is_file() and (tmp_path / "GunPoint").is_dir()
@@ -484,7 +540,10 @@ def test_mirror_parsing_and_env(monkeypatch):
         Mirror.parse("ftp://nope")
     monkeypatch.setenv("CHORUSTIC_DATA_URL", "http://127.0.0.1:1/tsc")
     monkeypatch.setenv("CHORUSTIC_ZENODO_URL", "http://127.0.0.1:1/zen")
-    assert [str(m) for m in dl.default_mirrors()] == ["http://127.0.0.1:1/tsc", "zenodo+http://127.0.0.1:1/zen"]
+    assert [str(m) for m in dl.default_mirrors()] == [
+        "http://127.0.0.1:1/tsc",
+        "zenodo+http://127.0.0.1:1/zen",
+    ]
     monkeypatch.delenv("CHORUSTIC_DATA_URL")
     monkeypatch.delenv("CHORUSTIC_ZENODO_URL")
     assert dl.default_mirrors()[0].url == "https://www.timeseriesclassification.com/aeon-toolkit"
@@ -512,8 +571,15 @@ def test_parallel_lock_updates_are_not_lost(tmp_path):
 
 
 def test_errors_share_one_hierarchy():
-    for cls in (DownloadHTTPError, DownloadTimeoutError, CorruptArchiveError, MissingSplitError,
-                ChecksumMismatchError, DatasetNotAvailableError, PartialDownloadError):
+    for cls in (
+        DownloadHTTPError,
+        DownloadTimeoutError,
+        CorruptArchiveError,
+        MissingSplitError,
+        ChecksumMismatchError,
+        DatasetNotAvailableError,
+        PartialDownloadError,
+    ):
         assert issubclass(cls, DataDownloadError) and issubclass(cls, DataError)
     assert issubclass(UnknownDatasetError, DataError)
 
@@ -521,29 +587,63 @@ def test_errors_share_one_hierarchy():
 def test_uea_archive_provides_the_subset_source_and_cli_subset_options(server, tmp_path, capsys):
     classes = tuple(f"c{i}" for i in range(10))
     members = {
-        "Multivariate_ts/InsectWingbeat/InsectWingbeat_TRAIN.ts":
-            ts_bytes("InsectWingbeat", 50, 10, channels=2, classes=classes, variable=True),
-        "Multivariate_ts/InsectWingbeat/InsectWingbeat_TEST.ts":
-            ts_bytes("InsectWingbeat", 50, 10, channels=2, classes=classes, seed=1, variable=True),
+        "Multivariate_ts/InsectWingbeat/InsectWingbeat_TRAIN.ts": ts_bytes(
+            "InsectWingbeat", 50, 10, channels=2, classes=classes, variable=True
+        ),
+        "Multivariate_ts/InsectWingbeat/InsectWingbeat_TEST.ts": ts_bytes(
+            "InsectWingbeat", 50, 10, channels=2, classes=classes, seed=1, variable=True
+        ),
         "Multivariate_ts/Libras/Libras_TRAIN.ts": ts_bytes("Libras", 6, channels=2),
         "Multivariate_ts/Libras/Libras_TEST.ts": ts_bytes("Libras", 6, channels=2, seed=2),
     }
     server.state.files["/tsc/Archives/Multivariate2018_ts.zip"] = make_zip(members)
     spec = SubsetSpec("InsectWingbeatSubset", "InsectWingbeat", n_train=10, n_test=20, seed=3)
-    got = download_archive("UEA", tmp_path, names=["InsectWingbeatSubset", "Libras", "BasicMotions"],
-                           mirrors=[server.tsc], subset=spec, use_archive_zip=True, **FAST)
+    got = download_archive(
+        "UEA",
+        tmp_path,
+        names=["InsectWingbeatSubset", "Libras", "BasicMotions"],
+        mirrors=[server.tsc],
+        subset=spec,
+        use_archive_zip=True,
+        **FAST,
+    )
     assert [p.name for p in got] == ["InsectWingbeatSubset", "Libras", "BasicMotions"]
     assert len(server.requests()) == 1  # one archive transfer for everything
     assert (tmp_path / "InsectWingbeat" / "InsectWingbeat_TRAIN.ts").is_file()
     rows = json.loads((got[0] / "subset.json").read_text())["rows"]
     assert (len(rows["TRAIN"]), len(rows["TEST"])) == (10, 20)
 
-    rc = main(["download", "InsectWingbeatSubset", "--data-dir", str(tmp_path), "--offline", "--no-progress",
-               "--subset-train", "30", "--subset-test", "20", "--subset-seed", "4", "--update-lock"])
+    rc = main(
+        [
+            "download",
+            "InsectWingbeatSubset",
+            "--data-dir",
+            str(tmp_path),
+            "--offline",
+            "--no-progress",
+            "--subset-train",
+            "30",
+            "--subset-test",
+            "20",
+            "--subset-seed",
+            "4",
+            "--update-lock",
+        ]
+    )
     assert rc == 0
     manifest = json.loads((got[0] / "subset.json").read_text())
     assert manifest["params"] == {**spec.params(), "n_train": 30, "seed": 4}
     # more rows than the source has: a clear error, not a traceback
-    rc = main(["download", "InsectWingbeatSubset", "--data-dir", str(tmp_path), "--offline", "--no-progress",
-               "--subset-train", "51"])
+    rc = main(
+        [
+            "download",
+            "InsectWingbeatSubset",
+            "--data-dir",
+            str(tmp_path),
+            "--offline",
+            "--no-progress",
+            "--subset-train",
+            "51",
+        ]
+    )
     assert rc == 1 and "only 50" in capsys.readouterr().err

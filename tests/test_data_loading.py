@@ -25,8 +25,13 @@ def write_ts(path: Path, name: str, series, labels, *, class_values=None, missin
     equal = len({s.shape[1] for s in series}) == 1 if equal is None else equal
     missing = any(np.isnan(s).any() for s in series) if missing is None else missing
     cv = class_values if class_values is not None else sorted(set(labels))
-    lines = ["# generated for chorustic tests", f"@problemName {name}", "@timeStamps false",
-             f"@missing {str(missing).lower()}", f"@univariate {str(C == 1).lower()}"]
+    lines = [
+        "# generated for chorustic tests",
+        f"@problemName {name}",
+        "@timeStamps false",
+        f"@missing {str(missing).lower()}",
+        f"@univariate {str(C == 1).lower()}",
+    ]
     if C > 1:
         lines.append(f"@dimensions {C}")
     lines.append(f"@equalLength {str(equal).lower()}")
@@ -49,8 +54,9 @@ def make_dataset(root: Path, name: str, train, test) -> Path:
 
 
 def _torch512(x: np.ndarray) -> np.ndarray:
-    return F.interpolate(torch.from_numpy(np.asarray(x, dtype=np.float64)), size=512, mode="linear",
-                         align_corners=False).numpy()
+    return F.interpolate(
+        torch.from_numpy(np.asarray(x, dtype=np.float64)), size=512, mode="linear", align_corners=False
+    ).numpy()
 
 
 # ---------------------------------------------------------------------------- aeon-shipped data
@@ -76,9 +82,13 @@ def test_japanese_vowels_variable_length_multichannel(tmp_path):
 def test_gunpoint_univariate_has_channel_axis(tmp_path):
     ds = load_dataset("GunPoint", tmp_path, progress=False)
     assert ds.archive == "UCR" and ds.X_train.shape == (50, 1, 512) and ds.X_test.shape == (150, 1, 512)
-    assert ds.equal_length and ds.X_train_native.shape == (50, 1, 150) and ds.X_test_native.dtype == np.float32
+    assert (
+        ds.equal_length and ds.X_train_native.shape == (50, 1, 150) and ds.X_test_native.dtype == np.float32
+    )
     assert ds.classes.tolist() == ["1", "2"] and ds.cache_path is None
-    np.testing.assert_allclose(ds.X_test, _torch512(ds.X_test_native.astype(np.float64)), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        ds.X_test, _torch512(ds.X_test_native.astype(np.float64)), rtol=1e-5, atol=1e-5
+    )
 
 
 def test_basicmotions_labels_keep_their_spelling(tmp_path):
@@ -99,7 +109,9 @@ def test_missing_values_become_zero_before_resampling(tmp_path):
     assert ds.archive == "local" and ds.equal_length
     np.testing.assert_array_equal(ds.X_train_native[0, 0], [1.0, 0.0, 3.0, 4.0])
     assert np.isfinite(ds.X_train).all() and np.isfinite(ds.X_test).all()
-    np.testing.assert_allclose(ds.X_train[1], resample_linear(np.array([[0.0, 0.0, 1.0, 2.0]]), 512), atol=1e-6)
+    np.testing.assert_allclose(
+        ds.X_train[1], resample_linear(np.array([[0.0, 0.0, 1.0, 2.0]]), 512), atol=1e-6
+    )
 
 
 def test_variable_length_univariate_and_equal_length_collapse(tmp_path):
@@ -203,18 +215,45 @@ def test_same_input_same_arrays(tmp_path):
 
 
 def test_preprocess_command(tmp_path, capsys):
-    shutil.copytree(aeon_data_dir() / "GunPoint", tmp_path / "data" / "GunPoint",
-                    ignore=shutil.ignore_patterns("*.arff", "*.tsv"))
+    shutil.copytree(
+        aeon_data_dir() / "GunPoint",
+        tmp_path / "data" / "GunPoint",
+        ignore=shutil.ignore_patterns("*.arff", "*.tsv"),
+    )
     out_json = tmp_path / "pp.json"
-    rc = main(["preprocess", "GunPoint", "ArrowHead", "--data-dir", str(tmp_path / "data"), "--cache-dir",
-               str(tmp_path / "cache"), "--offline", "--json", str(out_json), "--no-progress"])
+    rc = main(
+        [
+            "preprocess",
+            "GunPoint",
+            "ArrowHead",
+            "--data-dir",
+            str(tmp_path / "data"),
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "--offline",
+            "--json",
+            str(out_json),
+            "--no-progress",
+        ]
+    )
     assert rc == 0
     import json
 
     rep = json.loads(out_json.read_text())["datasets"]
     assert rep["GunPoint"]["n_train"] == 50 and rep["ArrowHead"]["n_classes"] == 3
     assert Path(rep["GunPoint"]["cache_path"]).is_file()
-    rc = main(["preprocess", "GunPoint", "Beef", "--data-dir", str(tmp_path / "data"), "--cache-dir",
-               str(tmp_path / "cache"), "--offline", "--no-progress"])
+    rc = main(
+        [
+            "preprocess",
+            "GunPoint",
+            "Beef",
+            "--data-dir",
+            str(tmp_path / "data"),
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "--offline",
+            "--no-progress",
+        ]
+    )
     err = capsys.readouterr().err
     assert rc == 1 and "Beef" in err and "offline" in err  # one failure, the other still done

@@ -83,8 +83,11 @@ def test_class_order_numeric_then_string():
     assert class_order(["-1", "1", "0.5"]).tolist() == ["-1", "0.5", "1"]
     assert class_order(["b", "a", "10", "9"]).tolist() == ["10", "9", "a", "b"]  # not all numeric: strings
     assert class_order(["nan", "1"]).tolist() == ["1", "nan"]  # 'nan' is not a finite number
-    assert class_order(["Standing", "Running", "Walking"], order="header",
-                       header=["Walking", "Standing", "Running", "Unused"]).tolist() == ["Walking", "Standing", "Running"]
+    assert class_order(
+        ["Standing", "Running", "Walking"],
+        order="header",
+        header=["Walking", "Standing", "Running", "Unused"],
+    ).tolist() == ["Walking", "Standing", "Running"]
     with pytest.raises(ValueError, match="label order"):
         class_order(["a"], order="random")
 

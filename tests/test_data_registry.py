@@ -35,8 +35,18 @@ def test_counts_and_order():
 
 def test_paper_names_present():
     names = set(list_datasets())
-    for n in ("GunPoint", "FiftyWords", "PEMS-SF", "PLAID", "DodgerLoopDay", "EigenWorms", "JapaneseVowels",
-              "InsectWingbeatSubset", "InsectWingbeatSound", "CharacterTrajectories"):
+    for n in (
+        "GunPoint",
+        "FiftyWords",
+        "PEMS-SF",
+        "PLAID",
+        "DodgerLoopDay",
+        "EigenWorms",
+        "JapaneseVowels",
+        "InsectWingbeatSubset",
+        "InsectWingbeatSound",
+        "CharacterTrajectories",
+    ):
         assert n in names, n
     assert "InsectWingbeat" not in names  # the paper's UEA-30 uses the subset
 
@@ -46,7 +56,11 @@ def test_insectwingbeat_subset_is_defined_from_its_source():
     assert sub.archive == "UEA" and sub.benchmark and not src.benchmark
     assert (sub.n_train, sub.n_test) == (1000, 1000)
     assert (src.n_train, src.n_test) == (30000, 20000)
-    assert (sub.n_channels, sub.n_classes, sub.equal_length) == (src.n_channels, src.n_classes, src.equal_length)
+    assert (sub.n_channels, sub.n_classes, sub.equal_length) == (
+        src.n_channels,
+        src.n_classes,
+        src.equal_length,
+    )
     assert "class-stratified" in sub.flags and "seed 0" in sub.flags
     assert INSECTWINGBEAT_SUBSET == SubsetSpec("InsectWingbeatSubset", "InsectWingbeat", 1000, 1000, 0)
     assert list_datasets("UEA").index("InsectWingbeatSubset") == 15  # where InsectWingbeat was

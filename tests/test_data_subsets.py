@@ -20,7 +20,9 @@ def test_stratified_indices_sizes_and_proportions():
     # largest remainders: 7 of (50, 30, 20) -> exact 3.5, 2.1, 1.4 -> 3+1, 2, 1
     idx7 = stratified_indices(labels, 7, np.random.default_rng(0))
     assert [int((labels[idx7] == c).sum()) for c in "abc"] == [4, 2, 1]
-    np.testing.assert_array_equal(idx, stratified_indices(labels, 10, np.random.default_rng(0)))  # deterministic
+    np.testing.assert_array_equal(
+        idx, stratified_indices(labels, 10, np.random.default_rng(0))
+    )  # deterministic
     assert not np.array_equal(idx, stratified_indices(labels, 10, np.random.default_rng(1)))
     np.testing.assert_array_equal(stratified_indices(labels, 500, np.random.default_rng(0)), np.arange(100))
 
@@ -36,12 +38,24 @@ def _source(tmp_path, n_train=40, n_test=30):
     folder.mkdir()
     rng = np.random.default_rng(3)
     for split, n in (("TRAIN", n_train), ("TEST", n_test)):
-        lines = ["# source comment", "@problemName InsectWingbeat", "@timeStamps false", "@missing false",
-                 "@univariate false", "@dimensions 2", "@equalLength false", "@classLabel true x y z", "@data"]
+        lines = [
+            "# source comment",
+            "@problemName InsectWingbeat",
+            "@timeStamps false",
+            "@missing false",
+            "@univariate false",
+            "@dimensions 2",
+            "@equalLength false",
+            "@classLabel true x y z",
+            "@data",
+        ]
         for i in range(n):
             L = int(rng.integers(3, 9))
-            lines.append(":".join(",".join(f"{v:.5f}" for v in rng.normal(size=L)) for _ in range(2))
-                         + ":" + "xyz"[i % 3])
+            lines.append(
+                ":".join(",".join(f"{v:.5f}" for v in rng.normal(size=L)) for _ in range(2))
+                + ":"
+                + "xyz"[i % 3]
+            )
             if i == 5:
                 lines.append("")  # a blank line is not a row
         (folder / f"InsectWingbeat_{split}.ts").write_text("\n".join(lines) + "\n")
@@ -53,7 +67,10 @@ def test_build_subset_writes_the_official_layout_verbatim(tmp_path):
     spec = SubsetSpec("InsectWingbeatSubset", "InsectWingbeat", n_train=12, n_test=9, seed=0)
     dest = build_subset(spec, src, tmp_path / "out" / "InsectWingbeatSubset")
     assert sorted(p.name for p in dest.iterdir()) == [
-        "InsectWingbeatSubset_TEST.ts", "InsectWingbeatSubset_TRAIN.ts", MANIFEST_NAME]
+        "InsectWingbeatSubset_TEST.ts",
+        "InsectWingbeatSubset_TRAIN.ts",
+        MANIFEST_NAME,
+    ]
     manifest = json.loads((dest / MANIFEST_NAME).read_text())
     assert manifest["params"] == spec.params() and len(manifest["rows"]["TRAIN"]) == 12
     src_rows = [ln for ln in (src / "InsectWingbeat_TRAIN.ts").read_text().splitlines()[9:] if ln.strip()]
@@ -66,8 +83,12 @@ def test_build_subset_writes_the_official_layout_verbatim(tmp_path):
     assert np.unique(y, return_counts=True)[1].tolist() == [3, 3, 3]
     # rebuilding with the same spec gives the same bytes; another seed another sample
     again = build_subset(spec, src, tmp_path / "again" / "InsectWingbeatSubset")
-    assert (again / "InsectWingbeatSubset_TRAIN.ts").read_bytes() == (dest / "InsectWingbeatSubset_TRAIN.ts").read_bytes()
-    other = build_subset(SubsetSpec("InsectWingbeatSubset", "InsectWingbeat", 12, 9, seed=1), src, tmp_path / "o" / "S")
+    assert (again / "InsectWingbeatSubset_TRAIN.ts").read_bytes() == (
+        dest / "InsectWingbeatSubset_TRAIN.ts"
+    ).read_bytes()
+    other = build_subset(
+        SubsetSpec("InsectWingbeatSubset", "InsectWingbeat", 12, 9, seed=1), src, tmp_path / "o" / "S"
+    )
     assert json.loads((other / MANIFEST_NAME).read_text())["rows"] != manifest["rows"]
 
 

@@ -22,28 +22,61 @@ __all__ = ["register"]
 
 
 def _add_provider_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--data-dir", type=Path, default=None,
-                   help="folder of the datasets in the official <Name>/<Name>_{TRAIN,TEST}.ts layout "
-                        "(default: $CHORUSTIC_DATA_DIR or ./data)")
-    p.add_argument("--offline", action="store_true", help="never download; use local copies and the aeon wheel")
-    p.add_argument("--mirror", action="append", default=None, metavar="URL",
-                   help="download base URL, repeatable, tried in order (timeseriesclassification.com layout; "
-                        "'zenodo+URL' for a Zenodo mirror). Default: $CHORUSTIC_DATA_URL or "
-                        "timeseriesclassification.com, then Zenodo")
-    p.add_argument("--update-lock", action="store_true",
-                   help="accept the current files and record their checksums in the lock file")
+    p.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        help="folder of the datasets in the official <Name>/<Name>_{TRAIN,TEST}.ts layout "
+        "(default: $CHORUSTIC_DATA_DIR or ./data)",
+    )
+    p.add_argument(
+        "--offline", action="store_true", help="never download; use local copies and the aeon wheel"
+    )
+    p.add_argument(
+        "--mirror",
+        action="append",
+        default=None,
+        metavar="URL",
+        help="download base URL, repeatable, tried in order (timeseriesclassification.com layout; "
+        "'zenodo+URL' for a Zenodo mirror). Default: $CHORUSTIC_DATA_URL or "
+        "timeseriesclassification.com, then Zenodo",
+    )
+    p.add_argument(
+        "--update-lock",
+        action="store_true",
+        help="accept the current files and record their checksums in the lock file",
+    )
     p.add_argument("--no-lock", action="store_true", help="neither verify nor record checksums")
-    p.add_argument("--lock-file", type=Path, default=None,
-                   help="lock file to use instead of <data-dir>/chorustic-data.lock.json (e.g. for a read-only data dir)")
+    p.add_argument(
+        "--lock-file",
+        type=Path,
+        default=None,
+        help="lock file to use instead of <data-dir>/chorustic-data.lock.json (e.g. for a read-only data dir)",
+    )
     p.add_argument("--retries", type=int, default=3, help="extra attempts per URL (default 3)")
     p.add_argument("--timeout", type=float, default=60.0, help="seconds per connect/read (default 60)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
-    p.add_argument("--subset-train", type=int, default=None, metavar="N",
-                   help="InsectWingbeatSubset: training series (default 1000)")
-    p.add_argument("--subset-test", type=int, default=None, metavar="N",
-                   help="InsectWingbeatSubset: test series (default 1000)")
-    p.add_argument("--subset-seed", type=int, default=None, metavar="S",
-                   help="InsectWingbeatSubset: sampling seed (default 0)")
+    p.add_argument(
+        "--subset-train",
+        type=int,
+        default=None,
+        metavar="N",
+        help="InsectWingbeatSubset: training series (default 1000)",
+    )
+    p.add_argument(
+        "--subset-test",
+        type=int,
+        default=None,
+        metavar="N",
+        help="InsectWingbeatSubset: test series (default 1000)",
+    )
+    p.add_argument(
+        "--subset-seed",
+        type=int,
+        default=None,
+        metavar="S",
+        help="InsectWingbeatSubset: sampling seed (default 0)",
+    )
 
 
 def _provider_kwargs(args: argparse.Namespace) -> dict:
@@ -60,8 +93,16 @@ def _provider_kwargs(args: argparse.Namespace) -> dict:
             n_test=args.subset_test if args.subset_test is not None else d.n_test,
             seed=args.subset_seed if args.subset_seed is not None else d.seed,
         )
-    return dict(offline=args.offline, mirrors=args.mirror, lock=False if args.no_lock else (args.lock_file or True), update_lock=args.update_lock,
-                retries=args.retries, timeout=args.timeout, progress=not args.no_progress, subset=subset)
+    return dict(
+        offline=args.offline,
+        mirrors=args.mirror,
+        lock=False if args.no_lock else (args.lock_file or True),
+        update_lock=args.update_lock,
+        retries=args.retries,
+        timeout=args.timeout,
+        progress=not args.no_progress,
+        subset=subset,
+    )
 
 
 def _logging() -> None:
@@ -84,14 +125,32 @@ def _cmd_datasets(args: argparse.Namespace) -> int:
 
 
 def _print_table(df, width: int) -> None:
-    cols = ["name", "archive", "n_train", "n_test", "length", "n_channels", "n_classes", "equal_length",
-            "missing_values", "flags"]
+    cols = [
+        "name",
+        "archive",
+        "n_train",
+        "n_test",
+        "length",
+        "n_channels",
+        "n_classes",
+        "equal_length",
+        "missing_values",
+        "flags",
+    ]
     view = df[cols].copy()
     view["equal_length"] = view["equal_length"].map({True: "yes", False: "no"})
     view["missing_values"] = view["missing_values"].map({True: "yes", False: "no"})
     view["flags"] = view["flags"].map(lambda s: s if len(s) <= width else s[: width - 3] + "...")
-    view = view.rename(columns={"n_train": "train", "n_test": "test", "n_channels": "channels",
-                                "n_classes": "classes", "equal_length": "equal_len", "missing_values": "missing"})
+    view = view.rename(
+        columns={
+            "n_train": "train",
+            "n_test": "test",
+            "n_channels": "channels",
+            "n_classes": "classes",
+            "equal_length": "equal_len",
+            "missing_values": "missing",
+        }
+    )
     print(view.to_string(index=False))
     counts = df["archive"].value_counts()
     print(f"\n{len(df)} datasets ({', '.join(f'{counts[a]} {a}' for a in ('UCR', 'UEA') if a in counts)})")
@@ -156,8 +215,14 @@ def _cmd_preprocess(args: argparse.Namespace) -> int:
     for name in args.names:
         t = time.perf_counter()
         try:
-            ds = load_dataset(name, data_dir, cache_dir=args.cache_dir, length=args.length,
-                              label_order=args.label_order, **kw)
+            ds = load_dataset(
+                name,
+                data_dir,
+                cache_dir=args.cache_dir,
+                length=args.length,
+                label_order=args.label_order,
+                **kw,
+            )
         except DataError as exc:
             failed[name] = str(exc)
             print(f"{name}: FAILED: {exc}", file=sys.stderr)
@@ -165,10 +230,17 @@ def _cmd_preprocess(args: argparse.Namespace) -> int:
         secs = time.perf_counter() - t
         print(f"{ds.summary()} [{secs:.1f} s]{' -> ' + str(ds.cache_path) if ds.cache_path else ''}")
         report[name] = {
-            "archive": ds.archive, "n_train": ds.n_train, "n_test": ds.n_test, "n_channels": ds.n_channels,
-            "n_classes": ds.n_classes, "length": ds.length, "equal_length": ds.equal_length,
-            "classes": ds.classes.tolist(), "cache_path": str(ds.cache_path) if ds.cache_path else None,
-            "source_sha256": ds.source_sha256, "settings": ds.settings,
+            "archive": ds.archive,
+            "n_train": ds.n_train,
+            "n_test": ds.n_test,
+            "n_channels": ds.n_channels,
+            "n_classes": ds.n_classes,
+            "length": ds.length,
+            "equal_length": ds.equal_length,
+            "classes": ds.classes.tolist(),
+            "cache_path": str(ds.cache_path) if ds.cache_path else None,
+            "source_sha256": ds.source_sha256,
+            "settings": ds.settings,
         }
     if args.json and not failed:
         atomic_write_json(args.json, {"datasets": report})
@@ -179,30 +251,50 @@ def _cmd_preprocess(args: argparse.Namespace) -> int:
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("datasets", help="list the UCR-128 / UEA-30 registry",
-                              description="Print the archive registry (128 UCR + 30 UEA datasets).")
+    p = subparsers.add_parser(
+        "datasets",
+        help="list the UCR-128 / UEA-30 registry",
+        description="Print the archive registry (128 UCR + 30 UEA datasets).",
+    )
     p.add_argument("--archive", choices=["UCR", "UEA"], type=str.upper, default=None)
     p.add_argument("--format", choices=["table", "csv"], default="table")
     p.add_argument("--flags-width", type=int, default=48, help="truncate the flags column in the table view")
     p.set_defaults(func=_cmd_datasets)
 
-    p = subparsers.add_parser("download", help="download / verify datasets",
-                              description="Provide datasets in the official layout: local copy -> aeon wheel "
-                                          "-> download; every file pinned by SHA-256 in the data lock file.")
+    p = subparsers.add_parser(
+        "download",
+        help="download / verify datasets",
+        description="Provide datasets in the official layout: local copy -> aeon wheel "
+        "-> download; every file pinned by SHA-256 in the data lock file.",
+    )
     p.add_argument("names", nargs="*", metavar="NAME", help="dataset names (see `chorustic datasets`)")
-    p.add_argument("--archive", choices=["UCR", "UEA", "all"], default=None,
-                   type=lambda s: s if s == "all" else s.upper(), help="every dataset of an archive")
+    p.add_argument(
+        "--archive",
+        choices=["UCR", "UEA", "all"],
+        default=None,
+        type=lambda s: s if s == "all" else s.upper(),
+        help="every dataset of an archive",
+    )
     _add_provider_options(p)
     p.set_defaults(func=_cmd_download)
 
-    p = subparsers.add_parser("preprocess", help="load, preprocess (App. C.2) and cache datasets",
-                              description="Read the .ts files, replace NaN by 0, resample to length 512 "
-                                          "(linear, align_corners=False), encode labels; cache as .npz.")
+    p = subparsers.add_parser(
+        "preprocess",
+        help="load, preprocess (App. C.2) and cache datasets",
+        description="Read the .ts files, replace NaN by 0, resample to length 512 "
+        "(linear, align_corners=False), encode labels; cache as .npz.",
+    )
     p.add_argument("names", nargs="+", metavar="NAME")
     p.add_argument("--cache-dir", type=Path, required=True, help="folder of the .npz cache")
     p.add_argument("--length", type=int, default=512, help="model length L0 (default 512)")
-    p.add_argument("--label-order", choices=["sorted", "header"], default="sorted",
-                   help="class order: numeric/sorted (default) or the @classLabel header order")
-    p.add_argument("--json", type=Path, default=None, help="write a JSON summary here (only if all succeeded)")
+    p.add_argument(
+        "--label-order",
+        choices=["sorted", "header"],
+        default="sorted",
+        help="class order: numeric/sorted (default) or the @classLabel header order",
+    )
+    p.add_argument(
+        "--json", type=Path, default=None, help="write a JSON summary here (only if all succeeded)"
+    )
     _add_provider_options(p)
     p.set_defaults(func=_cmd_preprocess)

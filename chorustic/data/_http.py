@@ -42,7 +42,7 @@ class TransferPolicy:
     progress: bool = True
 
     def delay(self, attempt: int) -> float:
-        return self.backoff * (2 ** attempt)
+        return self.backoff * (2**attempt)
 
 
 class _Retryable(Exception):
@@ -85,21 +85,35 @@ def _is_timeout(exc: BaseException) -> bool:
 def _http_error(status: int, url: str, dataset: str | None) -> DownloadHTTPError:
     what = f"dataset {dataset!r}" if dataset else "the download"
     if status in (404, 410):
-        hint = ("the file does not exist on this server: check the dataset name (`chorustic datasets`) "
-                "and the mirror URL (--mirror / CHORUSTIC_DATA_URL)")
+        hint = (
+            "the file does not exist on this server: check the dataset name (`chorustic datasets`) "
+            "and the mirror URL (--mirror / CHORUSTIC_DATA_URL)"
+        )
     elif status in (401, 403):
         hint = "the server refused access; try another mirror (--mirror) or later"
     else:
         hint = "the server failed; try again later or use another mirror (--mirror)"
-    return DownloadHTTPError(f"HTTP {status} for {what} from {url}: {hint}.", dataset=dataset, url=url, status=status)
+    return DownloadHTTPError(
+        f"HTTP {status} for {what} from {url}: {hint}.", dataset=dataset, url=url, status=status
+    )
 
 
-def _request(session: requests.Session, url: str, policy: TransferPolicy, dataset: str | None,
-             headers: dict[str, str] | None = None) -> requests.Response:
+def _request(
+    session: requests.Session,
+    url: str,
+    policy: TransferPolicy,
+    dataset: str | None,
+    headers: dict[str, str] | None = None,
+) -> requests.Response:
     """One GET; maps transport errors to _Retryable, hard HTTP errors to DownloadHTTPError."""
     try:
-        resp = session.get(url, stream=True, timeout=(policy.timeout, policy.timeout), headers=headers or {},
-                           allow_redirects=True)
+        resp = session.get(
+            url,
+            stream=True,
+            timeout=(policy.timeout, policy.timeout),
+            headers=headers or {},
+            allow_redirects=True,
+        )
     except requests.RequestException as exc:
         raise _Retryable(f"{type(exc).__name__}: {exc}", timeout=_is_timeout(exc)) from exc
     if resp.status_code in (408, 429) or resp.status_code >= 500:
@@ -111,8 +125,13 @@ def _request(session: requests.Session, url: str, policy: TransferPolicy, datase
     return resp
 
 
-def _with_retries(fn: Callable[[int], Any], url: str, policy: TransferPolicy, dataset: str | None,
-                  sleep: Callable[[float], None] | None = None) -> Any:
+def _with_retries(
+    fn: Callable[[int], Any],
+    url: str,
+    policy: TransferPolicy,
+    dataset: str | None,
+    sleep: Callable[[float], None] | None = None,
+) -> Any:
     sleep = sleep or time.sleep
     last: _Retryable | None = None
     for attempt in range(policy.retries + 1):
@@ -129,12 +148,14 @@ def _with_retries(fn: Callable[[int], Any], url: str, policy: TransferPolicy, da
         raise DownloadTimeoutError(
             f"timed out fetching {what} from {url} after {tries} (timeout {policy.timeout:g} s per read): "
             "the server is slow or unreachable; try again later, raise --timeout, or use another mirror (--mirror).",
-            dataset=dataset, url=url,
+            dataset=dataset,
+            url=url,
         )
     raise DataDownloadError(
         f"could not fetch {what} from {url} after {tries}: {last}. Check the network and try again "
         "(a partial download is kept and resumed), or use another mirror (--mirror).",
-        dataset=dataset, url=url,
+        dataset=dataset,
+        url=url,
     )
 
 
@@ -155,7 +176,10 @@ def get_json(session: requests.Session, url: str, policy: TransferPolicy, datase
         except ValueError as exc:
             raise DataDownloadError(
                 f"{url} did not return JSON for {('dataset ' + repr(dataset)) if dataset else 'the request'} "
-                f"({exc}); the mirror URL is probably wrong.", dataset=dataset, url=url) from exc
+                f"({exc}); the mirror URL is probably wrong.",
+                dataset=dataset,
+                url=url,
+            ) from exc
 
     return _with_retries(once, url, policy, dataset)
 
@@ -180,9 +204,15 @@ def _parse_content_range(value: str | None) -> tuple[int, int | None] | None:
         return None
 
 
-def fetch(url: str, dest: str | os.PathLike, *, session: requests.Session | None = None,
-          policy: TransferPolicy = TransferPolicy(), dataset: str | None = None,
-          sleep: Callable[[float], None] | None = None) -> FetchResult:
+def fetch(
+    url: str,
+    dest: str | os.PathLike,
+    *,
+    session: requests.Session | None = None,
+    policy: TransferPolicy = TransferPolicy(),
+    dataset: str | None = None,
+    sleep: Callable[[float], None] | None = None,
+) -> FetchResult:
     """Download ``url`` to ``dest`` (resuming ``dest.part``), returning its SHA-256 and size."""
     from tqdm.auto import tqdm
 
@@ -227,7 +257,9 @@ def fetch(url: str, dest: str | os.PathLike, *, session: requests.Session | None
                 cr = _parse_content_range(resp.headers.get("Content-Range"))
                 if cr is None or cr[0] != offset:
                     reset()
-                    raise _Retryable(f"unexpected Content-Range {resp.headers.get('Content-Range')!r}; restarting")
+                    raise _Retryable(
+                        f"unexpected Content-Range {resp.headers.get('Content-Range')!r}; restarting"
+                    )
                 total = cr[1]
                 mode = "ab"
                 resumed = True
@@ -237,14 +269,27 @@ def fetch(url: str, dest: str | os.PathLike, *, session: requests.Session | None
                 clen = resp.headers.get("Content-Length")
                 total = int(clen) if clen and clen.isdigit() else None
                 mode = "wb"
-                meta = {"url": url, "etag": resp.headers.get("ETag"),
-                        "last_modified": resp.headers.get("Last-Modified"), "total": total}
+                meta = {
+                    "url": url,
+                    "etag": resp.headers.get("ETag"),
+                    "last_modified": resp.headers.get("Last-Modified"),
+                    "total": total,
+                }
                 meta_path.write_text(json.dumps(meta))
             written = offset
-            with open(part, mode) as fh, tqdm(
-                total=total, initial=offset, unit="B", unit_scale=True, unit_divisor=1024,
-                desc=dest.name, disable=None if policy.progress else True, leave=False,
-            ) as bar:
+            with (
+                open(part, mode) as fh,
+                tqdm(
+                    total=total,
+                    initial=offset,
+                    unit="B",
+                    unit_scale=True,
+                    unit_divisor=1024,
+                    desc=dest.name,
+                    disable=None if policy.progress else True,
+                    leave=False,
+                ) as bar,
+            ):
                 try:
                     for chunk in resp.iter_content(_CHUNK):
                         if chunk:
@@ -252,12 +297,15 @@ def fetch(url: str, dest: str | os.PathLike, *, session: requests.Session | None
                             written += len(chunk)
                             bar.update(len(chunk))
                 except (requests.RequestException, urllib3.exceptions.HTTPError) as exc:
-                    raise _Retryable(f"transfer interrupted at {written} bytes ({type(exc).__name__}: {exc})",
-                                     timeout=_is_timeout(exc)) from exc
+                    raise _Retryable(
+                        f"transfer interrupted at {written} bytes ({type(exc).__name__}: {exc})",
+                        timeout=_is_timeout(exc),
+                    ) from exc
                 except (OSError, socket.timeout) as exc:
                     if isinstance(exc, (socket.timeout, TimeoutError)) or isinstance(exc, ConnectionError):
-                        raise _Retryable(f"transfer interrupted at {written} bytes ({exc})",
-                                         timeout=_is_timeout(exc)) from exc
+                        raise _Retryable(
+                            f"transfer interrupted at {written} bytes ({exc})", timeout=_is_timeout(exc)
+                        ) from exc
                     raise
             if total is not None and written != total:
                 raise _Retryable(f"transfer incomplete: {written} of {total} bytes")

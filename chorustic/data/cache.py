@@ -23,8 +23,15 @@ import numpy as np
 
 from chorustic.io import atomic_open
 
-__all__ = ["CACHE_FORMAT_VERSION", "cache_key", "cache_path", "save_arrays", "load_arrays", "pack_ragged",
-           "unpack_ragged"]
+__all__ = [
+    "CACHE_FORMAT_VERSION",
+    "cache_key",
+    "cache_path",
+    "save_arrays",
+    "load_arrays",
+    "pack_ragged",
+    "unpack_ragged",
+]
 
 log = logging.getLogger("chorustic.data")
 
@@ -85,4 +92,4 @@ def pack_ragged(series: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
 
 def unpack_ragged(flat: np.ndarray, lengths: np.ndarray) -> list[np.ndarray]:
     bounds = np.concatenate([[0], np.cumsum(lengths)])
-    return [flat[:, bounds[i]:bounds[i + 1]] for i in range(len(lengths))]
+    return [flat[:, bounds[i] : bounds[i + 1]] for i in range(len(lengths))]

@@ -54,7 +54,6 @@ from chorustic.data.errors import (
     DatasetNotAvailableError,
     MissingSplitError,
     PartialDownloadError,
-    UnknownDatasetError,
 )
 from chorustic.data.lock import DataLock, file_mutex, open_lock
 from chorustic.data.registry import AEON_SHIPPED, SUBSETS, SubsetSpec, get_info, is_known, list_datasets
@@ -83,8 +82,10 @@ DEFAULT_ZENODO_URL = "https://zenodo.org"
 #: Whole-archive zips on a ``tsc`` mirror.
 TSC_ARCHIVE_ZIPS = {"UCR": "Archives/Univariate2018_ts.zip", "UEA": "Archives/Multivariate2018_ts.zip"}
 #: Folders of an unpacked official archive zip.
-_ARCHIVE_DIRS = {"UCR": ("UCR", "Univariate_ts", "Univariate2018_ts"),
-                 "UEA": ("UEA", "Multivariate_ts", "Multivariate2018_ts")}
+_ARCHIVE_DIRS = {
+    "UCR": ("UCR", "Univariate_ts", "Univariate2018_ts"),
+    "UEA": ("UEA", "Multivariate_ts", "Multivariate2018_ts"),
+}
 _INTERNAL = ".chorustic"
 #: download_archive fetches the whole-archive zip (by default) when at least this many are missing.
 ARCHIVE_ZIP_MIN_MISSING = 8  # <data_dir>/.chorustic/{downloads,locks}
@@ -101,7 +102,9 @@ def aeon_data_dir() -> Path:
 
     spec = importlib.util.find_spec("aeon")
     if spec is None or not spec.submodule_search_locations:
-        raise ImportError("aeon is not installed: `pip install aeon` (the data layer reads .ts files with it)")
+        raise ImportError(
+            "aeon is not installed: `pip install aeon` (the data layer reads .ts files with it)"
+        )
     return Path(list(spec.submodule_search_locations)[0]) / "datasets" / "data"
 
 
@@ -126,9 +129,11 @@ class Mirror:
         spec = str(spec).strip()
         for kind in ("zenodo", "tsc"):
             if spec.startswith(kind + "+"):
-                return cls(spec[len(kind) + 1:], kind)
+                return cls(spec[len(kind) + 1 :], kind)
         if not spec.startswith(("http://", "https://", "file://")):
-            raise ValueError(f"mirror {spec!r} is not an http(s) URL (use 'zenodo+https://...' for a Zenodo mirror)")
+            raise ValueError(
+                f"mirror {spec!r} is not an http(s) URL (use 'zenodo+https://...' for a Zenodo mirror)"
+            )
         return cls(spec, "tsc")
 
     def __str__(self) -> str:
@@ -217,8 +222,18 @@ class _Ctx:
             yield
 
 
-_OPTION_DEFAULTS = dict(offline=False, mirrors=None, lock=True, progress=True, update_lock=False, retries=3,
-                       timeout=60.0, backoff=1.0, keep_archives=False, subset=None)
+_OPTION_DEFAULTS = dict(
+    offline=False,
+    mirrors=None,
+    lock=True,
+    progress=True,
+    update_lock=False,
+    retries=3,
+    timeout=60.0,
+    backoff=1.0,
+    keep_archives=False,
+    subset=None,
+)
 
 
 def _make_ctx(data_dir, **options) -> _Ctx:
@@ -237,8 +252,12 @@ def _make_ctx(data_dir, **options) -> _Ctx:
     return _Ctx(
         data_dir=data_dir,
         lock=open_lock(o["lock"], data_dir, update=bool(o["update_lock"])),
-        policy=_http.TransferPolicy(retries=int(o["retries"]), backoff=float(o["backoff"]),
-                                    timeout=float(o["timeout"]), progress=bool(o["progress"])),
+        policy=_http.TransferPolicy(
+            retries=int(o["retries"]),
+            backoff=float(o["backoff"]),
+            timeout=float(o["timeout"]),
+            progress=bool(o["progress"]),
+        ),
         mirrors=ms,
         offline=bool(o["offline"]),
         keep_archives=bool(o["keep_archives"]),
@@ -298,7 +317,9 @@ def _extract_splits(zf: zipfile.ZipFile, name: str, tmp: Path, *, url: str) -> d
                 f"the archive {url} has no {fname} for dataset {name!r} (it contains: {shown or 'nothing'}). "
                 f"The mirror serves an incomplete or different release: try another mirror (--mirror), or put "
                 f"{name}_TRAIN.ts and {name}_TEST.ts into <data_dir>/{name}/ by hand.",
-                dataset=name, url=url)
+                dataset=name,
+                url=url,
+            )
         h = hashlib.sha256()
         try:
             with zf.open(info) as src, open(tmp / fname, "wb") as dst:
@@ -309,7 +330,9 @@ def _extract_splits(zf: zipfile.ZipFile, name: str, tmp: Path, *, url: str) -> d
             raise CorruptArchiveError(
                 f"the archive {url} for dataset {name!r} is corrupt: reading {info.filename} failed ({exc}). "
                 "The bad copy was deleted; run the command again to re-download, or use another mirror (--mirror).",
-                dataset=name, url=url) from exc
+                dataset=name,
+                url=url,
+            ) from exc
         shas[fname] = h.hexdigest()
     return shas
 
@@ -324,7 +347,9 @@ def _open_zip(path: Path, *, url: str, name: str) -> zipfile.ZipFile:
         raise CorruptArchiveError(
             f"the archive downloaded from {url} for {name} is not a valid zip ({exc}){hint}. The bad copy was "
             "deleted; run the command again to re-download, or use another mirror (--mirror).",
-            dataset=name, url=url) from exc
+            dataset=name,
+            url=url,
+        ) from exc
 
 
 def _fetch_verified(ctx: _Ctx, url: str, dest: Path, name: str) -> _http.FetchResult:
@@ -409,7 +434,10 @@ def _from_zenodo(ctx: _Ctx, mirror: Mirror, name: str, tmp: Path) -> tuple[str, 
         raise MissingSplitError(
             f"the Zenodo record {api} for dataset {name!r} has no {', '.join(missing)} (it contains: "
             f"{', '.join(sorted(files)) or 'nothing'}). Try another mirror (--mirror), or put the files into "
-            f"<data_dir>/{name}/ by hand.", dataset=name, url=api)
+            f"<data_dir>/{name}/ by hand.",
+            dataset=name,
+            url=api,
+        )
     shas = {}
     for key in wanted:
         url = _zenodo_file_url(mirror, rid, key, files[key])
@@ -425,13 +453,20 @@ def _from_zenodo(ctx: _Ctx, mirror: Mirror, name: str, tmp: Path) -> tuple[str, 
 def _no_zenodo_record(name: str, mirror: Mirror) -> DataDownloadError:
     return DataDownloadError(
         f"no Zenodo record is known for dataset {name!r} (aeon.datasets.tsc_datasets.tsc_zenodo), so the "
-        f"Zenodo mirror {mirror.url} cannot serve it.", dataset=name, url=mirror.url)
+        f"Zenodo mirror {mirror.url} cannot serve it.",
+        dataset=name,
+        url=mirror.url,
+    )
 
 
 def _zenodo_file_url(mirror: Mirror, rid: int, key: str, entry: dict) -> str:
     links = entry.get("links") or {}
-    return links.get("self") or links.get("content") or links.get("download") or \
-        f"{mirror.url}/records/{rid}/files/{key}"
+    return (
+        links.get("self")
+        or links.get("content")
+        or links.get("download")
+        or f"{mirror.url}/records/{rid}/files/{key}"
+    )
 
 
 def _check_md5(entry: dict, path: Path, *, url: str, name: str) -> None:
@@ -448,7 +483,12 @@ def _check_md5(entry: dict, path: Path, *, url: str, name: str) -> None:
         raise ChecksumMismatchError(
             f"checksum mismatch for {path.name} of dataset {name!r} downloaded from {url}: Zenodo lists md5 "
             f"{expected}, the download has {h.hexdigest()}. The bad copy was deleted; run the command again.",
-            dataset=name, url=url, file=str(path), expected=f"md5:{expected}", found=f"md5:{h.hexdigest()}")
+            dataset=name,
+            url=url,
+            file=str(path),
+            expected=f"md5:{expected}",
+            found=f"md5:{h.hexdigest()}",
+        )
 
 
 def _download(ctx: _Ctx, name: str) -> tuple[Path, dict[str, str], str]:
@@ -515,7 +555,9 @@ def _provide(ctx: _Ctx, name: str) -> tuple[Path, dict[str, str]]:
             f"dataset {name!r} is not in {ctx.data_dir} (looked for {ctx.data_dir / name}/{name}_TRAIN.ts and "
             f"_TEST.ts, also under UCR/, UEA/) and offline mode forbids downloading it. Run "
             f"`chorustic download {name} --data-dir {ctx.data_dir}` with internet access, or copy the files "
-            "there in the official layout.", dataset=name)
+            "there in the official layout.",
+            dataset=name,
+        )
     folder, shas, url = _download(ctx, name)
     ctx.lock.record_dataset(name, shas, source="download", url=url)
     return folder, shas
@@ -535,7 +577,9 @@ def _ensure_subset(ctx: _Ctx, name: str) -> tuple[Path, dict[str, str]]:
     spec = requested or SUBSETS[name]
 
     def usable(folder: Path | None) -> bool:
-        return folder is not None and (requested is None or manifest_matches(read_manifest(folder), requested))
+        return folder is not None and (
+            requested is None or manifest_matches(read_manifest(folder), requested)
+        )
 
     local = find_local(name, ctx.data_dir)
     if not usable(local):
@@ -544,14 +588,26 @@ def _ensure_subset(ctx: _Ctx, name: str) -> tuple[Path, dict[str, str]]:
             if not usable(local):
                 src_folder, _ = _ensure(ctx, spec.source)
                 local = build_subset(spec, src_folder, ctx.data_dir / name)
-                log.info("built %s from %s (%d train / %d test, seed %d)", name, spec.source, spec.n_train,
-                         spec.n_test, spec.seed)
+                log.info(
+                    "built %s from %s (%d train / %d test, seed %d)",
+                    name,
+                    spec.source,
+                    spec.n_train,
+                    spec.n_test,
+                    spec.seed,
+                )
     shas = _hash_splits(local, name)
     ctx.lock.verify_dataset(name, shas, local)
     manifest = read_manifest(local) or {}
-    ctx.lock.record_dataset(name, shas, source="derived",
-                            extra={"params": manifest.get("params", spec.params()),
-                                   "source_sha256": manifest.get("source_sha256", {})})
+    ctx.lock.record_dataset(
+        name,
+        shas,
+        source="derived",
+        extra={
+            "params": manifest.get("params", spec.params()),
+            "source_sha256": manifest.get("source_sha256", {}),
+        },
+    )
     return local, shas
 
 
@@ -578,21 +634,37 @@ def ensure_dataset(
     ``update_lock=True`` accepts and records the current files instead. ``subset`` overrides the
     size/seed of a derived dataset (an existing copy built with other parameters is rebuilt).
     """
-    ctx = _make_ctx(data_dir, offline=offline, mirrors=mirrors, lock=lock, progress=progress,
-                    update_lock=update_lock, retries=retries, timeout=timeout, backoff=backoff,
-                    keep_archives=keep_archives, subset=subset)
+    ctx = _make_ctx(
+        data_dir,
+        offline=offline,
+        mirrors=mirrors,
+        lock=lock,
+        progress=progress,
+        update_lock=update_lock,
+        retries=retries,
+        timeout=timeout,
+        backoff=backoff,
+        keep_archives=keep_archives,
+        subset=subset,
+    )
     return _ensure(ctx, name)[0]
 
 
-def ensure_dataset_files(name: str, data_dir: str | os.PathLike | None = None, **options) -> tuple[Path, dict[str, str]]:
+def ensure_dataset_files(
+    name: str, data_dir: str | os.PathLike | None = None, **options
+) -> tuple[Path, dict[str, str]]:
     """:func:`ensure_dataset` plus the SHA-256 of the two split files (the loader's cache key)."""
     return _ensure(_make_ctx(data_dir, **options), name)
 
 
 def _archive_members(zf: zipfile.ZipFile, names: Iterable[str]) -> set[str]:
     infos = zf.infolist()
-    return {n for n in names
-            if _pick_member(infos, n, f"{n}_TRAIN.ts") is not None and _pick_member(infos, n, f"{n}_TEST.ts") is not None}
+    return {
+        n
+        for n in names
+        if _pick_member(infos, n, f"{n}_TRAIN.ts") is not None
+        and _pick_member(infos, n, f"{n}_TEST.ts") is not None
+    }
 
 
 def download_archive(
@@ -628,9 +700,19 @@ def download_archive(
     wanted = list(names) if names is not None else list_datasets(archive)
     for n in wanted:
         get_info(n)
-    ctx = _make_ctx(data_dir, offline=offline, mirrors=mirrors, lock=lock, progress=progress,
-                    update_lock=update_lock, retries=retries, timeout=timeout, backoff=backoff,
-                    keep_archives=keep_archives, subset=subset)
+    ctx = _make_ctx(
+        data_dir,
+        offline=offline,
+        mirrors=mirrors,
+        lock=lock,
+        progress=progress,
+        update_lock=update_lock,
+        retries=retries,
+        timeout=timeout,
+        backoff=backoff,
+        keep_archives=keep_archives,
+        subset=subset,
+    )
 
     def raw_name(n: str) -> str:
         return SUBSETS[n].source if n in SUBSETS else n
@@ -639,7 +721,9 @@ def download_archive(
         if n in SUBSETS and find_local(n, ctx.data_dir) is not None:
             return True
         r = raw_name(n)
-        return find_local(r, ctx.data_dir) is not None or (r in AEON_SHIPPED and _complete(aeon_data_dir() / r, r))
+        return find_local(r, ctx.data_dir) is not None or (
+            r in AEON_SHIPPED and _complete(aeon_data_dir() / r, r)
+        )
 
     missing = sorted({raw_name(n) for n in wanted if not present(n)})
     if use_archive_zip is None:
@@ -652,7 +736,9 @@ def download_archive(
 
     done: dict[str, Path] = {}
     failures: dict[str, DataError] = {}
-    for n in tqdm(wanted, desc=f"{archive} datasets", unit="dataset", disable=not progress or len(wanted) < 2):
+    for n in tqdm(
+        wanted, desc=f"{archive} datasets", unit="dataset", disable=not progress or len(wanted) < 2
+    ):
         try:
             done[n] = _ensure(ctx, n)[0]
         except DataError as exc:
@@ -662,7 +748,9 @@ def download_archive(
         raise PartialDownloadError(
             f"{len(failures)} of {len(wanted)} {archive} datasets could not be provided: "
             + "; ".join(f"{n}: {e}" for n, e in failures.items()),
-            succeeded=done, failures=failures)
+            succeeded=done,
+            failures=failures,
+        )
     return [done[n] for n in wanted]
 
 
@@ -670,7 +758,11 @@ def _install_from_archive_zip(ctx: _Ctx, archive: str, missing: list[str]) -> No
     """Extract what the whole-archive zip holds of ``missing``; silently leave the rest to per-dataset
     downloads (errors are logged: the fallback decides)."""
     for mirror in ctx.mirrors:
-        url = f"{mirror.url}/{TSC_ARCHIVE_ZIPS[archive]}" if mirror.kind == "tsc" else _zenodo_archive_url(mirror.url, archive)
+        url = (
+            f"{mirror.url}/{TSC_ARCHIVE_ZIPS[archive]}"
+            if mirror.kind == "tsc"
+            else _zenodo_archive_url(mirror.url, archive)
+        )
         dest = download_path(ctx.data_dir, url, f"{archive}.zip")
         try:
             res = _fetch_verified(ctx, url, dest, f"{archive} archive")
@@ -684,8 +776,9 @@ def _install_from_archive_zip(ctx: _Ctx, archive: str, missing: list[str]) -> No
             ctx.lock.record_archive(url, res.sha256, res.size, datasets=sorted(inside))
             from tqdm.auto import tqdm
 
-            for name in tqdm(sorted(inside), desc=f"extracting {archive}", unit="dataset",
-                             disable=not ctx.policy.progress):
+            for name in tqdm(
+                sorted(inside), desc=f"extracting {archive}", unit="dataset", disable=not ctx.policy.progress
+            ):
                 dest_dir = ctx.data_dir / name
                 tmp = make_temp_dir(dest_dir)
                 try:

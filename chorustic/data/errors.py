@@ -72,8 +72,9 @@ class DataDownloadError(DataError):
 
 
 class DownloadHTTPError(DataDownloadError):
-    def __init__(self, message: str, *, dataset: str | None = None, url: str | None = None,
-                 status: int | None = None):
+    def __init__(
+        self, message: str, *, dataset: str | None = None, url: str | None = None, status: int | None = None
+    ):
         super().__init__(message, dataset=dataset, url=url)
         self.status = status
 
@@ -91,8 +92,16 @@ class MissingSplitError(DataDownloadError):
 
 
 class ChecksumMismatchError(DataDownloadError):
-    def __init__(self, message: str, *, dataset: str | None = None, url: str | None = None,
-                 file: str | Path | None = None, expected: str | None = None, found: str | None = None):
+    def __init__(
+        self,
+        message: str,
+        *,
+        dataset: str | None = None,
+        url: str | None = None,
+        file: str | Path | None = None,
+        expected: str | None = None,
+        found: str | None = None,
+    ):
         super().__init__(message, dataset=dataset, url=url)
         self.file = file
         self.expected = expected
@@ -129,7 +138,13 @@ class MalformedDataFileError(DataFileError):
 
 
 class UnseenLabelError(DataFileError, ValueError):
-    def __init__(self, message: str, *, dataset: str | None = None, path: str | Path | None = None,
-                 labels: tuple[str, ...] = ()):
+    def __init__(
+        self,
+        message: str,
+        *,
+        dataset: str | None = None,
+        path: str | Path | None = None,
+        labels: tuple[str, ...] = (),
+    ):
         super().__init__(message, dataset=dataset, path=path)
         self.labels = labels

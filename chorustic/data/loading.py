@@ -16,7 +16,7 @@ import dataclasses
 import logging
 import os
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -81,10 +81,15 @@ class TimeSeriesDataset:
         return int(len(self.y_test))
 
     def summary(self) -> str:
-        native = (f"native length {self.X_train_native.shape[-1]}" if self.equal_length else
-                  "native length {}..{}".format(*_length_range(self.X_train_native, self.X_test_native)))
-        return (f"{self.name} ({self.archive}): train {tuple(self.X_train.shape)}, test {tuple(self.X_test.shape)}, "
-                f"{self.n_classes} classes, {native}")
+        native = (
+            f"native length {self.X_train_native.shape[-1]}"
+            if self.equal_length
+            else "native length {}..{}".format(*_length_range(self.X_train_native, self.X_test_native))
+        )
+        return (
+            f"{self.name} ({self.archive}): train {tuple(self.X_train.shape)}, test {tuple(self.X_test.shape)}, "
+            f"{self.n_classes} classes, {native}"
+        )
 
 
 def _length_range(*parts) -> tuple[int, int]:
@@ -124,8 +129,9 @@ def _header_labels(path: Path) -> list[str]:
     return []
 
 
-def read_ts_split(path: str | os.PathLike, dataset: str = "?", split: str = "") -> tuple[
-        np.ndarray | list[np.ndarray], np.ndarray, dict[str, Any]]:
+def read_ts_split(
+    path: str | os.PathLike, dataset: str = "?", split: str = ""
+) -> tuple[np.ndarray | list[np.ndarray], np.ndarray, dict[str, Any]]:
     """Read one ``.ts`` file with aeon's reader: ``(X, y, meta)``.
 
     ``X`` is float64 ``(n, C, L)`` (equal length) or a list of ``(C, L_i)``; ``y`` the labels as str
@@ -139,30 +145,47 @@ def read_ts_split(path: str | os.PathLike, dataset: str = "?", split: str = "") 
     if not path.is_file():
         raise MissingDataFileError(
             f"{what} is missing: {path}. Run `chorustic download {dataset}` (or put the official "
-            f"{path.name} there).", dataset=dataset, path=path)
+            f"{path.name} there).",
+            dataset=dataset,
+            path=path,
+        )
     try:
         X, y, meta = load_from_ts_file(str(path), return_meta_data=True)
     except UnicodeDecodeError as exc:
-        raise MalformedDataFileError(f"cannot read {path} ({what}): not UTF-8 text ({exc}). Delete it and run "
-                                     f"`chorustic download {dataset}` again.", dataset=dataset, path=path) from exc
+        raise MalformedDataFileError(
+            f"cannot read {path} ({what}): not UTF-8 text ({exc}). Delete it and run "
+            f"`chorustic download {dataset}` again.",
+            dataset=dataset,
+            path=path,
+        ) from exc
     except (OSError, ValueError, IndexError, TypeError, KeyError) as exc:
         raise MalformedDataFileError(
             f"cannot parse {path} ({what}) as a .ts file: {type(exc).__name__}: {exc}. The file is damaged or not "
             f"in the .ts format; delete it and run `chorustic download {dataset}` again.",
-            dataset=dataset, path=path) from exc
+            dataset=dataset,
+            path=path,
+        ) from exc
     if not meta.get("classlabel", False):
         raise MalformedDataFileError(
             f"{path} ({what}) declares no class labels (@classLabel false): not a classification dataset.",
-            dataset=dataset, path=path)
+            dataset=dataset,
+            path=path,
+        )
     n = len(X)
     if n == 0:
-        raise MalformedDataFileError(f"{path} ({what}) holds no series after @data.", dataset=dataset, path=path)
+        raise MalformedDataFileError(
+            f"{path} ({what}) holds no series after @data.", dataset=dataset, path=path
+        )
     if len(y) != n:
-        raise MalformedDataFileError(f"{path} ({what}): {n} series but {len(y)} labels.", dataset=dataset, path=path)
+        raise MalformedDataFileError(
+            f"{path} ({what}): {n} series but {len(y)} labels.", dataset=dataset, path=path
+        )
     if isinstance(X, list):
         empty = [i for i, s in enumerate(X) if s.shape[-1] == 0]
         if empty:
-            raise MalformedDataFileError(f"{path} ({what}): series {empty[0]} is empty.", dataset=dataset, path=path)
+            raise MalformedDataFileError(
+                f"{path} ({what}): series {empty[0]} is empty.", dataset=dataset, path=path
+            )
     header = _header_labels(path)
     y = np.asarray([str(v).strip() for v in y])
     by_lower: dict[str, str] = {}
@@ -187,8 +210,9 @@ def _channels(X) -> set[int]:
     return {int(s.shape[0]) for s in X}
 
 
-def _from_cache(arrays: dict[str, np.ndarray], name: str, archive: str, path: Path,
-                settings: dict[str, Any]) -> TimeSeriesDataset:
+def _from_cache(
+    arrays: dict[str, np.ndarray], name: str, archive: str, path: Path, settings: dict[str, Any]
+) -> TimeSeriesDataset:
     def native(prefix: str):
         if f"{prefix}_native" in arrays:
             return arrays[f"{prefix}_native"]
@@ -197,18 +221,31 @@ def _from_cache(arrays: dict[str, np.ndarray], name: str, archive: str, path: Pa
     files = arrays["source_files"].tolist()
     shas = arrays["source_sha256"].tolist()
     return TimeSeriesDataset(
-        name=name, archive=archive,
-        X_train=arrays["X_train"], y_train=arrays["y_train"], X_test=arrays["X_test"], y_test=arrays["y_test"],
-        classes=arrays["classes"].astype(str), X_train_native=native("X_train"), X_test_native=native("X_test"),
-        source_sha256=dict(zip(files, shas)), cache_path=path, settings=settings,
+        name=name,
+        archive=archive,
+        X_train=arrays["X_train"],
+        y_train=arrays["y_train"],
+        X_test=arrays["X_test"],
+        y_test=arrays["y_test"],
+        classes=arrays["classes"].astype(str),
+        X_train_native=native("X_train"),
+        X_test_native=native("X_test"),
+        source_sha256=dict(zip(files, shas)),
+        cache_path=path,
+        settings=settings,
     )
 
 
 def _to_cache(ds: TimeSeriesDataset) -> dict[str, np.ndarray]:
-    arrays = {"X_train": ds.X_train, "y_train": ds.y_train, "X_test": ds.X_test, "y_test": ds.y_test,
-              "classes": np.asarray(ds.classes, dtype=str),
-              "source_files": np.asarray(list(ds.source_sha256), dtype=str),
-              "source_sha256": np.asarray(list(ds.source_sha256.values()), dtype=str)}
+    arrays = {
+        "X_train": ds.X_train,
+        "y_train": ds.y_train,
+        "X_test": ds.X_test,
+        "y_test": ds.y_test,
+        "classes": np.asarray(ds.classes, dtype=str),
+        "source_files": np.asarray(list(ds.source_sha256), dtype=str),
+        "source_sha256": np.asarray(list(ds.source_sha256.values()), dtype=str),
+    }
     for prefix, nat in (("X_train", ds.X_train_native), ("X_test", ds.X_test_native)):
         if isinstance(nat, np.ndarray):
             arrays[f"{prefix}_native"] = nat
@@ -254,17 +291,31 @@ def load_dataset(
         raise MalformedDataFileError(
             f"dataset {name!r}: TRAIN has {sorted(ch_tr)} channels, TEST has {sorted(ch_te)}; the files do not "
             f"belong together. Delete {folder} and run `chorustic download {name}` again.",
-            dataset=name, path=folder)
-    y_train, y_test, classes = encode_labels(y_tr, y_te, dataset=name, order=label_order,
-                                             header=meta_tr.get("class_values_original"), test_file=str(test_path))
+            dataset=name,
+            path=folder,
+        )
+    y_train, y_test, classes = encode_labels(
+        y_tr,
+        y_te,
+        dataset=name,
+        order=label_order,
+        header=meta_tr.get("class_values_original"),
+        test_file=str(test_path),
+    )
     nat_tr, nat_te = _collapse(_native(X_tr), _native(X_te))
     ds = TimeSeriesDataset(
-        name=name, archive=archive,
-        X_train=to_model_length(nat_tr, length), y_train=y_train,
-        X_test=to_model_length(nat_te, length), y_test=y_test,
+        name=name,
+        archive=archive,
+        X_train=to_model_length(nat_tr, length),
+        y_train=y_train,
+        X_test=to_model_length(nat_te, length),
+        y_test=y_test,
         classes=classes,
-        X_train_native=nat_tr, X_test_native=nat_te,
-        source_sha256=dict(shas), cache_path=path, settings=settings,
+        X_train_native=nat_tr,
+        X_test_native=nat_te,
+        source_sha256=dict(shas),
+        cache_path=path,
+        settings=settings,
     )
     _check_against_registry(ds)
     if path is not None:
@@ -275,6 +326,7 @@ def load_dataset(
 def _collapse(a: np.ndarray | list[np.ndarray], b: np.ndarray | list[np.ndarray]):
     """Both splits as ``(n, C, L)`` arrays if every series of both has the same length (aeon returns
     lists for files declaring ``@equalLength false``), else both as lists of ``(C, L_i)``."""
+
     def series(x):
         return list(x) if isinstance(x, np.ndarray) else x
 
@@ -288,9 +340,20 @@ def _check_against_registry(ds: TimeSeriesDataset) -> None:
     if not is_known(ds.name):
         return
     info = get_info(ds.name)
-    found = {"n_train": ds.n_train, "n_test": ds.n_test, "n_channels": ds.n_channels, "n_classes": ds.n_classes}
-    diffs = [f"{k} {getattr(info, k)} in the registry, {v} in the files" for k, v in found.items()
-             if getattr(info, k) != v]
+    found = {
+        "n_train": ds.n_train,
+        "n_test": ds.n_test,
+        "n_channels": ds.n_channels,
+        "n_classes": ds.n_classes,
+    }
+    diffs = [
+        f"{k} {getattr(info, k)} in the registry, {v} in the files"
+        for k, v in found.items()
+        if getattr(info, k) != v
+    ]
     if diffs:
-        log.warning("dataset %s differs from the registry metadata: %s (a different release?)", ds.name,
-                    "; ".join(diffs))
+        log.warning(
+            "dataset %s differs from the registry metadata: %s (a different release?)",
+            ds.name,
+            "; ".join(diffs),
+        )

@@ -117,7 +117,9 @@ class DataLock:
         return self.read()["archives"].get(url)
 
     # -- verification --------------------------------------------------------------------------
-    def verify_dataset(self, name: str, files: Mapping[str, str], folder: Path, *, url: str | None = None) -> None:
+    def verify_dataset(
+        self, name: str, files: Mapping[str, str], folder: Path, *, url: str | None = None
+    ) -> None:
         """Raise :class:`ChecksumMismatchError` when ``files`` (name -> sha256) differ from the lock."""
         if self.update:
             return
@@ -131,8 +133,8 @@ class DataLock:
                 where = f"{folder}/{fname}" if url is None else f"{fname} downloaded from {url}"
                 fix = (
                     f"delete {folder} and run `chorustic download {name}` to fetch the recorded version again"
-                    if url is None else
-                    "the server now serves different data than when the lock was written; use another "
+                    if url is None
+                    else "the server now serves different data than when the lock was written; use another "
                     "mirror (--mirror) that serves the recorded version"
                 )
                 raise ChecksumMismatchError(
@@ -140,10 +142,16 @@ class DataLock:
                     f"{self.path} expects {expected} (recorded {entry.get('recorded', '?')} from "
                     f"{entry.get('source', '?')}{' ' + entry['url'] if entry.get('url') else ''}). To fix: {fix}, "
                     f"or run `chorustic download {name} --update-lock` to accept the files as they are now.",
-                    dataset=name, url=url, file=str(Path(folder) / fname), expected=expected, found=found,
+                    dataset=name,
+                    url=url,
+                    file=str(Path(folder) / fname),
+                    expected=expected,
+                    found=found,
                 )
 
-    def verify_archive(self, url: str, sha256: str, *, dataset: str | None = None, path: Path | None = None) -> None:
+    def verify_archive(
+        self, url: str, sha256: str, *, dataset: str | None = None, path: Path | None = None
+    ) -> None:
         if self.update:
             return
         entry = self.archive_entry(url)
@@ -154,7 +162,11 @@ class DataLock:
                 f"(recorded {entry.get('recorded', '?')}). The download was corrupted or the server changed the "
                 "file. To fix: run the download again (the bad copy was deleted), use another mirror (--mirror), "
                 "or pass --update-lock to accept the new archive.",
-                dataset=dataset, url=url, file=str(path) if path else url, expected=entry.get("sha256"), found=sha256,
+                dataset=dataset,
+                url=url,
+                file=str(path) if path else url,
+                expected=entry.get("sha256"),
+                found=sha256,
             )
 
     # -- recording -----------------------------------------------------------------------------
@@ -167,12 +179,22 @@ class DataLock:
                     atomic_write_json(self.path, data)
         except OSError as exc:
             if not self._warned:
-                log.warning("cannot write the data lock file %s (%s); checksums are verified but not recorded",
-                            self.path, exc)
+                log.warning(
+                    "cannot write the data lock file %s (%s); checksums are verified but not recorded",
+                    self.path,
+                    exc,
+                )
                 self._warned = True
 
-    def record_dataset(self, name: str, files: Mapping[str, str], *, source: str, url: str | None = None,
-                       extra: Mapping[str, Any] | None = None) -> None:
+    def record_dataset(
+        self,
+        name: str,
+        files: Mapping[str, str],
+        *,
+        source: str,
+        url: str | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> None:
         def fn(data: dict) -> bool:
             old = data["datasets"].get(name)
             if old and not self.update and all(old.get("files", {}).get(k) == v for k, v in files.items()):

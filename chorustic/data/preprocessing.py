@@ -90,8 +90,9 @@ def fill_missing(x: np.ndarray, value: float = 0.0) -> np.ndarray:
     return x
 
 
-def to_model_length(X: np.ndarray | Sequence[np.ndarray], length: int = MODEL_LENGTH,
-                    dtype=np.float32) -> np.ndarray:
+def to_model_length(
+    X: np.ndarray | Sequence[np.ndarray], length: int = MODEL_LENGTH, dtype=np.float32
+) -> np.ndarray:
     """``(n, C, length)`` from an ``(n, C, L)`` array or a list of ``(C, L_i)`` arrays (each series
     resampled from its own length). Missing values must be filled before (:func:`fill_missing`)."""
     if isinstance(X, np.ndarray) and X.ndim == 3:
@@ -99,7 +100,9 @@ def to_model_length(X: np.ndarray | Sequence[np.ndarray], length: int = MODEL_LE
         # bounded memory: ~64 MB of float64 output per chunk (FaceDetection, PEMS-SF are large)
         rows = max(1, (64 << 20) // (8 * max(1, X.shape[1]) * max(length, X.shape[2])))
         for start in range(0, X.shape[0], rows):
-            out[start:start + rows] = resample_linear(X[start:start + rows].astype(np.float64, copy=False), length)
+            out[start : start + rows] = resample_linear(
+                X[start : start + rows].astype(np.float64, copy=False), length
+            )
         return out
     series = list(X)
     if not series:
@@ -111,7 +114,7 @@ def to_model_length(X: np.ndarray | Sequence[np.ndarray], length: int = MODEL_LE
     by_length: dict[int, list[int]] = {}
     for i, s in enumerate(series):
         by_length.setdefault(np.shape(s)[-1], []).append(i)
-    for L, idx in by_length.items():  # one vectorised call per distinct length
+    for idx in by_length.values():  # one vectorised call per distinct length
         batch = np.stack([np.asarray(series[i], dtype=np.float64) for i in idx])
         out[idx] = resample_linear(batch, length)
     return out
@@ -125,8 +128,9 @@ def _as_number(label: str) -> float | None:
     return v if math.isfinite(v) else None
 
 
-def class_order(labels: Sequence[str], *, order: str = "sorted",
-                header: Sequence[str] | None = None) -> np.ndarray:
+def class_order(
+    labels: Sequence[str], *, order: str = "sorted", header: Sequence[str] | None = None
+) -> np.ndarray:
     """The distinct ``labels`` in encoding order (index = encoded label), as a str array.
 
     ``"sorted"``: if every label parses as a finite number, numeric order ("1" < "2" < "10"),
@@ -148,9 +152,15 @@ def class_order(labels: Sequence[str], *, order: str = "sorted",
     return np.asarray(sorted_labels, dtype=str)
 
 
-def encode_labels(y_train: Sequence[str], y_test: Sequence[str], *, dataset: str = "?", order: str = "sorted",
-                  header: Sequence[str] | None = None, test_file: str | None = None
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def encode_labels(
+    y_train: Sequence[str],
+    y_test: Sequence[str],
+    *,
+    dataset: str = "?",
+    order: str = "sorted",
+    header: Sequence[str] | None = None,
+    test_file: str | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Encode with an encoder fitted on ``y_train`` only: ``(y_train_enc, y_test_enc, classes)``.
 
     Raises :class:`UnseenLabelError` naming the dataset and the labels when the test split holds a
@@ -168,7 +178,10 @@ def encode_labels(y_train: Sequence[str], y_test: Sequence[str], *, dataset: str
             f"{', '.join(repr(u) for u in unseen)} that the training split does not have (training labels: "
             f"{', '.join(repr(c) for c in classes)}). Labels are encoded on the training split only; check that "
             "TRAIN and TEST files belong to the same release, re-download the dataset if not.",
-            dataset=dataset, path=test_file, labels=tuple(unseen))
+            dataset=dataset,
+            path=test_file,
+            labels=tuple(unseen),
+        )
     enc_train = np.fromiter((index[v] for v in y_train.tolist()), dtype=np.int64, count=len(y_train))
     enc_test = np.fromiter((index[v] for v in y_test.tolist()), dtype=np.int64, count=len(y_test))
     return enc_train, enc_test, classes

@@ -122,12 +122,19 @@ class SubsetSpec:
             raise ValueError(f"{self.name}: the subset seed must be non-negative, got {self.seed}")
 
     def params(self) -> dict:
-        return {"source": self.source, "n_train": self.n_train, "n_test": self.n_test, "seed": self.seed,
-                "method": "class-stratified, largest remainder, numpy default_rng, original order"}
+        return {
+            "source": self.source,
+            "n_train": self.n_train,
+            "n_test": self.n_test,
+            "seed": self.seed,
+            "method": "class-stratified, largest remainder, numpy default_rng, original order",
+        }
 
 
 #: The paper's UEA-30 ``InsectWingbeatSubset`` (defaults; configurable per call).
-INSECTWINGBEAT_SUBSET = SubsetSpec("InsectWingbeatSubset", "InsectWingbeat", n_train=1000, n_test=1000, seed=0)
+INSECTWINGBEAT_SUBSET = SubsetSpec(
+    "InsectWingbeatSubset", "InsectWingbeat", n_train=1000, n_test=1000, seed=0
+)
 #: Derived benchmark datasets by name.
 SUBSETS: dict[str, SubsetSpec] = {INSECTWINGBEAT_SUBSET.name: INSECTWINGBEAT_SUBSET}
 
@@ -176,8 +183,7 @@ def _load() -> tuple[dict[str, DatasetInfo], tuple[str, ...]]:
             n_test=spec.n_test,
             flags=(
                 f"derived: class-stratified subsample of {spec.source} ({spec.n_train} train / "
-                f"{spec.n_test} test, seed {spec.seed}); length = max length of {spec.source}; "
-                + src.flags
+                f"{spec.n_test} test, seed {spec.seed}); length = max length of {spec.source}; " + src.flags
             ),
             verification="derived",
             benchmark=True,
@@ -192,7 +198,9 @@ def _check_archive(archive: str | None) -> str | None:
         return None
     a = archive.upper()
     if a not in ARCHIVES:
-        raise ValueError(f"unknown archive {archive!r}: expected one of {', '.join(ARCHIVES)} (or None for both)")
+        raise ValueError(
+            f"unknown archive {archive!r}: expected one of {', '.join(ARCHIVES)} (or None for both)"
+        )
     return a
 
 

@@ -42,6 +42,7 @@ MANIFEST_NAME = "subset.json"
 class SubsetSizeError(DataError, ValueError):
     """More series requested than the source split holds."""
 
+
 MANIFEST_FORMAT = 1
 
 
@@ -84,18 +85,25 @@ def _scan(path: Path, dataset: str) -> tuple[list[bytes], list[str]]:
             if b":" not in stripped:
                 raise MalformedDataFileError(
                     f"{path}: data line {len(labels) + 1} has no ':'-separated class label; cannot build "
-                    f"{dataset} from it. Delete the file and download it again.", dataset=dataset, path=path)
+                    f"{dataset} from it. Delete the file and download it again.",
+                    dataset=dataset,
+                    path=path,
+                )
             labels.append(stripped.rsplit(b":", 1)[1].decode("utf-8", "replace").strip())
     if not in_data:
-        raise MalformedDataFileError(f"{path}: no @data line; not a .ts file. Delete it and download it again.",
-                                     dataset=dataset, path=path)
+        raise MalformedDataFileError(
+            f"{path}: no @data line; not a .ts file. Delete it and download it again.",
+            dataset=dataset,
+            path=path,
+        )
     if not labels:
         raise MalformedDataFileError(f"{path}: no data rows after @data.", dataset=dataset, path=path)
     return header, labels
 
 
-def _write(src: Path, dst: Path, header: list[bytes], keep: np.ndarray, spec: SubsetSpec, split: str,
-           src_sha: str) -> None:
+def _write(
+    src: Path, dst: Path, header: list[bytes], keep: np.ndarray, spec: SubsetSpec, split: str, src_sha: str
+) -> None:
     keep_set = set(int(i) for i in keep)
     comment = (
         f"# {spec.name}: class-stratified subsample of {len(keep)} rows of {src.name} "
@@ -143,19 +151,29 @@ def build_subset(spec: SubsetSpec, source_folder: str | os.PathLike, dest: str |
     seeds = np.random.SeedSequence(spec.seed).spawn(2)
     tmp = make_temp_dir(dest)
     try:
-        manifest: dict = {"format": MANIFEST_FORMAT, "name": spec.name, "params": spec.params(),
-                          "source_sha256": {}, "sha256": {}, "rows": {}}
+        manifest: dict = {
+            "format": MANIFEST_FORMAT,
+            "name": spec.name,
+            "params": spec.params(),
+            "source_sha256": {},
+            "sha256": {},
+            "rows": {},
+        }
         for split, n, seq in (("TRAIN", spec.n_train, seeds[0]), ("TEST", spec.n_test, seeds[1])):
             src = source_folder / f"{spec.source}_{split}.ts"
             if not src.is_file():
                 raise MissingDataFileError(
                     f"cannot build {spec.name}: {src} is missing. Run `chorustic download {spec.source}` first.",
-                    dataset=spec.name, path=src)
+                    dataset=spec.name,
+                    path=src,
+                )
             header, labels = _scan(src, spec.name)
             if n > len(labels):
                 raise SubsetSizeError(
                     f"{spec.name}: {n} {split} series requested but {src} has only {len(labels)}; choose a "
-                    f"smaller size (--subset-{split.lower()}).", dataset=spec.name)
+                    f"smaller size (--subset-{split.lower()}).",
+                    dataset=spec.name,
+                )
             keep = stratified_indices(labels, n, np.random.default_rng(seq))
             src_sha = sha256_file(src)
             out = tmp / f"{spec.name}_{split}.ts"
