@@ -1,0 +1,408 @@
+"""``chorustic report``: everything reviewers read, from ``results/accuracies.csv`` to ``reports/``.
+
+Layout of the output folder::
+
+    reports/README.md                 index: coverage, Tables 1-2 inline, links, reproduction verdict, problems
+    reports/tables/<name>.{tex,md,csv}
+        table1_uea_main, table2_ucr_main           Tables 1-2 (full protocol): group, method, target fit,
+                                                   avg. accuracy, avg. rank, W/T/L
+        table3_fixed_shot_<archive>                Table 3 (one column per k)
+        table_scaling_<archive>                    the numbers of Figure 2 (one column per fraction)
+        table4_ablation_<archive>                  Table 4
+        tableD_<archive>_per_dataset               appendix per-dataset accuracies
+        table_stats_<archive>                      appendix statistical comparison (Wilcoxon + Holm)
+        summary_all.csv, stats_all.csv             every archive x protocol (machine-readable)
+    reports/figures/<name>.{png,pdf}
+        scaling_<archive>, cd_<archive>, scatter_<archive>, violin_<archive>
+    reports/reproduction/reproduction.md (+ CSVs)  the check against the paper
+    reports/missing_runs.csv, reports/ineligible_datasets.csv
+
+Every file is written atomically. A failing table or figure is reported (README "Problems", stderr) and
+never stops the others. Files of a previous build that this build did not write again are removed (only
+files listed in the previous build's manifest, ``reports/.report-manifest.json``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+import traceback
+import warnings
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+
+from chorustic.io import atomic_write_json, atomic_write_text, sha256_file
+from chorustic.reports import figures as figs
+from chorustic.reports.accuracies import (
+    ARCHIVES,
+    AccuracyMatrix,
+    ResultsError,
+    build_matrices,
+    load_accuracies,
+    method_metadata,
+)
+from chorustic.reports.layout import DEFAULT_ABLATIONS, DEFAULT_REFERENCE, archive_title, ordered_methods
+from chorustic.reports.paper import default_reference_dir, load_paper_reference
+from chorustic.reports.render import Table, to_markdown, write_table
+from chorustic.reports.reproduction import compare_with_paper, paper_self_check
+from chorustic.reports.tables import (
+    ablation_table,
+    budget_label,
+    budget_table,
+    comparison_frame,
+    main_table,
+    per_dataset_table,
+    stats_table,
+    summary_frame,
+)
+from chorustic.reports.writeup import reproduction_markdown, write_reproduction
+
+__all__ = ["ReportConfig", "ReportResult", "build_report", "resolve_method", "MANIFEST_NAME"]
+
+MANIFEST_NAME = ".report-manifest.json"
+
+
+@dataclasses.dataclass
+class ReportConfig:
+    reference: str = DEFAULT_REFERENCE
+    """reference method: run name or display name"""
+    alpha: float = 0.05
+    ablations: dict[str, tuple[str, str]] = dataclasses.field(default_factory=lambda: dict(DEFAULT_ABLATIONS))
+    """ablation run name -> (factor, variant label) (Table 4); these runs stay out of the other tables"""
+    methods: list[str] | None = None
+    """restrict the report to these run names (default: every method in the results)"""
+    paper_dir: Path | None = None
+    """the paper's numbers; default ``<results>/reference``, else the repository's ``results/reference``"""
+    off_threshold_pp: float = 2.0
+    figure_formats: tuple[str, ...] = figs.FORMATS
+
+
+@dataclasses.dataclass
+class ReportResult:
+    out_dir: Path
+    written: list[Path]
+    problems: list[str]
+    reference: str | None
+    paper_check_passed: bool | None
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def resolve_method(name: str, meta: pd.DataFrame) -> str | None:
+    """Run name for ``name`` given as a run name or a display name (case-insensitive); None if absent."""
+    if name in meta.index:
+        return name
+    low = name.strip().lower()
+    for m in meta.index:
+        if m.lower() == low or str(meta.loc[m, "display_name"]).lower() == low:
+            return m
+    return None
+
+
+class _Builder:
+    def __init__(self, out_dir: Path, formats):
+        self.out = out_dir
+        self.formats = formats
+        self.written: list[Path] = []
+        self.problems: list[str] = []
+        self.tables: list[tuple[str, Table]] = []
+        self.figures: list[tuple[str, str, str]] = []  # (section, title, stem relative to out)
+
+    def attempt(self, what: str, fn: Callable[[], object]):
+        try:
+            return fn()
+        except Exception as exc:  # one failing artifact never stops the others
+            msg = f"{what}: {type(exc).__name__}: {exc}"
+            self.problems.append(msg)
+            print(f"chorustic report: {msg}\n{traceback.format_exc()}", file=sys.stderr)
+            return None
+
+    def table(self, section: str, t: Table) -> None:
+        self.written += write_table(t, self.out / "tables")
+        self.tables.append((section, t))
+
+    def figure(self, section: str, title: str, name: str, fig) -> None:
+        self.written += figs.save_figure(fig, self.out / "figures" / name, self.formats)
+        self.figures.append((section, title, f"figures/{name}"))
+
+    def text(self, rel: str, text: str) -> None:
+        atomic_write_text(self.out / rel, text)
+        self.written.append(self.out / rel)
+
+    def csv(self, rel: str, df: pd.DataFrame) -> None:
+        self.text(rel, df.to_csv(index=False, float_format="%.10g", lineterminator="\n"))
+
+
+def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """Concatenate non-empty frames (all-NA columns keep their dtype without pandas' FutureWarning)."""
+    frames = [f for f in frames if len(f)]
+    if not frames:
+        return pd.DataFrame()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        return pd.concat(frames, ignore_index=True)
+
+
+def _labels(meta: pd.DataFrame) -> dict[str, str]:
+    return {m: str(meta.loc[m, "display_name"]) + (" (reported)" if meta.loc[m, "reported"] else "") for m in meta.index}
+
+
+def build_report(results_dir: str | Path, out_dir: str | Path, config: ReportConfig | None = None) -> ReportResult:
+    """Write every table, figure and the reproduction check for ``<results_dir>/accuracies.csv``.
+
+    Raises :class:`~chorustic.reports.accuracies.ResultsError` when the results cannot be read at all;
+    any later failure is collected in ``ReportResult.problems``.
+    """
+    config = config or ReportConfig()
+    results_dir, out_dir = Path(results_dir), Path(out_dir)
+    acc_path = results_dir / "accuracies.csv"
+    df = load_accuracies(acc_path)
+    meta = method_metadata(df, str(acc_path))
+    if config.methods:
+        unknown = [m for m in config.methods if resolve_method(m, meta) is None]
+        if unknown:
+            raise ResultsError(f"--methods {unknown} not in {acc_path}; present: {sorted(meta.index)}")
+        keep = {resolve_method(m, meta) for m in config.methods}
+        ref_run = resolve_method(config.reference, meta)
+        if ref_run:
+            keep.add(ref_run)
+        df = df[df["method"].isin(keep)]
+        meta = meta.loc[sorted(keep)]
+    reference = resolve_method(config.reference, meta)
+    b = _Builder(out_dir, config.figure_formats)
+    if reference is None:
+        b.problems.append(f"reference method {config.reference!r} is not in the results (methods: "
+                          f"{', '.join(meta.index)}): no W/T/L, tests or ablation deltas")
+    ablations = {m: v for m, v in config.ablations.items()}
+    matrices = build_matrices(df)
+    main_exclude = [m for m in ablations if m in meta.index]
+
+    # ---- summaries of every archive x protocol (main methods; ranks among them)
+    summaries = []
+    for (archive, protocol), mx in matrices.items():
+        methods = [m for m in mx.methods if m not in main_exclude]
+        if methods:
+            summaries.append(summary_frame(mx, meta, reference, methods))
+    summary_all = _concat(summaries)
+    b.attempt("summary_all.csv", lambda: b.csv("tables/summary_all.csv", summary_all))
+
+    # ---- Tables 1-2, per-dataset, statistics (full protocol)
+    table_number = {"UEA": 1, "UCR": 2}
+    stats_frames = []
+    for (archive, protocol), mx in matrices.items():
+        layout = f"main_{archive}"
+        comp = b.attempt(f"statistics {archive} {protocol}",
+                         lambda: comparison_frame(mx, meta, reference, config.alpha, layout, main_exclude) if reference else pd.DataFrame())
+        if comp is not None and len(comp):
+            stats_frames.append(comp)
+        if protocol != "full":
+            continue
+        a = archive.lower()
+        b.attempt(f"Table {table_number[archive]} ({archive})", lambda: b.table(
+            "Main results", main_table(mx, meta, reference, f"table{table_number[archive]}_{a}_main", layout, main_exclude)))
+        b.attempt(f"per-dataset table ({archive})", lambda: b.table(
+            "Per-dataset results (appendix)", per_dataset_table(mx, meta, f"tableD_{a}_per_dataset", layout, main_exclude)))
+        if comp is not None and len(comp):
+            b.attempt(f"statistical comparison table ({archive})", lambda: b.table(
+                "Statistical comparison (appendix)", stats_table(comp, mx, meta, reference, config.alpha, f"table_stats_{a}")))
+    stats_all = _concat(stats_frames)
+    b.attempt("stats_all.csv", lambda: b.csv("tables/stats_all.csv", stats_all))
+
+    # ---- Table 3 (fixed-shot), scaling table + Figure 2 (proportional), Table 4 (ablations)
+    for archive in ARCHIVES:
+        a = archive.lower()
+        fixed = [mx for (ar, _), mx in matrices.items() if ar == archive and mx.family == "fixed_shot"]
+        prop = [mx for (ar, _), mx in matrices.items() if ar == archive and mx.family == "proportional"]
+        if fixed:
+            b.attempt(f"Table 3 ({archive})", lambda: b.table(
+                "Low-label results", budget_table(fixed, meta, f"table3_fixed_shot_{a}", main_exclude, reference)))
+        if prop:
+            b.attempt(f"scaling table ({archive})", lambda: b.table(
+                "Low-label results", budget_table(prop, meta, f"table_scaling_{a}", main_exclude, reference)))
+            b.attempt(f"Figure 2 scaling curve ({archive})", lambda: _scaling(b, prop, meta, reference, main_exclude, archive))
+        full = matrices.get((archive, "full"))
+        if full is not None and reference in full.methods and any(m in full.methods for m in ablations):
+            b.attempt(f"Table 4 ablations ({archive})", lambda: b.table(
+                "Ablations", ablation_table(full, meta, reference, ablations, f"table4_ablation_{a}")))
+        if full is not None:
+            b.attempt(f"figures ({archive})", lambda: _archive_figures(b, full, meta, reference, main_exclude, config))
+
+    # ---- missing runs / ineligible datasets
+    miss = [mx.missing.assign(archive=mx.archive, protocol=mx.protocol) for mx in matrices.values()]
+    miss_df = pd.concat(miss, ignore_index=True) if miss else pd.DataFrame()
+    cols = ["archive", "protocol", "method", "display_name", "dataset", "seed", "status", "error"]
+    if len(miss_df):
+        miss_df["display_name"] = miss_df["method"].map(meta["display_name"])
+        miss_df = miss_df[cols]
+    else:
+        miss_df = pd.DataFrame(columns=cols)
+    b.attempt("missing_runs.csv", lambda: b.csv("missing_runs.csv", miss_df))
+    inel = [mx.ineligible.assign(archive=mx.archive, protocol=mx.protocol) for mx in matrices.values() if len(mx.ineligible)]
+    inel_df = (pd.concat(inel, ignore_index=True)[["archive", "protocol", "dataset", "methods", "reason"]] if inel
+               else pd.DataFrame(columns=["archive", "protocol", "dataset", "methods", "reason"]))
+    b.attempt("ineligible_datasets.csv", lambda: b.csv("ineligible_datasets.csv", inel_df))
+
+    # ---- reproduction check against the paper
+    paper_passed = b.attempt("reproduction check", lambda: _reproduction(b, results_dir, config, matrices, meta,
+                                                                         summary_all, reference))
+
+    # ---- index
+    b.attempt("README.md", lambda: _readme(b, acc_path, df, meta, matrices, reference, main_exclude, paper_passed,
+                                           miss_df, config))
+    _prune_stale(out_dir, b.written)
+    return ReportResult(out_dir, b.written, b.problems, reference, paper_passed)
+
+
+def _scaling(b: _Builder, prop: list[AccuracyMatrix], meta, reference, exclude, archive) -> None:
+    pts = []
+    labels = _labels(meta)
+    for mx in prop:
+        methods = [m for m in mx.methods_with_results if m not in exclude]
+        s = summary_frame(mx, meta, reference, methods)
+        s = s[s["avg_acc"].notna()]
+        pts.append(pd.DataFrame({"label": s["method"].map(labels), "budget": mx.budget, "avg_acc": s["avg_acc"],
+                                 "n_common": s["n_common"], "method": s["method"]}))
+    points = pd.concat(pts, ignore_index=True)
+    order = ordered_methods(list(dict.fromkeys(points["method"])), meta, "low_label")
+    points["_o"] = points["method"].map({m: i for i, m in enumerate(order)})
+    points = points.sort_values(["_o", "budget"])
+    n = int(points["n_common"].max()) if len(points) else 0
+    title = f"Scaling with labeled data on {archive_title(archive, max(len(mx.values) for mx in prop))}"
+    if points["n_common"].nunique() == 1 and n != max(len(mx.values) for mx in prop):
+        title += f" (averages over the {n} datasets where all methods have results)"
+    fig = figs.scaling_figure(points, labels.get(reference), title)
+    b.figure("Figures", f"Figure 2: context scaling ({archive})", f"scaling_{archive.lower()}", fig)
+
+
+def _archive_figures(b: _Builder, mx: AccuracyMatrix, meta, reference, exclude, config: ReportConfig) -> None:
+    a = mx.archive.lower()
+    labels = _labels(meta)
+    layout = f"main_{mx.archive}"
+    methods = ordered_methods([m for m in mx.methods_with_results if m not in exclude], meta, layout)
+    comp = mx.complete(methods)
+    n = len(comp)
+    where = archive_title(mx.archive, len(mx.values))
+    if n != len(mx.values):
+        where = f"{where}: the {n} datasets where all methods have results"
+    if len(methods) >= 2 and n >= 2:
+        b.attempt(f"critical-difference diagram ({mx.archive})", lambda: b.figure(
+            "Figures", f"Critical-difference diagram ({mx.archive})", f"cd_{a}",
+            figs.cd_figure(comp, [labels[m] for m in comp.columns], config.alpha,
+                           f"Average rank on {where} (Wilcoxon-Holm cliques, \u03b1={config.alpha:g})")))
+    else:
+        b.problems.append(f"critical-difference diagram ({mx.archive}) skipped: needs >= 2 methods and >= 2 common "
+                          f"datasets, have {len(methods)} methods and {n} datasets")
+    if reference in comp.columns and len(methods) >= 2 and n >= 1:
+        b.attempt(f"scatter plots ({mx.archive})", lambda: b.figure(
+            "Figures", f"{labels[reference]} against each method ({mx.archive})", f"scatter_{a}",
+            figs.scatter_figure(comp, reference, labels,
+                                f"{labels[reference]} vs each method, per dataset, on {where}\n(above the diagonal: "
+                                f"{labels[reference]} more accurate)")))
+    if n >= 1 and methods:
+        b.attempt(f"violin plot ({mx.archive})", lambda: b.figure(
+            "Figures", f"Accuracy distribution per method ({mx.archive})", f"violin_{a}",
+            figs.distribution_figure(comp, labels, reference, f"Per-dataset accuracy on {where}")))
+
+
+def _reproduction(b: _Builder, results_dir: Path, config: ReportConfig, matrices, meta, summary_all, reference) -> bool | None:
+    candidates = [config.paper_dir] if config.paper_dir else [results_dir / "reference", default_reference_dir()]
+    ref_dir = next((Path(c) for c in candidates if c and Path(c).is_dir()), None)
+    if ref_dir is None:
+        b.problems.append(f"reproduction check skipped: no folder with the paper's numbers ({', '.join(map(str, candidates))})")
+        return None
+    ref = load_paper_reference(ref_dir)
+    check = paper_self_check(ref, alpha=config.alpha)
+    abl = []
+    for (archive, protocol), mx in matrices.items():
+        variants = [m for m in config.ablations if m in mx.methods]
+        if variants and reference in mx.methods:
+            abl.append(summary_frame(mx, meta, reference, [reference] + variants))
+    comparison = compare_with_paper(matrices, meta, ref, summary_all, config.off_threshold_pp,
+                                    _concat(abl) if abl else None)
+    b.written += write_reproduction(b.out / "reproduction", check, comparison, ref, config.off_threshold_pp)
+    return bool(check["verdict"]["passed"].all()) if len(check["verdict"]) else None
+
+
+def _coverage(matrices, meta, exclude) -> pd.DataFrame:
+    rows = []
+    for (archive, protocol), mx in matrices.items():
+        methods = [m for m in mx.methods if m not in exclude]
+        have = [m for m in methods if m in mx.methods_with_results]
+        rows.append({"Archive": archive, "Protocol": budget_label(mx.family, mx.budget), "Methods": len(methods),
+                     "Eligible datasets": len(mx.values), "Common datasets": len(mx.common(have)),
+                     "Context sets": len(mx.seeds), "Ineligible": len(mx.ineligible),
+                     "Missing runs": int(mx.missing["method"].isin(methods).sum())})
+    return pd.DataFrame(rows)
+
+
+def _md_table(df: pd.DataFrame) -> str:
+    head = "| " + " | ".join(map(str, df.columns)) + " |\n|" + "---|" * len(df.columns) + "\n"
+    return head + "".join("| " + " | ".join(map(str, r)) + " |\n" for r in df.itertuples(index=False))
+
+
+def _readme(b: _Builder, acc_path: Path, df, meta, matrices, reference, exclude, paper_passed, miss_df, config) -> None:
+    lines = ["# Benchmark report", "",
+             f"Generated by `chorustic report` from `{acc_path}` (sha256 `{sha256_file(acc_path)[:16]}`, {len(df)} runs, "
+             f"{len(meta)} methods). Statistics follow the paper (Sec. 4.1, App. C.5): unweighted mean accuracy, "
+             "average rank (ties averaged), W/T/L, two-sided exact Wilcoxon signed-rank tests with Holm correction "
+             f"within each archive (alpha = {config.alpha:g}).", ""]
+    if reference:
+        lines.append(f"Reference method: **{meta.loc[reference, 'display_name']}** (`{reference}`).")
+    else:
+        lines.append(f"Reference method `{config.reference}` has no results: no W/T/L or tests.")
+    rep = [str(meta.loc[m, 'display_name']) for m in meta.index if meta.loc[m, 'reported']]
+    if rep:
+        lines.append(f"Reported, not reproduced (marked \u2020 in tables, \"(reported)\" in figures): {', '.join(rep)}.")
+    lines += ["", "## Coverage", "",
+              "Averages, ranks and tests of one archive and protocol use the *common* datasets, on which every "
+              "method has a result; missing runs are never imputed (see `missing_runs.csv`).", ""]
+    cov = _coverage(matrices, meta, exclude)
+    if len(cov):
+        lines.append(_md_table(cov))
+    if len(miss_df):
+        lines += [f"**{len(miss_df)} missing runs** (failed or absent): [missing_runs.csv](missing_runs.csv).", ""]
+    for section, t in b.tables:
+        if t.name in ("table1_uea_main", "table2_ucr_main"):
+            lines += [to_markdown(t), ""]
+    lines += ["## Tables", "", "Each as LaTeX (booktabs), Markdown and CSV (full-precision numbers).", ""]
+    for section, t in b.tables:
+        lines.append(f"- {t.caption}: [{t.name}.md](tables/{t.name}.md), [.tex](tables/{t.name}.tex), "
+                     f"[.csv](tables/{t.name}.csv)")
+    lines += ["- All archives and protocols: [summary_all.csv](tables/summary_all.csv) (averages, ranks, W/T/L), "
+              "[stats_all.csv](tables/stats_all.csv) (Wilcoxon + Holm per archive x protocol family)", "",
+              "## Figures", ""]
+    for section, title, stem in b.figures:
+        lines += [f"### {title}", "", f"![{title}]({stem}.png)", "",
+                  f"[{stem}.png]({stem}.png) \u00b7 [{stem}.pdf]({stem}.pdf)", ""]
+    lines += ["## Reproduction check against the paper", ""]
+    if paper_passed is None:
+        lines.append("Not run (see Problems).")
+    else:
+        lines.append(f"The paper's own per-dataset tables run through this code reproduce what the paper prints: "
+                     f"**{'yes' if paper_passed else 'NO'}**. Details and the comparison of these results with the "
+                     "paper: [reproduction/reproduction.md](reproduction/reproduction.md).")
+    lines.append("")
+    if b.problems:
+        lines += ["## Problems", ""] + [f"- {p}" for p in b.problems] + [""]
+    b.text("README.md", "\n".join(lines))
+
+
+def _prune_stale(out_dir: Path, written: list[Path]) -> None:
+    manifest = out_dir / MANIFEST_NAME
+    now = sorted({str(p.resolve().relative_to(out_dir.resolve())) for p in written})
+    if manifest.is_file():
+        try:
+            before = json.loads(manifest.read_text()).get("files", [])
+        except (OSError, ValueError):
+            before = []
+        for rel in set(before) - set(now):
+            p = out_dir / rel
+            if p.is_file() and ".." not in Path(rel).parts:
+                p.unlink()
+    atomic_write_json(manifest, {"generator": "chorustic report", "files": now})

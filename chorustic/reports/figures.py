@@ -1,0 +1,170 @@
+"""The report's figures, each saved as PNG and PDF (atomically, without time stamps so that a rebuild of
+the same results gives the same files):
+
+* :func:`scaling_figure`      paper Figure 2: average accuracy against the labeled fraction, one line per method
+* :func:`cd_figure`           critical-difference diagram (:func:`aeon.visualisation.plot_critical_difference`)
+* :func:`scatter_figure`      the reference method against each other method, one panel per method
+* :func:`distribution_figure` violin plot of the per-dataset accuracies of each method
+
+aeon's own pairwise-scatter and violin helpers need seaborn, which the harness does not depend on; these
+two are drawn with matplotlib directly.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # reports are written to files; never open a window (safe: called before pyplot)
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from chorustic.io import atomic_open  # noqa: E402
+from chorustic.stats import win_tie_loss  # noqa: E402
+
+__all__ = ["save_figure", "scaling_figure", "cd_figure", "scatter_figure", "distribution_figure", "FORMATS"]
+
+FORMATS = ("png", "pdf")
+REFERENCE_COLOR = "#1b1b1b"
+_MARKERS = ["o", "s", "^", "D", "v", "P", "X", "<", ">", "h", "*", "p"]
+_METADATA = {"png": {"Software": None}, "pdf": {"CreationDate": None, "ModDate": None, "Producer": None, "Creator": None}}
+
+
+def _colors(n: int) -> list:
+    cmap = plt.get_cmap("tab10" if n <= 10 else "tab20")
+    return [cmap(i % cmap.N) for i in range(n)]
+
+
+def save_figure(fig, stem: str | Path, formats=FORMATS, dpi: int = 200) -> list[Path]:
+    """Save ``fig`` as ``<stem>.<fmt>`` for each format, atomically; close it; return the paths."""
+    stem = Path(stem)
+    paths = []
+    try:
+        for f in formats:
+            path = stem.with_name(f"{stem.name}.{f}")
+            with atomic_open(path, "wb") as fh:
+                fig.savefig(fh, format=f, dpi=dpi, bbox_inches="tight", metadata=_METADATA.get(f))
+            paths.append(path)
+    finally:
+        plt.close(fig)
+    return paths
+
+
+def scaling_figure(points: pd.DataFrame, reference_label: str | None, title: str):
+    """Average accuracy (%) against the labeled fraction (%), one line per method.
+
+    ``points``: columns ``label``, ``budget`` (percent), ``avg_acc`` (fraction), ``n_common`` (datasets
+    behind each point). The reference method is drawn last, thick and dark.
+    """
+    labels = list(dict.fromkeys(points["label"]))
+    others = [lab for lab in labels if lab != reference_label]
+    colors = dict(zip(others, _colors(len(others))))
+    fig, ax = plt.subplots(figsize=(7.2, 4.4))
+    for i, lab in enumerate(others + ([reference_label] if reference_label in labels else [])):
+        p = points[points["label"] == lab].sort_values("budget")
+        is_ref = lab == reference_label
+        ax.plot(p["budget"], 100 * p["avg_acc"], label=lab, marker="o" if is_ref else _MARKERS[i % len(_MARKERS)],
+                color=REFERENCE_COLOR if is_ref else colors[lab], linewidth=2.6 if is_ref else 1.4,
+                markersize=7 if is_ref else 5, zorder=3 if is_ref else 2)
+    budgets = sorted(set(points["budget"]))
+    ns = points.groupby("budget")["n_common"].max()
+    ax.set_xticks(budgets)
+    if ns.nunique() > 1:
+        ax.set_xticklabels([f"{b:g}%\n(n={ns[b]})" for b in budgets])
+    else:
+        ax.set_xticklabels([f"{b:g}%" for b in budgets])
+    ax.set_xlabel("Labeled fraction of the training split")
+    ax.set_ylabel("Average accuracy (%)")
+    ax.set_title(title, fontsize=11)
+    ax.grid(True, alpha=0.3)
+    handles, labs = ax.get_legend_handles_labels()
+    # legend in the order of the lines' last points (top to bottom), so it reads like the plot
+    last = points.sort_values("budget").groupby("label")["avg_acc"].last()
+    order = sorted(range(len(labs)), key=lambda k: -last.get(labs[k], -np.inf))
+    handles, labs = [handles[k] for k in order], [labs[k] for k in order]
+    ax.legend(handles, labs, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False, fontsize=9)
+    return fig
+
+
+def cd_figure(matrix: pd.DataFrame, labels: list[str], alpha: float, title: str):
+    """Critical-difference diagram of a complete accuracy matrix (datasets x methods)."""
+    from aeon.visualisation import plot_critical_difference
+
+    if matrix.shape[1] < 2 or matrix.shape[0] < 2:
+        raise ValueError(f"a critical-difference diagram needs >= 2 methods and >= 2 datasets, got {matrix.shape[::-1]}")
+    width = max(6.0, 0.45 * matrix.shape[1] + 2.5)
+    fig, ax = plot_critical_difference(matrix.to_numpy(float), list(labels), alpha=alpha, width=width,
+                                       textspace=1.7, test="wilcoxon", correction="holm")
+    fig.suptitle(title, fontsize=11, y=1.02)
+    return fig
+
+
+def scatter_figure(matrix: pd.DataFrame, reference: str, labels: dict[str, str], title: str):
+    """One panel per other method: x = its accuracy, y = the reference's, per dataset. Points above the
+    diagonal are datasets where the reference is more accurate (wins, blue), below are losses (red), on it
+    ties (grey)."""
+    others = [m for m in matrix.columns if m != reference]
+    if not others:
+        raise ValueError("a scatter plot needs at least one method besides the reference")
+    ncol = min(4, len(others))
+    nrow = math.ceil(len(others) / ncol)
+    fig, axes = plt.subplots(nrow, ncol, figsize=(3.0 * ncol, 3.05 * nrow), squeeze=False)
+    ref = matrix[reference].to_numpy(float)
+    lo = max(0.0, math.floor(10 * min(matrix.min().min(), 1.0) - 0.5) / 10)
+    for ax, m in zip(axes.flat, others):
+        x = matrix[m].to_numpy(float)
+        d = np.round(ref - x, 12)
+        for mask, color, name in ((d > 0, "#1f77b4", "win"), (d < 0, "#d62728", "loss"), (d == 0, "#7f7f7f", "tie")):
+            ax.scatter(x[mask], ref[mask], s=16, color=color, alpha=0.75, edgecolor="none", label=name)
+        ax.plot([lo, 1], [lo, 1], color="black", linewidth=0.8, linestyle="--", zorder=0)
+        ax.set_xlim(lo, 1.0)
+        ax.set_ylim(lo, 1.0)
+        ax.set_aspect("equal")
+        wtl = win_tie_loss(ref, x)
+        ax.text(0.04, 0.96, f"W/T/L {wtl}", transform=ax.transAxes, va="top", fontsize=8.5,
+                bbox={"boxstyle": "round,pad=0.2", "facecolor": "white", "edgecolor": "none", "alpha": 0.8})
+        ax.set_title(labels.get(m, m), fontsize=9.5)
+        ax.set_xlabel(f"{labels.get(m, m)} accuracy", fontsize=8)
+        ax.set_ylabel(f"{labels.get(reference, reference)} accuracy", fontsize=8)
+        ax.tick_params(labelsize=7.5)
+        ax.grid(True, alpha=0.25)
+    for ax in list(axes.flat)[len(others):]:
+        ax.set_visible(False)
+    fig.suptitle(title, fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
+def distribution_figure(matrix: pd.DataFrame, labels: dict[str, str], reference: str | None, title: str):
+    """Horizontal violins of per-dataset accuracy (%), methods sorted by mean accuracy (best on top), the
+    mean as a white diamond and the datasets as dots."""
+    order = list(matrix.mean().sort_values(ascending=True).index)  # bottom -> top
+    fig, ax = plt.subplots(figsize=(7.2, max(2.6, 0.42 * len(order) + 1.2)))
+    rng = np.random.default_rng(0)
+    for i, m in enumerate(order):
+        v = 100 * matrix[m].to_numpy(float)
+        color = REFERENCE_COLOR if m == reference else "#4c72b0"
+        if np.unique(v).size >= 2:
+            parts = ax.violinplot(v, positions=[i], vert=False, widths=0.8, showextrema=False)
+            for body in parts["bodies"]:
+                body.set_facecolor(color)
+                body.set_alpha(0.35 if m == reference else 0.3)
+                body.set_edgecolor("none")
+        ax.scatter(v, i + rng.uniform(-0.12, 0.12, v.size), s=7, color=color, alpha=0.6, edgecolor="none", zorder=2)
+        ax.scatter([v.mean()], [i], marker="D", s=36, color="white", edgecolor="black", linewidth=0.9, zorder=3)
+    ax.set_yticks(range(len(order)))
+    ax.set_yticklabels([labels.get(m, m) for m in order], fontsize=9)
+    for tick, m in zip(ax.get_yticklabels(), order):
+        if m == reference:
+            tick.set_fontweight("bold")
+    ax.set_xlabel("Accuracy (%) per dataset  (diamond: mean)")
+    lo = float(np.nanmin(matrix.to_numpy(float))) * 100
+    ax.set_xlim(max(0.0, 10 * math.floor(lo / 10) - 2), 102)
+    ax.grid(True, axis="x", alpha=0.3)
+    ax.set_title(title, fontsize=11)
+    fig.tight_layout()
+    return fig
