@@ -199,7 +199,7 @@ def resolve_hub_files(
         offline = " (HF_HUB_OFFLINE is set, so nothing is downloaded)" if hub_offline() else ""
         raise MethodNotReady(
             f"{label}: {', '.join(repr(f.filename) for f in missing)} of Hugging Face model "
-            f"'{missing[0].repo_id}' (revision {missing[0].revision}) is not in the Hugging Face cache "
+            f"'{missing[0].repo_id}' (revision {missing[0].revision}): not found in the Hugging Face cache "
             f"{cache}{offline}. " + _fix_text(label, missing, param, fetch_name, cache)
         )
     return found
@@ -299,8 +299,10 @@ def download_hub_files(
             meta = get_hf_file_metadata(f.url(endpoint), token=token)
             ok = file_matches_etag(path, meta.etag)
             if ok is False:
-                with contextlib.suppress(OSError):
-                    path.unlink()
+                blob = path.resolve()  # the cache links snapshots/<commit>/<file> to blobs/<etag>
+                for p in (path, blob):
+                    with contextlib.suppress(OSError):
+                        p.unlink()
                 raise WeightsVerificationError(
                     f"{label}: {f.repo_id}/{f.filename} in the cache ({path}) does not match the digest the "
                     f"hub reports ({meta.etag}); the corrupt copy was deleted. Run `chorustic fetch-weights "

@@ -1,0 +1,191 @@
+"""NuTime + random forest on the frozen CLS representation (Lin et al., TMLR 2024), checkpoint
+``checkpoint_bias9`` (paper Sec. 4.1: "Because NuTime is evaluated primarily through fine-tuning, we
+fit a random forest to its frozen CLS representations"; App. C.4: frozen CLS + RF).
+
+No package exists: the plugin imports the authors' code from a user-supplied checkout of
+https://github.com/chenguolin/NuTime (``params.checkout``; default ``$CHORUSTIC_CHECKOUTS/NuTime``),
+which also ships the checkpoint (``ckpt/checkpoint_bias9.pth``; ``params.checkpoint`` overrides it).
+Nothing of theirs is vendored here. Their code needs ``timm``.
+
+Protocol:
+
+* model: built by the authors' own factories exactly as their classification experiment does
+  (``src.config.Config`` updated from ``params.config_file``, default ``configs/demo_ft_epilepsy.json``,
+  the configuration of their fine-tuning demo of ``checkpoint_bias9``: window-norm encoder with 9
+  numerically multi-scaled embeddings, 6-layer WinT, fixed positional encoding), then
+  ``nn.Sequential(get_encoder(...), get_model(...))``; the checkpoint's ``backbone.`` prefix and the
+  ``fc`` head are dropped as in their ``load_pretrained_model``; the run log records how many
+  tensors were loaded and skipped;
+* input: the harness' series **resampled to 512** points (their test transform resizes every series
+  to a fixed length; 512 = 32 windows of 16); every channel embedded on its own (the checkpoint is
+  univariate), channels concatenated;
+* features: WinT's final normalised CLS token (``model[1].features``), frozen, eval mode;
+* classifier: ``RandomForestClassifier(n_estimators=200, random_state=seed)``.
+"""
+
+from __future__ import annotations
+
+import json
+import types
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from chorustic.methods import Method, MethodInfo, MethodNotReady, register
+from chorustic.methods.contract import FrozenEmbeddingClassifier, torch_device
+from chorustic.methods.weights import (
+    cached,
+    checkout_imports,
+    clone_checkout,
+    default_checkout_root,
+    file_key,
+    load_state_dict_report,
+    load_torch_checkpoint,
+    resolve_checkout,
+)
+
+REPO_URL = "https://github.com/chenguolin/NuTime"
+REQUIRED = ("src/config.py", "src/models/build.py", "src/models/encoders/build.py")
+CKPT_NAME = "ckpt/checkpoint_bias9.pth"
+LABEL = "NuTime+RF (nutime_rf)"
+
+
+def authors_state_dict(ckpt: Any) -> dict[str, Any]:
+    """Their ``load_pretrained_model``: ``backbone.X`` -> ``X`` except the fc head; drop ``fc.*``."""
+    state = ckpt.get("state_dict", ckpt) if isinstance(ckpt, dict) else None
+    if not isinstance(state, dict) or not all(isinstance(k, str) for k in state):
+        raise MethodNotReady(f"{LABEL}: the checkpoint holds no state_dict")
+    out = {}
+    for k, v in state.items():
+        if k.startswith("backbone.") and not k.startswith("backbone.fc."):
+            out[k[len("backbone."):]] = v
+        elif not (k.startswith("backbone.") or k.startswith("fc.")):
+            out[k] = v
+    return {k: v for k, v in out.items() if not k.startswith("1.fc.")}  # the class head is not part of the features
+
+
+class NuTimeBackbone:
+    def __init__(self, net, *, key, info, device):
+        self.net, self.key, self.info, self.device = net, key, info, device
+
+    def embed(self, series) -> np.ndarray:
+        import torch
+
+        x = torch.as_tensor(np.asarray(series, dtype=np.float32)[:, None, :], device=self.device)
+        with torch.no_grad():
+            self.net(x)
+            feats = self.net[1].features  # WinT stores its normalised CLS token here
+        return feats.reshape(feats.shape[0], -1).float().cpu().numpy()
+
+
+def load_nutime(checkout: Path, checkpoint: Path, *, config_file: str, series_length: int,
+                device: str) -> NuTimeBackbone:
+    dev = torch_device(device)
+    cfg_path = Path(config_file) if Path(config_file).is_absolute() else checkout / config_file
+
+    def load():
+        import torch
+
+        if not cfg_path.is_file():
+            raise MethodNotReady(f"{LABEL}: configuration file {cfg_path} not found in the checkout; set "
+                                 f"`config_file` to the JSON configuration matching checkpoint_bias9")
+        settings = json.loads(cfg_path.read_text())
+        with checkout_imports(checkout, ("src",), label=LABEL):
+            from src.config import Config
+            from src.models.build import get_model
+            from src.models.encoders.build import get_encoder
+
+            config = Config()
+            config.update_by_dict(settings)
+            config.update_by_dict({"task": "cls", "num_channels": 1, "num_classes": 2,
+                                   "model_series_size": int(series_length), "transform_size": int(series_length),
+                                   "transformer_mask_type": "none"})
+            encoder = get_encoder(config, types.SimpleNamespace(samples=None, targets=None))
+            model = get_model(config)
+        net = torch.nn.Sequential(encoder, model)
+        report = load_state_dict_report(net, authors_state_dict(load_torch_checkpoint(checkpoint, label=LABEL)))
+        missing = [k for k in report["missing"] if not k.startswith("1.fc.")]
+        if report["tensors_loaded"] == 0 or missing:
+            raise MethodNotReady(
+                f"{LABEL}: {checkpoint} does not fit the model built from {cfg_path} (loaded "
+                f"{report['tensors_loaded']} tensors; missing e.g. {missing[:3]}, shape mismatches "
+                f"{report['skipped_shape'][:3]}); use ckpt/checkpoint_bias9.pth with its configuration")
+        net.eval()
+        for p in net.parameters():
+            p.requires_grad_(False)
+        net = net.to(dev)
+        info = {"checkout": str(checkout), "checkpoint": str(checkpoint), "config_file": str(cfg_path),
+                "device": str(dev), **{k: v for k, v in report.items() if k.startswith("tensors_")},
+                "skipped": (report["skipped_unexpected"] + report["skipped_shape"])[:10]}
+        return NuTimeBackbone(net, key=("nutime", file_key(checkpoint), str(cfg_path), series_length, str(dev)),
+                              info=info, device=dev)
+
+    return cached(("nutime", file_key(checkpoint), str(cfg_path), int(series_length), str(dev)), load)
+
+
+class NuTimeRFClassifier(FrozenEmbeddingClassifier):
+    series_length: ClassVar[int] = 512
+
+    def __init__(self, checkout: str = "", checkpoint: str = "", config_file: str = "", *, head: str = "rf",
+                 channel_fusion: str = "concat", batch_size: int = 256, random_state: int = 0, device: str = "cpu",
+                 n_jobs: int = 1, verbose: bool = False):
+        super().__init__(head=head, channel_fusion=channel_fusion, batch_size=batch_size,
+                         random_state=random_state, device=device, n_jobs=n_jobs, verbose=verbose)
+        self.checkout = checkout
+        self.checkpoint = checkpoint
+        self.config_file = config_file
+
+    def _backbone(self):
+        return load_nutime(Path(self.checkout), Path(self.checkpoint), config_file=self.config_file,
+                           series_length=self.series_length, device=self.device)
+
+
+@register
+class NuTimeRF(Method):
+    info = MethodInfo(
+        name="nutime_rf",
+        display_name="NuTime+RF",
+        group="Frozen TSFM",
+        fits_on_target=True,
+        input_kind="resampled",
+        description="frozen NuTime (checkpoint_bias9) final normalised CLS per channel, concatenated, random forest",
+        reference="Lin et al. NuTime: numerically multi-scaled embedding for large-scale time-series pretraining. TMLR 2024",
+    )
+    default_params: ClassVar[dict[str, Any]] = {
+        "checkout": None,      # clone of https://github.com/chenguolin/NuTime; None: $CHORUSTIC_CHECKOUTS/NuTime
+        "checkpoint": None,    # None: <checkout>/ckpt/checkpoint_bias9.pth
+        "config_file": "configs/demo_ft_epilepsy.json",  # relative to the checkout
+        "channel_fusion": "concat",
+        "batch_size": 256,
+    }
+    resources = {"threads": 4, "mem_mb": 16000, "runtime": 180, "gpu": 0}
+
+    def _paths(self, p) -> tuple[Path, Path]:
+        root = resolve_checkout(LABEL, p["checkout"], default_name="NuTime", required=REQUIRED, repo_url=REPO_URL,
+                                fetch_name=self.info.name)
+        ckpt = Path(p["checkpoint"]).expanduser() if p["checkpoint"] else root / CKPT_NAME
+        if not ckpt.is_file():
+            raise MethodNotReady(f"{LABEL}: checkpoint {ckpt} not found; the authors ship it in their repository as "
+                                 f"{CKPT_NAME}; restore it in {root} or set `params: {{checkpoint: <path>}}` for nutime_rf.")
+        return root, ckpt
+
+    def check_ready(self, **params: Any) -> None:
+        p = self.params(params)
+        root, ckpt = self._paths(p)
+        load_nutime(root, ckpt, config_file=p["config_file"], series_length=512, device="cpu")
+
+    def build(self, *, seed: int, device: str = "cpu", n_jobs: int = 1, **params: Any):
+        p = self.params(params)
+        root, ckpt = self._paths(p)
+        return NuTimeRFClassifier(checkout=str(root), checkpoint=str(ckpt), config_file=p["config_file"],
+                                  channel_fusion=p["channel_fusion"], batch_size=int(p["batch_size"]),
+                                  random_state=seed, device=device, n_jobs=n_jobs)
+
+    def fetch_weights(self, **params: Any) -> list[Path]:
+        p = self.params(params)
+        dest = Path(p["checkout"]).expanduser() if p["checkout"] else default_checkout_root() / "NuTime"
+        clone_checkout(REPO_URL, dest)
+        root, ckpt = self._paths({**p, "checkout": str(dest)})
+        self.check_ready(**{**params, "checkout": str(dest)})
+        return [root, ckpt]

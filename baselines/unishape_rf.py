@@ -1,0 +1,195 @@
+"""UniShape + random forest (Liu et al., AAAI 2026), checkpoint ``unishape_checkpoint_zeroshot``
+(paper App. C.4: frozen feature + RF).
+
+No package exists: the plugin imports the authors' code from a user-supplied checkout of
+https://github.com/ZLiu21/UniShape (``params.checkout``; default
+``$CHORUSTIC_CHECKOUTS/UniShape``, see :func:`chorustic.methods.weights.default_checkout_root`) and
+the checkpoint from ``params.checkpoint`` (default
+``<checkout>/pretrained_model_ckpt/unishape_checkpoint_zeroshot.pth``, where the authors' script
+expects it). Nothing of theirs is vendored here. Their code needs ``timm``.
+
+Protocol (the authors' ``unishape_zeroshot.py``):
+
+* input: the **native** series, each resampled to 512 points by linear interpolation on
+  ``linspace(0, 1)`` grids (the authors' ``getInteSet``, i.e. ``align_corners=True``);
+* model: ``models.unishapemodel_zeroshot.UniShapeModel(series_size=512, in_channels=128,
+  window_emb_dim=128, window_size=16, stride=16, shape_alpha=0.01, shape_sparse_ratio=0.6,
+  scale_len=4)``; the checkpoint's ``backbone.`` prefix is stripped and tensors whose name or shape
+  do not match are skipped, as the authors' ``load_pretrained_model`` does; the run log records how
+  many tensors were loaded and skipped;
+* features: the model's output (the transformer's class token) for each channel on its own,
+  channels concatenated for multivariate data (the model is univariate);
+* classifier: ``RandomForestClassifier(n_estimators=200, random_state=seed)`` (the authors use
+  ``random_state=0``, our seed for the paper's full-context runs).
+
+Deviation, documented: the authors' script extracts features without switching the model to
+evaluation mode (dropout active, non-deterministic); here the frozen backbone runs in eval mode, the
+standard frozen-feature protocol, so the same seed gives the same predictions.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from chorustic.methods import Method, MethodInfo, MethodNotReady, register
+from chorustic.methods.contract import FrozenEmbeddingClassifier, to_fixed_length, torch_device
+from chorustic.methods.weights import (
+    cached,
+    checkout_imports,
+    clone_checkout,
+    default_checkout_root,
+    file_key,
+    load_state_dict_report,
+    load_torch_checkpoint,
+    resolve_checkout,
+)
+
+REPO_URL = "https://github.com/ZLiu21/UniShape"
+MODEL_FILE = "models/unishapemodel_zeroshot.py"
+CKPT_NAME = "pretrained_model_ckpt/unishape_checkpoint_zeroshot.pth"
+TOP_LEVEL = ("models", "utils", "datapre")
+LABEL = "UniShape+RF (unishape_rf)"
+
+
+def authors_state_dict(ckpt: Any) -> dict[str, Any]:
+    """The authors' key mapping: ``backbone.X`` -> ``X`` (except the fc head), drop ``fc.*`` and the
+    fixed positional table."""
+    state = ckpt.get("state_dict", ckpt) if isinstance(ckpt, dict) else None
+    if not isinstance(state, dict) or not all(isinstance(k, str) for k in state):
+        raise MethodNotReady(f"{LABEL}: the checkpoint holds no state_dict")
+    out = {}
+    for k, v in state.items():
+        if k.startswith("backbone.") and not k.startswith("backbone.fc."):
+            out[k[len("backbone."):]] = v
+        elif not (k.startswith("backbone.") or k.startswith("fc.")):
+            out[k] = v
+    out.pop("transformer_enc.pos_encoder.pe", None)
+    return out
+
+
+class UniShapeBackbone:
+    def __init__(self, model, *, key, info, device):
+        self.model, self.key, self.info, self.device = model, key, info, device
+
+    def embed(self, series) -> np.ndarray:
+        import torch
+
+        x = torch.as_tensor(np.asarray(series, dtype=np.float32)[:, None, :], device=self.device)
+        with torch.no_grad():
+            out = self.model(x)
+        if isinstance(out, (tuple, list)):
+            out = out[0]
+        return out.reshape(out.shape[0], -1).float().cpu().numpy()
+
+
+def load_unishape(checkout: Path, checkpoint: Path, *, arch: dict[str, Any], device: str) -> UniShapeBackbone:
+    dev = torch_device(device)
+
+    def load():
+        with checkout_imports(checkout, TOP_LEVEL, label=LABEL):
+            from models.unishapemodel_zeroshot import UniShapeModel  # the authors' module
+
+            config = argparse.Namespace(window_size=arch["window_size"], stride=arch["stride"], seq_len=512,
+                                        model_series_size=512)
+            model = UniShapeModel(
+                config=config, series_size=512, in_channels=arch["in_channels"],
+                window_emb_dim=arch["window_emb_dim"], out_channels=2, window_size=arch["window_size"],
+                stride=arch["stride"], shape_alpha=arch["shape_alpha"], shape_sparse_ratio=arch["shape_sparse_ratio"],
+                scale_len=arch["scale_len"],
+            )
+        report = load_state_dict_report(model, authors_state_dict(
+            load_torch_checkpoint(checkpoint, label=LABEL)))
+        if report["tensors_loaded"] == 0 or report["tensors_missing"] > report["tensors_loaded"]:
+            raise MethodNotReady(
+                f"{LABEL}: {checkpoint} does not fit the UniShapeModel of {checkout} (loaded "
+                f"{report['tensors_loaded']} tensors, {report['tensors_missing']} missing, e.g. "
+                f"{report['missing'][:3]}); use unishape_checkpoint_zeroshot.pth from the authors' release")
+        model.eval()
+        for p in model.parameters():
+            p.requires_grad_(False)
+        model = model.to(dev)
+        info = {"checkout": str(checkout), "checkpoint": str(checkpoint), "device": str(dev),
+                **{k: v for k, v in report.items() if k.startswith("tensors_")},
+                "skipped": (report["skipped_unexpected"] + report["skipped_shape"])[:10]}
+        return UniShapeBackbone(model, key=("unishape", file_key(checkpoint), str(checkout), str(dev)),
+                                info=info, device=dev)
+
+    return cached(("unishape", file_key(checkpoint), str(checkout), tuple(sorted(arch.items())), str(dev)), load)
+
+
+class UniShapeRFClassifier(FrozenEmbeddingClassifier):
+    series_length: ClassVar[int] = 512
+
+    def __init__(self, checkout: str = "", checkpoint: str = "", arch: dict | None = None, *, head: str = "rf",
+                 channel_fusion: str = "concat", batch_size: int = 64, random_state: int = 0, device: str = "cpu",
+                 n_jobs: int = 1, verbose: bool = False):
+        super().__init__(head=head, channel_fusion=channel_fusion, batch_size=batch_size,
+                         random_state=random_state, device=device, n_jobs=n_jobs, verbose=verbose)
+        self.checkout = checkout
+        self.checkpoint = checkpoint
+        self.arch = arch
+
+    def _prepare(self, X):
+        return to_fixed_length(X, 512, method="linspace")  # the authors' getInteSet
+
+    def _backbone(self):
+        return load_unishape(Path(self.checkout), Path(self.checkpoint), arch=dict(self.arch or {}),
+                             device=self.device)
+
+
+@register
+class UniShapeRF(Method):
+    info = MethodInfo(
+        name="unishape_rf",
+        display_name="UniShape+RF",
+        group="Frozen TSFM",
+        fits_on_target=True,
+        input_kind="native",
+        description="frozen UniShape (unishape_checkpoint_zeroshot) per channel, concatenated, random forest (200 trees)",
+        reference="Liu et al. A unified shape-aware foundation model for time series classification. AAAI 2026",
+    )
+    default_params: ClassVar[dict[str, Any]] = {
+        "checkout": None,     # clone of https://github.com/ZLiu21/UniShape; None: $CHORUSTIC_CHECKOUTS/UniShape
+        "checkpoint": None,   # None: <checkout>/pretrained_model_ckpt/unishape_checkpoint_zeroshot.pth
+        "in_channels": 128, "window_emb_dim": 128, "window_size": 16, "stride": 16, "scale_len": 4,
+        "shape_alpha": 0.01, "shape_sparse_ratio": 0.6,
+        "channel_fusion": "concat",
+        "batch_size": 64,
+    }
+    resources = {"threads": 4, "mem_mb": 16000, "runtime": 240, "gpu": 1}
+    ARCH_KEYS = ("in_channels", "window_emb_dim", "window_size", "stride", "scale_len", "shape_alpha",
+                 "shape_sparse_ratio")
+
+    def _paths(self, p) -> tuple[Path, Path]:
+        root = resolve_checkout(LABEL, p["checkout"], default_name="UniShape", required=[MODEL_FILE],
+                                repo_url=REPO_URL, fetch_name=self.info.name)
+        ckpt = Path(p["checkpoint"]).expanduser() if p["checkpoint"] else root / CKPT_NAME
+        if not ckpt.is_file():
+            raise MethodNotReady(
+                f"{LABEL}: checkpoint {ckpt} not found. The authors distribute unishape_checkpoint_zeroshot.pth "
+                f"separately from the code (see {REPO_URL}); put it at {root / CKPT_NAME} or set "
+                f"`params: {{checkpoint: <path>}}` for unishape_rf in the config.")
+        return root, ckpt
+
+    def check_ready(self, **params: Any) -> None:
+        p = self.params(params)
+        root, ckpt = self._paths(p)
+        load_unishape(root, ckpt, arch={k: p[k] for k in self.ARCH_KEYS}, device="cpu")
+
+    def build(self, *, seed: int, device: str = "cpu", n_jobs: int = 1, **params: Any):
+        p = self.params(params)
+        root, ckpt = self._paths(p)
+        return UniShapeRFClassifier(checkout=str(root), checkpoint=str(ckpt), arch={k: p[k] for k in self.ARCH_KEYS},
+                                    channel_fusion=p["channel_fusion"], batch_size=int(p["batch_size"]),
+                                    random_state=seed, device=device, n_jobs=n_jobs)
+
+    def fetch_weights(self, **params: Any) -> list[Path]:
+        p = self.params(params)
+        dest = Path(p["checkout"]).expanduser() if p["checkout"] else default_checkout_root() / "UniShape"
+        clone_checkout(REPO_URL, dest)
+        root, ckpt = self._paths({**p, "checkout": str(dest)})  # the checkpoint itself is user-supplied
+        return [root, ckpt]

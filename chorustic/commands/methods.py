@@ -1,0 +1,195 @@
+"""``chorustic methods`` and ``chorustic fetch-weights``: what methods exist, whether they can run here,
+and fetching what they need.
+
+``chorustic methods [--format table|csv] [--config YAML]... [--plugin-dir DIR]`` lists every
+discovered plugin with its metadata, default resources and readiness (``ready``, ``reported`` or
+``not ready: <what is missing and how to fix it>``), then the plugin files that failed to load. With
+``--config`` the method runs of the configuration (with their parameters) are listed instead.
+Exit status 0 even when methods are not ready (listing is not a failure), 1 if a plugin file is broken.
+
+``chorustic fetch-weights [METHOD...] [--config YAML]...`` calls each method's ``fetch_weights``:
+Hugging Face files are downloaded into the hub cache and verified against the hub's digests,
+authors' checkouts are cloned; without arguments, every method run the configuration evaluates
+(the paper profile by default). Exit status 1 if any method could not be fetched.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import sys
+from typing import Any
+
+COLUMNS = ["name", "plugin", "display_name", "group", "fits_on_target", "input_kind", "needs_gpu", "reported",
+           "threads", "mem_mb", "runtime", "gpu", "status", "detail", "source"]
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("methods", help="list the methods (plugins in baselines/), their metadata and readiness",
+                       description=__doc__.split("\n\n")[1] if __doc__ else None)
+    p.add_argument("--format", choices=["table", "csv"], default="table")
+    p.add_argument("--config", action="append", default=[], metavar="YAML",
+                   help="list the method runs of this config (merged over config/config.yaml; repeatable)")
+    p.add_argument("--plugin-dir", default=None, help="plugin folder (default: $CHORUSTIC_BASELINES or baselines/)")
+    p.add_argument("--no-check", action="store_true", help="skip readiness checks (no weights are loaded)")
+    p.set_defaults(func=_methods)
+
+    p = sub.add_parser("fetch-weights", help="download and verify the weights/code methods need (needs internet)",
+                       description="Download into the Hugging Face cache and verify the files each method needs; "
+                                   "clone authors' checkouts. Without METHOD: every method the configuration evaluates.")
+    p.add_argument("methods", nargs="*", metavar="METHOD", help="method run names or plugin names")
+    p.add_argument("--config", action="append", default=[], metavar="YAML",
+                   help="config file merged over config/config.yaml (repeatable)")
+    p.add_argument("--plugin-dir", default=None)
+    p.set_defaults(func=_fetch)
+
+
+def _config_runs(config_files: list[str]) -> list[dict[str, Any]]:
+    """The method runs a configuration evaluates (config/config.yaml, the paper profile, merged with
+    ``config_files``), with their plugin, parameters and resource overrides."""
+    from chorustic import config as cc
+
+    cfg = cc.load_config(config_files)
+    out = []
+    for run in cc.evaluated_methods(cfg):
+        entry = cc.method_entry(cfg, run)
+        out.append({"name": run, "plugin": entry["plugin"], "display_name": entry["display_name"],
+                    "params": entry["params"], "resources": entry["resources"]})
+    return out
+
+
+def _plugin_runs(discovery) -> list[dict[str, Any]]:
+    return [{"name": n, "plugin": n, "display_name": None, "params": {}, "resources": {}}
+            for n in sorted(discovery.methods)]
+
+
+def _row(run: dict[str, Any], discovery, check: bool) -> dict[str, Any]:
+    from chorustic.methods import MethodNotReady, ReportedMethod
+
+    method = discovery.methods.get(run["plugin"])
+    if method is None:
+        return {"name": run["name"], "plugin": run["plugin"], "status": "missing plugin",
+                "detail": f"no plugin {run['plugin']!r} in the plugin folder"}
+    info = method.info
+    res = dict(getattr(method, "resources", {}) or {})
+    res.update(run["resources"])
+    row = {"name": run["name"], "plugin": info.name, "display_name": run["display_name"] or info.display_name,
+           "group": info.group, "fits_on_target": info.fits_on_target, "input_kind": info.input_kind,
+           "needs_gpu": info.needs_gpu, "reported": info.reported,
+           "threads": res.get("threads", ""), "mem_mb": res.get("mem_mb", ""), "runtime": res.get("runtime", ""),
+           "gpu": res.get("gpu", ""), "source": discovery.sources.get(info.name, "")}
+    if not check:
+        row.update(status="unchecked", detail="")
+        return row
+    try:
+        params = method.params(run["params"])
+        if isinstance(method, ReportedMethod):
+            n = len(method.reported_accuracies(**params))
+            row.update(status="reported", detail=f"reported, not reproduced: {n} dataset accuracies")
+        else:
+            method.check_ready(**params)
+            row.update(status="ready", detail="")
+    except MethodNotReady as exc:
+        row.update(status="not ready", detail=str(exc))
+    except Exception as exc:  # a plugin bug must not hide the other methods
+        row.update(status="error", detail=f"{type(exc).__name__}: {exc}")
+    return row
+
+
+def _methods(args: argparse.Namespace) -> int:
+    from chorustic.methods import discover
+
+    discovery = discover(args.plugin_dir)
+    runs = _config_runs(args.config) if args.config else _plugin_runs(discovery)
+    rows = [_row(r, discovery, not args.no_check) for r in runs]
+    if args.format == "csv":
+        buf = io.StringIO()
+        w = csv.DictWriter(buf, fieldnames=COLUMNS + ["error"], extrasaction="ignore", lineterminator="\n")
+        w.writeheader()
+        for r in rows:
+            w.writerow(r)
+        for f, tb in sorted(discovery.broken.items()):
+            w.writerow({"name": "", "source": f, "status": "broken plugin",
+                        "error": tb.strip().splitlines()[-1] if tb.strip() else ""})
+        sys.stdout.write(buf.getvalue())
+    else:
+        _print_table(rows)
+        if discovery.broken:
+            print("\nPlugin files that failed to load (skipped):")
+            for f, tb in sorted(discovery.broken.items()):
+                last = tb.strip().splitlines()[-1] if tb.strip() else ""
+                print(f"  {f}: {last}")
+        not_ready = [r for r in rows if r.get("status") not in ("ready", "reported", "unchecked")]
+        if not_ready:
+            print("\nWhat is missing:")
+            for r in not_ready:
+                print(f"  {r['name']}: {r.get('detail', '')}")
+    return 1 if discovery.broken else 0
+
+
+def _print_table(rows: list[dict[str, Any]]) -> None:
+    cols = ["name", "display_name", "group", "fits_on_target", "input_kind", "needs_gpu", "threads", "mem_mb",
+            "runtime", "gpu", "status"]
+    heads = {"fits_on_target": "target_fit", "input_kind": "input", "needs_gpu": "gpu_needed", "runtime": "runtime_min"}
+    table = [[heads.get(c, c) for c in cols]]
+    for r in rows:
+        table.append([("yes" if r.get(c) is True else "no" if r.get(c) is False else str(r.get(c, ""))) for c in cols])
+    widths = [max(len(row[i]) for row in table) for i in range(len(cols))]
+    for i, row in enumerate(table):
+        print("  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip())
+        if i == 0:
+            print("  ".join("-" * w for w in widths))
+
+
+def _fetch(args: argparse.Namespace) -> int:
+    from chorustic.methods import MethodNotReady, ReportedMethod, discover
+
+    discovery = discover(args.plugin_dir)
+    if args.methods:
+        runs = []
+        cfg_runs = {}
+        try:
+            from chorustic import config as cc
+
+            cfg = cc.load_config(args.config)
+            cfg_runs = {n: cc.method_entry(cfg, n) for n in cfg["methods"]}
+        except Exception:  # listing plugins by name works without a valid config
+            cfg_runs = {}
+        for name in args.methods:
+            if name in cfg_runs:
+                e = cfg_runs[name]
+                runs.append({"name": name, "plugin": e["plugin"], "params": e["params"]})
+            elif name in discovery.methods:
+                runs.append({"name": name, "plugin": name, "params": {}})
+            else:
+                print(f"chorustic fetch-weights: unknown method {name!r}; known: {', '.join(sorted(discovery.methods))}",
+                      file=sys.stderr)
+                return 2
+    else:
+        runs = _config_runs(args.config)
+    failed = 0
+    for run in runs:
+        method = discovery.methods.get(run["plugin"])
+        if method is None:
+            print(f"{run['name']}: plugin {run['plugin']!r} not available; skipped", file=sys.stderr)
+            failed += 1
+            continue
+        if isinstance(method, ReportedMethod):
+            print(f"{run['name']}: reported method, nothing to fetch")
+            continue
+        try:
+            paths = method.fetch_weights(**method.params(run["params"]))
+        except MethodNotReady as exc:
+            print(f"{run['name']}: FAILED: {exc}", file=sys.stderr)
+            failed += 1
+            continue
+        except Exception as exc:
+            print(f"{run['name']}: FAILED: {type(exc).__name__}: {exc}", file=sys.stderr)
+            failed += 1
+            continue
+        if paths:
+            print(f"{run['name']}: ok: " + ", ".join(str(p) for p in paths))
+        else:
+            print(f"{run['name']}: nothing to fetch")
+    return 1 if failed else 0
