@@ -120,7 +120,7 @@ def validate_accuracies(df: pd.DataFrame, source: str = "accuracies.csv") -> pd.
     if bad.any():
         raise ResultsError(f"{source}: non-integer seed on line(s) {(np.flatnonzero(bad) + 2).tolist()[:5]}")
     df["seed"] = seeds.fillna(-1).astype(int)
-    budget = pd.to_numeric(df["budget"], errors="coerce")
+    budget = pd.to_numeric(df["budget"].astype(object).where(df["budget"].notna(), None), errors="coerce").astype(float)
     needs = df["family"] != "full"
     from_name = df["protocol"].map(lambda p: float(m.group(1)) if (m := re.search(r"(\d+(?:\.\d+)?)$", p)) else np.nan)
     budget = budget.where(budget.notna() | ~needs, from_name)

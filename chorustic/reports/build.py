@@ -111,6 +111,7 @@ class _Builder:
         self.formats = formats
         self.written: list[Path] = []
         self.problems: list[str] = []
+        self.notes: list[str] = []  # artifacts skipped on purpose (too few methods or datasets)
         self.tables: list[tuple[str, Table]] = []
         self.figures: list[tuple[str, str, str]] = []  # (section, title, stem relative to out)
 
@@ -290,15 +291,18 @@ def _archive_figures(b: _Builder, mx: AccuracyMatrix, meta, reference, exclude, 
     where = archive_title(mx.archive, len(mx.values))
     if n != len(mx.values):
         where = f"{where}: the {n} datasets where all methods have results"
-    if len(methods) >= 2 and n >= 2:
+    if len(methods) >= 3 and n >= 2:
         b.attempt(f"critical-difference diagram ({mx.archive})", lambda: b.figure(
             "Figures", f"Critical-difference diagram ({mx.archive})", f"cd_{a}",
             figs.cd_figure(comp, [labels[m] for m in comp.columns], config.alpha,
                            f"Average rank on {where} (Wilcoxon-Holm cliques, \u03b1={config.alpha:g})")))
     else:
-        b.problems.append(f"critical-difference diagram ({mx.archive}) skipped: needs >= 2 methods and >= 2 common "
-                          f"datasets, have {len(methods)} methods and {n} datasets")
-    if reference in comp.columns and len(methods) >= 2 and n >= 1:
+        b.notes.append(f"critical-difference diagram ({mx.archive}) not drawn: it needs >= 3 methods (Friedman test) "
+                       f"and >= 2 common datasets, have {len(methods)} methods and {n} datasets")
+    if reference not in comp.columns or len(methods) < 2 or n < 1:
+        b.notes.append(f"scatter plots ({mx.archive}) not drawn: they need the reference method and another method "
+                       "with common datasets")
+    else:
         b.attempt(f"scatter plots ({mx.archive})", lambda: b.figure(
             "Figures", f"{labels[reference]} against each method ({mx.archive})", f"scatter_{a}",
             figs.scatter_figure(comp, reference, labels,
@@ -388,6 +392,8 @@ def _readme(b: _Builder, acc_path: Path, df, meta, matrices, reference, exclude,
                      f"**{'yes' if paper_passed else 'NO'}**. Details and the comparison of these results with the "
                      "paper: [reproduction/reproduction.md](reproduction/reproduction.md).")
     lines.append("")
+    if b.notes:
+        lines += ["## Notes", ""] + [f"- {n}" for n in b.notes] + [""]
     if b.problems:
         lines += ["## Problems", ""] + [f"- {p}" for p in b.problems] + [""]
     b.text("README.md", "\n".join(lines))

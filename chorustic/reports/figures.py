@@ -7,7 +7,8 @@ the same results gives the same files):
 * :func:`distribution_figure` violin plot of the per-dataset accuracies of each method
 
 aeon's own pairwise-scatter and violin helpers need seaborn, which the harness does not depend on; these
-two are drawn with matplotlib directly.
+two are drawn with matplotlib directly. Figures are plain :class:`matplotlib.figure.Figure` objects (no
+pyplot state), except aeon's critical-difference diagram, which is closed after saving.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ matplotlib.use("Agg")  # reports are written to files; never open a window (safe
 
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from chorustic.io import atomic_open  # noqa: E402
@@ -31,6 +33,9 @@ __all__ = ["save_figure", "scaling_figure", "cd_figure", "scatter_figure", "dist
 FORMATS = ("png", "pdf")
 REFERENCE_COLOR = "#1b1b1b"
 _MARKERS = ["o", "s", "^", "D", "v", "P", "X", "<", ">", "h", "*", "p"]
+# matplotlib >= 3.10 takes `orientation`; `vert` is deprecated there and the only option before
+_HORIZONTAL = ({"orientation": "horizontal"} if tuple(int(x) for x in matplotlib.__version__.split(".")[:2]) >= (3, 10)
+               else {"vert": False})
 _METADATA = {"png": {"Software": None}, "pdf": {"CreationDate": None, "ModDate": None, "Producer": None, "Creator": None}}
 
 
@@ -50,7 +55,8 @@ def save_figure(fig, stem: str | Path, formats=FORMATS, dpi: int = 200) -> list[
                 fig.savefig(fh, format=f, dpi=dpi, bbox_inches="tight", metadata=_METADATA.get(f))
             paths.append(path)
     finally:
-        plt.close(fig)
+        if getattr(fig.canvas, "manager", None) is not None:  # a pyplot figure (aeon's): release it
+            plt.close(fig)
     return paths
 
 
@@ -63,7 +69,8 @@ def scaling_figure(points: pd.DataFrame, reference_label: str | None, title: str
     labels = list(dict.fromkeys(points["label"]))
     others = [lab for lab in labels if lab != reference_label]
     colors = dict(zip(others, _colors(len(others))))
-    fig, ax = plt.subplots(figsize=(7.2, 4.4))
+    fig = Figure(figsize=(7.2, 4.4))
+    ax = fig.subplots()
     for i, lab in enumerate(others + ([reference_label] if reference_label in labels else [])):
         p = points[points["label"] == lab].sort_values("budget")
         is_ref = lab == reference_label
@@ -94,8 +101,9 @@ def cd_figure(matrix: pd.DataFrame, labels: list[str], alpha: float, title: str)
     """Critical-difference diagram of a complete accuracy matrix (datasets x methods)."""
     from aeon.visualisation import plot_critical_difference
 
-    if matrix.shape[1] < 2 or matrix.shape[0] < 2:
-        raise ValueError(f"a critical-difference diagram needs >= 2 methods and >= 2 datasets, got {matrix.shape[::-1]}")
+    if matrix.shape[1] < 3 or matrix.shape[0] < 2:
+        raise ValueError(f"a critical-difference diagram needs >= 3 methods and >= 2 datasets, got "
+                         f"{matrix.shape[1]} methods and {matrix.shape[0]} datasets")
     width = max(6.0, 0.45 * matrix.shape[1] + 2.5)
     fig, ax = plot_critical_difference(matrix.to_numpy(float), list(labels), alpha=alpha, width=width,
                                        textspace=1.7, test="wilcoxon", correction="holm")
@@ -112,7 +120,8 @@ def scatter_figure(matrix: pd.DataFrame, reference: str, labels: dict[str, str],
         raise ValueError("a scatter plot needs at least one method besides the reference")
     ncol = min(4, len(others))
     nrow = math.ceil(len(others) / ncol)
-    fig, axes = plt.subplots(nrow, ncol, figsize=(3.0 * ncol, 3.05 * nrow), squeeze=False)
+    fig = Figure(figsize=(3.0 * ncol, 3.05 * nrow))
+    axes = fig.subplots(nrow, ncol, squeeze=False)
     ref = matrix[reference].to_numpy(float)
     lo = max(0.0, math.floor(10 * min(matrix.min().min(), 1.0) - 0.5) / 10)
     for ax, m in zip(axes.flat, others):
@@ -143,13 +152,14 @@ def distribution_figure(matrix: pd.DataFrame, labels: dict[str, str], reference:
     """Horizontal violins of per-dataset accuracy (%), methods sorted by mean accuracy (best on top), the
     mean as a white diamond and the datasets as dots."""
     order = list(matrix.mean().sort_values(ascending=True).index)  # bottom -> top
-    fig, ax = plt.subplots(figsize=(7.2, max(2.6, 0.42 * len(order) + 1.2)))
+    fig = Figure(figsize=(7.2, max(2.6, 0.42 * len(order) + 1.2)))
+    ax = fig.subplots()
     rng = np.random.default_rng(0)
     for i, m in enumerate(order):
         v = 100 * matrix[m].to_numpy(float)
         color = REFERENCE_COLOR if m == reference else "#4c72b0"
         if np.unique(v).size >= 2:
-            parts = ax.violinplot(v, positions=[i], vert=False, widths=0.8, showextrema=False)
+            parts = ax.violinplot(v, positions=[i], widths=0.8, showextrema=False, **_HORIZONTAL)
             for body in parts["bodies"]:
                 body.set_facecolor(color)
                 body.set_alpha(0.35 if m == reference else 0.3)

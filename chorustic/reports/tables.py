@@ -150,8 +150,9 @@ def main_table(matrix: AccuracyMatrix, meta: pd.DataFrame, reference: str | None
              "Best and second-best values in bold and underlined (full-precision accuracies)."]
     if ref_ok:
         notes.append(f"W/T/L from the perspective of {meta.loc[reference, 'display_name']}.")
-    elif reference is not None:
-        notes.append(f"No W/T/L: the reference method {reference!r} has no result here.")
+    else:
+        notes.append("No W/T/L: the reference method" + (f" {meta.loc[reference, 'display_name']!r}" if reference in meta.index
+                                                          else "") + " has no result here.")
     if matrix.methods_without_results:
         notes.append("No result at all: " + ", ".join(str(meta.loc[m, 'display_name']) for m in
                                                       matrix.methods_without_results if m in methods) + ".")

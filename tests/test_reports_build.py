@@ -1,0 +1,162 @@
+"""End to end: `chorustic report` on a synthetic accuracies.csv writes every table, figure and the
+reproduction check, atomically and reproducibly; bad input gives a clear error."""
+
+from __future__ import annotations
+
+import filecmp
+import json
+
+import pandas as pd
+import pytest
+
+from chorustic.cli import main
+from chorustic.reports.build import MANIFEST_NAME, ReportConfig, build_report
+from chorustic.reports.synthetic import SyntheticMethod, write_synthetic_accuracies
+
+pytestmark = pytest.mark.slow  # ~30 s on 2 CPU cores: three builds with figures
+
+METHODS = (
+    SyntheticMethod("chorustic", "ChorusTIC", "Time-series ICL", False, 0.05),
+    SyntheticMethod("tabicl", "TabICL", "Generic ICL", False, -0.02),
+    SyntheticMethod("mantisv2_lr", "MantisV2+LR", "Frozen TSFM", True, 0.02),
+    SyntheticMethod("minirocket", "MiniRocket", "Classical", True, 0.03),
+    SyntheticMethod("tict", "TiCT", "Time-series ICL", False, 0.0, reported=True, archives=("UCR",), protocols=("full",)),
+    SyntheticMethod("chorustic_no_calibration", "ChorusTIC (no calibration)", "Time-series ICL", False, 0.0,
+                    archives=("UEA",), protocols=("full",)),
+)
+UEA = ("BasicMotions", "Epilepsy", "JapaneseVowels", "Libras", "RacketSports")
+UCR = ("ArrowHead", "Coffee", "GunPoint", "ItalyPowerDemand", "OSULeaf")
+
+TABLES = ["table1_uea_main", "table2_ucr_main", "table3_fixed_shot_uea", "table3_fixed_shot_ucr", "table_scaling_uea",
+          "table_scaling_ucr", "table4_ablation_uea", "tableD_uea_per_dataset", "tableD_ucr_per_dataset",
+          "table_stats_uea", "table_stats_ucr"]
+FIGURES = ["scaling_uea", "scaling_ucr", "cd_uea", "cd_ucr", "scatter_uea", "scatter_ucr", "violin_uea", "violin_ucr"]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    root = tmp_path_factory.mktemp("report")
+    results = root / "results"
+    write_synthetic_accuracies(results, methods=METHODS, uea=UEA, ucr=UCR,
+                               protocols=("full", "fixed5", "fixed10", "prop20", "prop60"), n_seeds=2,
+                               failures=(("tabicl", "Coffee", "full", 0), ("mantisv2_lr", "Libras", "fixed5", 1)),
+                               ineligible={"fixed10": ("Coffee",)})
+    result = build_report(results, root / "reports", ReportConfig())
+    return root, result
+
+
+def test_every_table_and_figure_is_written(built):
+    root, result = built
+    out = root / "reports"
+    assert result.problems == [], result.problems
+    for name in TABLES:
+        for ext in ("tex", "md", "csv"):
+            assert (out / "tables" / f"{name}.{ext}").stat().st_size > 0, f"{name}.{ext}"
+    for name in FIGURES:
+        assert (out / "figures" / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert (out / "figures" / f"{name}.pdf").read_bytes()[:5] == b"%PDF-"
+    for name in ("summary_all.csv", "stats_all.csv"):
+        assert (out / "tables" / name).is_file()
+    assert not list(out.rglob("*.tmp")), "no temporary files left behind"
+    readme = (out / "README.md").read_text()
+    for name in TABLES:
+        assert f"tables/{name}.md" in readme
+    for name in FIGURES:
+        assert f"figures/{name}.png" in readme
+    assert "Reference method: **ChorusTIC**" in readme and "TiCT" in readme
+
+
+def test_missing_runs_and_ineligible_datasets_are_listed(built):
+    root, _ = built
+    miss = pd.read_csv(root / "reports" / "missing_runs.csv")
+    assert sorted(map(tuple, miss[["method", "dataset", "protocol"]].values)) == [
+        ("mantisv2_lr", "Libras", "fixed5"), ("tabicl", "Coffee", "full")]
+    assert miss["error"].str.contains("synthetic failure").all()
+    inel = pd.read_csv(root / "reports" / "ineligible_datasets.csv")
+    assert set(inel["dataset"]) == {"Coffee"} and set(inel["protocol"]) == {"fixed10"}
+    t2 = (root / "reports" / "tables" / "table2_ucr_main.md").read_text()
+    assert "4 datasets on which all 5 methods have a result (of 5 datasets with results)" in t2
+    assert "TiCT†" in t2 and "reported, not reproduced" in t2
+
+
+def test_tables_hold_the_statistics(built):
+    root, _ = built
+    summ = pd.read_csv(root / "reports" / "tables" / "summary_all.csv")
+    s = summ[(summ["archive"] == "UEA") & (summ["protocol"] == "full")].set_index("method")
+    assert "chorustic_no_calibration" not in s.index  # ablations only in Table 4
+    assert s["avg_rank"].sum() == pytest.approx(len(s) * (len(s) + 1) / 2)  # ranks of 4 methods average 2.5
+    acc = pd.read_csv(root / "results" / "accuracies.csv")
+    full = acc[(acc["archive"] == "UEA") & (acc["protocol"] == "full") & (acc["method"] == "chorustic")]
+    assert s.loc["chorustic", "avg_acc"] == pytest.approx(full["accuracy"].mean())
+    stats = pd.read_csv(root / "reports" / "tables" / "stats_all.csv")
+    fam = stats[(stats["archive"] == "UCR") & (stats["protocol"] == "full")]
+    assert set(fam["method"]) == {"tabicl", "mantisv2_lr", "minirocket", "tict"} and (fam["family_size"] == 4).all()
+    abl = pd.read_csv(root / "reports" / "tables" / "table4_ablation_uea.csv").set_index("method")
+    assert abl.loc["chorustic", "delta_acc_pp"] == 0
+    assert abl.loc["chorustic_no_calibration", "delta_acc_pp"] == pytest.approx(
+        100 * (abl.loc["chorustic_no_calibration", "avg_acc"] - abl.loc["chorustic", "avg_acc"]))
+
+
+def test_reproduction_check_is_part_of_the_report(built):
+    root, result = built
+    rep = root / "reports" / "reproduction"
+    assert result.paper_check_passed is True
+    md = (rep / "reproduction.md").read_text()
+    assert "## 1. The paper's own per-dataset tables" in md and "## 2. These results against the paper" in md
+    per = pd.read_csv(rep / "per_dataset.csv")
+    c = per[(per["archive"] == "UEA") & (per["method"] == "chorustic")].set_index("dataset")
+    assert set(c.index) == set(UEA)
+    assert c.loc["BasicMotions", "paper"] == 1.0  # the paper's ChorusTIC value
+    assert c.loc["BasicMotions", "diff_pp"] == pytest.approx(100 * (c.loc["BasicMotions", "ours"] - 1.0))
+    pm = pd.read_csv(rep / "per_method.csv").set_index(["archive", "method"])
+    assert pm.loc[("UEA", "chorustic"), "mean_abs_diff_pp"] == pytest.approx(c["diff_pp"].abs().mean())
+    assert pm.loc[("UEA", "chorustic"), "n_off"] == (c["diff_pp"].abs() > 2).sum()
+    head = pd.read_csv(rep / "headline.csv")
+    row = head[(head["table"] == "main") & (head["archive"] == "UEA") & (head["method"] == "chorustic")].iloc[0]
+    assert row["paper_printed_pct"] == 72.27 and row["ours_n_datasets"] == 5
+    assert row["paper_same_datasets_pct"] == pytest.approx(100 * c["paper"].mean())
+    assert set(head["protocol"]) >= {"full", "fixed5", "fixed10", "prop20", "prop60"}
+
+
+def test_cli_is_reproducible_and_prunes_stale_files(built, tmp_path, capsys):
+    root, _ = built
+    out = tmp_path / "again"
+    assert main(["report", "--results", str(root / "results"), "--out", str(out)]) == 0
+    assert "paper-table reproduction check: passed" in capsys.readouterr().out
+    first = root / "reports"
+    for rel in json.loads((first / MANIFEST_NAME).read_text())["files"]:
+        assert filecmp.cmp(first / rel, out / rel, shallow=False), f"{rel} differs between two builds"
+    # a narrower report in the same folder removes what it no longer writes, and nothing else
+    (out / "notes.txt").write_text("mine")
+    assert main(["report", "--results", str(root / "results"), "--out", str(out), "--methods", "tabicl",
+                 "--reference", "ChorusTIC", "--formats", "png"]) == 0
+    assert not (out / "tables" / "table4_ablation_uea.md").exists()
+    assert not (out / "figures" / "scatter_uea.pdf").exists()  # --formats png
+    assert (out / "figures" / "scatter_uea.png").exists() and (out / "notes.txt").read_text() == "mine"
+    assert not (out / "figures" / "cd_uea.png").exists()  # 2 methods: no CD diagram (a note says why)
+    assert "critical-difference diagram (UEA) not drawn" in (out / "README.md").read_text()
+    t1 = (out / "tables" / "table1_uea_main.md").read_text()
+    assert "TabICL" in t1 and "MantisV2+LR" not in t1
+
+
+def test_cli_errors_are_clear(tmp_path, capsys):
+    assert main(["report", "--results", str(tmp_path), "--out", str(tmp_path / "r")]) == 2
+    assert "accuracies.csv not found" in capsys.readouterr().err
+    (tmp_path / "accuracies.csv").write_text("method,accuracy\nx,0.5\n")
+    assert main(["report", "--results", str(tmp_path), "--out", str(tmp_path / "r")]) == 2
+    assert "missing column" in capsys.readouterr().err
+
+
+def test_cli_paper_check_needs_no_results(tmp_path, capsys):
+    assert main(["report", "--paper-check", "--results", str(tmp_path), "--out", str(tmp_path / "r")]) == 0
+    out = capsys.readouterr().out
+    assert out.count("[ok]") == 5
+    assert (tmp_path / "r" / "reproduction" / "reproduction.md").is_file()
+
+
+def test_unknown_reference_is_reported_not_fatal(built, tmp_path):
+    root, _ = built
+    result = build_report(root / "results", tmp_path / "r", ReportConfig(reference="nonexistent", figure_formats=()))
+    assert any("reference method 'nonexistent'" in p for p in result.problems)
+    t1 = (tmp_path / "r" / "tables" / "table1_uea_main.md").read_text()
+    assert "W/T/L" not in t1.split("\n")[2] and "No W/T/L" in t1
