@@ -46,7 +46,9 @@ def test_failed_run_is_missing_never_averaged_over_fewer_seeds():
 
 def test_absent_run_is_listed_as_absent():
     df = small()
-    df = df[~((df["method"] == "b") & (df["dataset"] == "U3") & (df["protocol"] == "fixed5") & (df["seed"] == 2))]
+    df = df[
+        ~((df["method"] == "b") & (df["dataset"] == "U3") & (df["protocol"] == "fixed5") & (df["seed"] == 2))
+    ]
     mx = build_matrices(validate_accuracies(df))[("UEA", "fixed5")]
     assert mx.missing[["method", "dataset", "seed", "status"]].values.tolist() == [["b", "U3", 2, "absent"]]
 
@@ -77,10 +79,19 @@ def test_method_without_any_result_does_not_empty_the_common_set():
 
 
 def test_matrices_come_in_report_order():
-    df = synthetic_accuracies(methods=(A,), uea=("U1",), ucr=("C1",), protocols=("prop20", "fixed10", "full", "fixed5"))
+    df = synthetic_accuracies(
+        methods=(A,), uea=("U1",), ucr=("C1",), protocols=("prop20", "fixed10", "full", "fixed5")
+    )
     assert list(build_matrices(validate_accuracies(df))) == [
-        ("UEA", "full"), ("UEA", "fixed5"), ("UEA", "fixed10"), ("UEA", "prop20"),
-        ("UCR", "full"), ("UCR", "fixed5"), ("UCR", "fixed10"), ("UCR", "prop20")]
+        ("UEA", "full"),
+        ("UEA", "fixed5"),
+        ("UEA", "fixed10"),
+        ("UEA", "prop20"),
+        ("UCR", "full"),
+        ("UCR", "fixed5"),
+        ("UCR", "fixed10"),
+        ("UCR", "prop20"),
+    ]
 
 
 def test_load_roundtrip_through_csv(tmp_path):
@@ -91,15 +102,22 @@ def test_load_roundtrip_through_csv(tmp_path):
     assert (df.loc[df["status"] == "failed", "error"] != "").all()
 
 
-@pytest.mark.parametrize("mutate, message", [
-    (lambda d: d.drop(columns=["accuracy"]), "missing column"),
-    (lambda d: d.assign(accuracy=d["accuracy"] * 100), "fractions, not percentages"),
-    (lambda d: d.assign(status=d["status"].replace({"ok": "done"})), "unknown status"),
-    (lambda d: pd.concat([d, d.iloc[:1]]), "duplicated runs"),
-    (lambda d: d.assign(archive="UCRX"), "unknown archive"),
-    (lambda d: d.assign(display_name=np.where(d["method"] == "a", "A", np.where(d.index % 2 == 0, "B", "B2"))),
-     "inconsistent"),
-])
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (lambda d: d.drop(columns=["accuracy"]), "missing column"),
+        (lambda d: d.assign(accuracy=d["accuracy"] * 100), "fractions, not percentages"),
+        (lambda d: d.assign(status=d["status"].replace({"ok": "done"})), "unknown status"),
+        (lambda d: pd.concat([d, d.iloc[:1]]), "duplicated runs"),
+        (lambda d: d.assign(archive="UCRX"), "unknown archive"),
+        (
+            lambda d: d.assign(
+                display_name=np.where(d["method"] == "a", "A", np.where(d.index % 2 == 0, "B", "B2"))
+            ),
+            "inconsistent",
+        ),
+    ],
+)
 def test_bad_input_names_the_file_and_the_problem(tmp_path, mutate, message):
     path = tmp_path / "accuracies.csv"
     mutate(small()).to_csv(path, index=False)

@@ -20,27 +20,61 @@ METHODS = (
     SyntheticMethod("tabicl", "TabICL", "Generic ICL", False, -0.02),
     SyntheticMethod("mantisv2_lr", "MantisV2+LR", "Frozen TSFM", True, 0.02),
     SyntheticMethod("minirocket", "MiniRocket", "Classical", True, 0.03),
-    SyntheticMethod("tict", "TiCT", "Time-series ICL", False, 0.0, reported=True, archives=("UCR",), protocols=("full",)),
-    SyntheticMethod("chorustic_no_calibration", "ChorusTIC (no calibration)", "Time-series ICL", False, 0.0,
-                    archives=("UEA",), protocols=("full",)),
+    SyntheticMethod(
+        "tict", "TiCT", "Time-series ICL", False, 0.0, reported=True, archives=("UCR",), protocols=("full",)
+    ),
+    SyntheticMethod(
+        "chorustic_no_calibration",
+        "ChorusTIC (no calibration)",
+        "Time-series ICL",
+        False,
+        0.0,
+        archives=("UEA",),
+        protocols=("full",),
+    ),
 )
 UEA = ("BasicMotions", "Epilepsy", "JapaneseVowels", "Libras", "RacketSports")
 UCR = ("ArrowHead", "Coffee", "GunPoint", "ItalyPowerDemand", "OSULeaf")
 
-TABLES = ["table1_uea_main", "table2_ucr_main", "table3_fixed_shot_uea", "table3_fixed_shot_ucr", "table_scaling_uea",
-          "table_scaling_ucr", "table4_ablation_uea", "tableD_uea_per_dataset", "tableD_ucr_per_dataset",
-          "table_stats_uea", "table_stats_ucr"]
-FIGURES = ["scaling_uea", "scaling_ucr", "cd_uea", "cd_ucr", "scatter_uea", "scatter_ucr", "violin_uea", "violin_ucr"]
+TABLES = [
+    "table1_uea_main",
+    "table2_ucr_main",
+    "table3_fixed_shot_uea",
+    "table3_fixed_shot_ucr",
+    "table_scaling_uea",
+    "table_scaling_ucr",
+    "table4_ablation_uea",
+    "tableD_uea_per_dataset",
+    "tableD_ucr_per_dataset",
+    "table_stats_uea",
+    "table_stats_ucr",
+]
+FIGURES = [
+    "scaling_uea",
+    "scaling_ucr",
+    "cd_uea",
+    "cd_ucr",
+    "scatter_uea",
+    "scatter_ucr",
+    "violin_uea",
+    "violin_ucr",
+]
 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     root = tmp_path_factory.mktemp("report")
     results = root / "results"
-    write_synthetic_accuracies(results, methods=METHODS, uea=UEA, ucr=UCR,
-                               protocols=("full", "fixed5", "fixed10", "prop20", "prop60"), n_seeds=2,
-                               failures=(("tabicl", "Coffee", "full", 0), ("mantisv2_lr", "Libras", "fixed5", 1)),
-                               ineligible={"fixed10": ("Coffee",)})
+    write_synthetic_accuracies(
+        results,
+        methods=METHODS,
+        uea=UEA,
+        ucr=UCR,
+        protocols=("full", "fixed5", "fixed10", "prop20", "prop60"),
+        n_seeds=2,
+        failures=(("tabicl", "Coffee", "full", 0), ("mantisv2_lr", "Libras", "fixed5", 1)),
+        ineligible={"fixed10": ("Coffee",)},
+    )
     result = build_report(results, root / "reports", ReportConfig())
     return root, result
 
@@ -70,7 +104,9 @@ def test_missing_runs_and_ineligible_datasets_are_listed(built):
     root, _ = built
     miss = pd.read_csv(root / "reports" / "missing_runs.csv")
     assert sorted(map(tuple, miss[["method", "dataset", "protocol"]].values)) == [
-        ("mantisv2_lr", "Libras", "fixed5"), ("tabicl", "Coffee", "full")]
+        ("mantisv2_lr", "Libras", "fixed5"),
+        ("tabicl", "Coffee", "full"),
+    ]
     assert miss["error"].str.contains("synthetic failure").all()
     inel = pd.read_csv(root / "reports" / "ineligible_datasets.csv")
     assert set(inel["dataset"]) == {"Coffee"} and set(inel["protocol"]) == {"fixed10"}
@@ -90,11 +126,15 @@ def test_tables_hold_the_statistics(built):
     assert s.loc["chorustic", "avg_acc"] == pytest.approx(full["accuracy"].mean())
     stats = pd.read_csv(root / "reports" / "tables" / "stats_all.csv")
     fam = stats[(stats["archive"] == "UCR") & (stats["protocol"] == "full")]
-    assert set(fam["method"]) == {"tabicl", "mantisv2_lr", "minirocket", "tict"} and (fam["family_size"] == 4).all()
+    assert (
+        set(fam["method"]) == {"tabicl", "mantisv2_lr", "minirocket", "tict"}
+        and (fam["family_size"] == 4).all()
+    )
     abl = pd.read_csv(root / "reports" / "tables" / "table4_ablation_uea.csv").set_index("method")
     assert abl.loc["chorustic", "delta_acc_pp"] == 0
     assert abl.loc["chorustic_no_calibration", "delta_acc_pp"] == pytest.approx(
-        100 * (abl.loc["chorustic_no_calibration", "avg_acc"] - abl.loc["chorustic", "avg_acc"]))
+        100 * (abl.loc["chorustic_no_calibration", "avg_acc"] - abl.loc["chorustic", "avg_acc"])
+    )
 
 
 def test_reproduction_check_is_part_of_the_report(built):
@@ -112,7 +152,9 @@ def test_reproduction_check_is_part_of_the_report(built):
     assert pm.loc[("UEA", "chorustic"), "mean_abs_diff_pp"] == pytest.approx(c["diff_pp"].abs().mean())
     assert pm.loc[("UEA", "chorustic"), "n_off"] == (c["diff_pp"].abs() > 2).sum()
     head = pd.read_csv(rep / "headline.csv")
-    row = head[(head["table"] == "main") & (head["archive"] == "UEA") & (head["method"] == "chorustic")].iloc[0]
+    row = head[(head["table"] == "main") & (head["archive"] == "UEA") & (head["method"] == "chorustic")].iloc[
+        0
+    ]
     assert row["paper_printed_pct"] == 72.27 and row["ours_n_datasets"] == 5
     assert row["paper_same_datasets_pct"] == pytest.approx(100 * c["paper"].mean())
     assert set(head["protocol"]) >= {"full", "fixed5", "fixed10", "prop20", "prop60"}
@@ -128,8 +170,24 @@ def test_cli_is_reproducible_and_prunes_stale_files(built, tmp_path, capsys):
         assert filecmp.cmp(first / rel, out / rel, shallow=False), f"{rel} differs between two builds"
     # a narrower report in the same folder removes what it no longer writes, and nothing else
     (out / "notes.txt").write_text("mine")
-    assert main(["report", "--results", str(root / "results"), "--out", str(out), "--methods", "tabicl",
-                 "--reference", "ChorusTIC", "--formats", "png"]) == 0
+    assert (
+        main(
+            [
+                "report",
+                "--results",
+                str(root / "results"),
+                "--out",
+                str(out),
+                "--methods",
+                "tabicl",
+                "--reference",
+                "ChorusTIC",
+                "--formats",
+                "png",
+            ]
+        )
+        == 0
+    )
     assert not (out / "tables" / "table4_ablation_uea.md").exists()
     assert not (out / "figures" / "scatter_uea.pdf").exists()  # --formats png
     assert (out / "figures" / "scatter_uea.png").exists() and (out / "notes.txt").read_text() == "mine"
@@ -156,7 +214,9 @@ def test_cli_paper_check_needs_no_results(tmp_path, capsys):
 
 def test_unknown_reference_is_reported_not_fatal(built, tmp_path):
     root, _ = built
-    result = build_report(root / "results", tmp_path / "r", ReportConfig(reference="nonexistent", figure_formats=()))
+    result = build_report(
+        root / "results", tmp_path / "r", ReportConfig(reference="nonexistent", figure_formats=())
+    )
     assert any("reference method 'nonexistent'" in p for p in result.problems)
     t1 = (tmp_path / "r" / "tables" / "table1_uea_main.md").read_text()
     assert "W/T/L" not in t1.split("\n")[2] and "No W/T/L" in t1

@@ -56,7 +56,9 @@ def test_uea_wilcoxon_nutime_raw_and_holm_as_printed(ref):
 def test_uea_wilcoxon_moment_reproduced_once_printed_wtl_is_imposed(ref, check):
     # the 4-decimal table has 21/3/6 where the paper prints 22/2/6: one rounding tie is a win in full precision
     table = ref.per_dataset["UEA"]
-    d = impose_printed_wtl(table["ChorusTIC"].to_numpy(), table["MOMENT+SVM"].to_numpy(), WinTieLoss(22, 2, 6))
+    d = impose_printed_wtl(
+        table["ChorusTIC"].to_numpy(), table["MOMENT+SVM"].to_numpy(), WinTieLoss(22, 2, 6)
+    )
     w = wilcoxon_signed_rank(d, 0 * d)
     assert w.n_eff == 28 and same_printed(w.p_value, 4.73e-4)
     row = check["wilcoxon"].set_index(["archive", "method"]).loc[("UEA", "MOMENT+SVM")]
@@ -80,8 +82,16 @@ def test_significant_comparisons_are_those_the_paper_names(check):
     assert len(s) == 8 + 10
     assert (s["status"] == "reproduced").all(), s[s["status"] != "reproduced"]
     sig = set(s.loc[s["computed_significant"], "method"] + "@" + s.loc[s["computed_significant"], "archive"])
-    assert sig == {"MOMENT+SVM@UEA", "NuTime+RF@UEA", "MOMENT+SVM@UCR", "Mantis+RF@UCR", "MantisV2+RF@UCR",
-                   "UniShape+RF@UCR", "NuTime+RF@UCR", "TabICL@UCR"}
+    assert sig == {
+        "MOMENT+SVM@UEA",
+        "NuTime+RF@UEA",
+        "MOMENT+SVM@UCR",
+        "Mantis+RF@UCR",
+        "MantisV2+RF@UCR",
+        "UniShape+RF@UCR",
+        "NuTime+RF@UCR",
+        "TabICL@UCR",
+    }
 
 
 def test_ranks_and_wtl_reproduced_or_shown_unreachable(check):
@@ -118,4 +128,9 @@ def test_reference_copy_matches_paper_layout(ref):
     assert ref.per_dataset["UEA"].shape == (30, 9)
     assert ref.per_dataset["UCR"].shape == (128, 11)
     assert isinstance(ref.headline, pd.DataFrame) and set(ref.headline["run_protocol"]) == {
-        "full", "fixed5", "fixed10", "prop20", "prop60"}
+        "full",
+        "fixed5",
+        "fixed10",
+        "prop20",
+        "prop60",
+    }

@@ -17,42 +17,68 @@ from chorustic.reports.tables import (
     stats_table,
 )
 
-META = [("chorustic", "ChorusTIC", "Time-series ICL", False, False), ("tabicl", "TabICL", "Generic ICL", False, False),
-        ("mantisv2_lr", "MantisV2+LR", "Frozen TSFM", True, False), ("tict", "TiCT", "Time-series ICL", False, True),
-        ("chorustic_no_calibration", "ChorusTIC w/o cal.", "Time-series ICL", False, False)]
+META = [
+    ("chorustic", "ChorusTIC", "Time-series ICL", False, False),
+    ("tabicl", "TabICL", "Generic ICL", False, False),
+    ("mantisv2_lr", "MantisV2+LR", "Frozen TSFM", True, False),
+    ("tict", "TiCT", "Time-series ICL", False, True),
+    ("chorustic_no_calibration", "ChorusTIC w/o cal.", "Time-series ICL", False, False),
+]
 
 
 def results(acc: dict[str, dict[str, float]], archive="UEA", protocol="full", seeds=(0,)) -> pd.DataFrame:
     """accuracies.csv rows from {method: {dataset: accuracy or None (failed)}}."""
     meta = {m[0]: m for m in META}
-    family = {"full": "full", "fixed5": "fixed_shot", "fixed10": "fixed_shot", "prop20": "proportional"}[protocol]
+    family = {"full": "full", "fixed5": "fixed_shot", "fixed10": "fixed_shot", "prop20": "proportional"}[
+        protocol
+    ]
     rows = []
     for m, per in acc.items():
         _, disp, group, fits, rep = meta[m]
         for d, a in per.items():
             for s in seeds:
-                rows.append({"method": m, "display_name": disp, "group": group, "fits_on_target": fits, "reported": rep,
-                             "archive": archive, "dataset": d, "protocol": protocol, "family": family,
-                             "budget": None if family == "full" else int(protocol.strip("fixedprop")), "seed": s,
-                             "status": ("reported" if rep else "ok") if a is not None else "failed",
-                             "accuracy": a, "error": "" if a is not None else "boom"})
+                rows.append(
+                    {
+                        "method": m,
+                        "display_name": disp,
+                        "group": group,
+                        "fits_on_target": fits,
+                        "reported": rep,
+                        "archive": archive,
+                        "dataset": d,
+                        "protocol": protocol,
+                        "family": family,
+                        "budget": None if family == "full" else int(protocol.strip("fixedprop")),
+                        "seed": s,
+                        "status": ("reported" if rep else "ok") if a is not None else "failed",
+                        "accuracy": a,
+                        "error": "" if a is not None else "boom",
+                    }
+                )
     return validate_accuracies(pd.DataFrame(rows))
 
 
 @pytest.fixture
 def uea():
-    df = results({
-        "chorustic": {"D1": 0.90, "D2": 0.80, "D3": 0.70},
-        "tabicl": {"D1": 0.90, "D2": 0.60, "D3": None},       # a tie on D1, a failed run on D3
-        "mantisv2_lr": {"D1": 0.85, "D2": 0.85, "D3": 0.75},
-        "chorustic_no_calibration": {"D1": 0.80, "D2": 0.70, "D3": 0.70},
-    })
+    df = results(
+        {
+            "chorustic": {"D1": 0.90, "D2": 0.80, "D3": 0.70},
+            "tabicl": {"D1": 0.90, "D2": 0.60, "D3": None},  # a tie on D1, a failed run on D3
+            "mantisv2_lr": {"D1": 0.85, "D2": 0.85, "D3": 0.75},
+            "chorustic_no_calibration": {"D1": 0.80, "D2": 0.70, "D3": 0.70},
+        }
+    )
     return build_matrices(df)[("UEA", "full")], method_metadata(df)
 
 
 def test_mark_best_and_second_with_ties():
     assert mark_best([0.9, 0.9, 0.8, 0.7]) == ["best", "best", "second", None]
-    assert mark_best([3.5, 2.0, 2.0, float("nan")], higher_is_better=False) == ["second", "best", "best", None]
+    assert mark_best([3.5, 2.0, 2.0, float("nan")], higher_is_better=False) == [
+        "second",
+        "best",
+        "best",
+        None,
+    ]
     assert mark_best([0.98004, 0.97996, 0.5], decimals=4) == ["best", "best", "second"]
     assert mark_best([0.5, 0.5]) == ["best", "best"]  # all equal: no second
 
@@ -61,7 +87,11 @@ def test_paper_layout_order(uea):
     _, meta = uea
     order = ordered_methods(["mantisv2_lr", "tabicl", "chorustic"], meta, "main_UEA")
     assert order == ["chorustic", "tabicl", "mantisv2_lr"]  # Table 1: TS-ICL, Generic ICL, Frozen TSFM
-    assert ordered_methods(["mantisv2_lr", "tabicl", "chorustic"], meta, "main_UCR") == ["mantisv2_lr", "tabicl", "chorustic"]
+    assert ordered_methods(["mantisv2_lr", "tabicl", "chorustic"], meta, "main_UCR") == [
+        "mantisv2_lr",
+        "tabicl",
+        "chorustic",
+    ]
 
 
 def test_main_table_on_common_datasets_with_missing_reported(uea):
@@ -101,17 +131,27 @@ def test_ablation_table_deltas(uea):
     mx, meta = uea
     t = ablation_table(mx, meta, "chorustic", DEFAULT_ABLATIONS, "table4")
     d = t.data.set_index("method")
-    assert d.loc["chorustic_no_calibration", "delta_acc_pp"] == pytest.approx(-100 * (0.8 - 0.7333333333) )
+    assert d.loc["chorustic_no_calibration", "delta_acc_pp"] == pytest.approx(-100 * (0.8 - 0.7333333333))
     assert [r[1].text for r in t.body] == ["ChorusTIC", "No task-conditioned calibration"]
     assert t.body[1][0].text == "Architecture" and t.body[1][3].text.startswith("-")
     assert "$-" in to_latex(t)
 
 
 def test_budget_table_each_budget_on_its_own_common_set():
-    df = pd.concat([
-        results({"chorustic": {"D1": 0.6, "D2": 0.5}, "tabicl": {"D1": 0.5, "D2": 0.4}}, protocol="fixed5", seeds=(0, 1)),
-        results({"chorustic": {"D1": 0.7, "D2": 0.6}, "tabicl": {"D1": 0.6, "D2": None}}, protocol="fixed10", seeds=(0, 1)),
-    ])
+    df = pd.concat(
+        [
+            results(
+                {"chorustic": {"D1": 0.6, "D2": 0.5}, "tabicl": {"D1": 0.5, "D2": 0.4}},
+                protocol="fixed5",
+                seeds=(0, 1),
+            ),
+            results(
+                {"chorustic": {"D1": 0.7, "D2": 0.6}, "tabicl": {"D1": 0.6, "D2": None}},
+                protocol="fixed10",
+                seeds=(0, 1),
+            ),
+        ]
+    )
     mats = build_matrices(df)
     meta = method_metadata(df)
     t = budget_table([mats[("UEA", "fixed5")], mats[("UEA", "fixed10")]], meta, "table3")
@@ -122,8 +162,14 @@ def test_budget_table_each_budget_on_its_own_common_set():
 
 
 def test_stats_table_and_reported_dagger():
-    df = results({"chorustic": {f"D{i}": 0.9 for i in range(6)}, "tict": {f"D{i}": 0.5 + 0.01 * i for i in range(6)},
-                  "tabicl": {f"D{i}": 0.9 if i < 2 else 0.8 for i in range(6)}}, archive="UCR")
+    df = results(
+        {
+            "chorustic": {f"D{i}": 0.9 for i in range(6)},
+            "tict": {f"D{i}": 0.5 + 0.01 * i for i in range(6)},
+            "tabicl": {f"D{i}": 0.9 if i < 2 else 0.8 for i in range(6)},
+        },
+        archive="UCR",
+    )
     mx, meta = build_matrices(df)[("UCR", "full")], method_metadata(df)
     comp = comparison_frame(mx, meta, "chorustic", 0.05, "main_UCR")
     t = stats_table(comp, mx, meta, "chorustic", 0.05, "table_stats_ucr")
@@ -137,15 +183,33 @@ def test_stats_table_and_reported_dagger():
 
 
 def test_render_three_formats(tmp_path):
-    t = Table(name="t", caption="A & B: 50% of x_y", header=["Method", "Acc. (%)"], align="lr",
-              body=[[Cell("M_1"), Cell("72.27", bold=True)], [Cell("M2", dagger=True), Cell("70.50", underline=True)]],
-              data=pd.DataFrame({"method": ["M_1", "M2"], "acc": [0.72266666666, 0.705]}), midrules_before={1},
-              notes=["\u2020 reported"])
+    t = Table(
+        name="t",
+        caption="A & B: 50% of x_y",
+        header=["Method", "Acc. (%)"],
+        align="lr",
+        body=[
+            [Cell("M_1"), Cell("72.27", bold=True)],
+            [Cell("M2", dagger=True), Cell("70.50", underline=True)],
+        ],
+        data=pd.DataFrame({"method": ["M_1", "M2"], "acc": [0.72266666666, 0.705]}),
+        midrules_before={1},
+        notes=["\u2020 reported"],
+    )
     paths = write_table(t, tmp_path)
     assert [p.suffix for p in paths] == [".tex", ".md", ".csv"]
     tex = paths[0].read_text()
-    for needle in (r"\toprule", r"\midrule", r"\bottomrule", r"A \& B: 50\% of x\_y", r"M\_1", r"\textbf{72.27}",
-                   r"\underline{70.50}", r"M2$^{\dagger}$", r"$^{\dagger}$ reported"):
+    for needle in (
+        r"\toprule",
+        r"\midrule",
+        r"\bottomrule",
+        r"A \& B: 50\% of x\_y",
+        r"M\_1",
+        r"\textbf{72.27}",
+        r"\underline{70.50}",
+        r"M2$^{\dagger}$",
+        r"$^{\dagger}$ reported",
+    ):
         assert needle in tex, needle
     assert tex.count(r"\midrule") == 2
     md = paths[1].read_text()

@@ -1,7 +1,7 @@
 """``chorustic report``: statistics, the paper's tables and figures, and the reproduction check.
 
-    chorustic report --results results/ --out reports/ [--reference ChorusTIC]
-    chorustic report --paper-check            # only: the paper's own tables through the statistics code
+chorustic report --results results/ --out reports/ [--reference ChorusTIC]
+chorustic report --paper-check            # only: the paper's own tables through the statistics code
 """
 
 from __future__ import annotations
@@ -27,27 +27,53 @@ def register(subparsers) -> None:
         "report",
         help="write the paper's tables and figures and the reproduction check to reports/",
         description="Read <results>/accuracies.csv (and the paper's numbers in <results>/reference) and write "
-                    "every table (LaTeX, Markdown, CSV), figure (PNG, PDF) and the reproduction check, with an "
-                    "index in <out>/README.md.",
+        "every table (LaTeX, Markdown, CSV), figure (PNG, PDF) and the reproduction check, with an "
+        "index in <out>/README.md.",
     )
-    p.add_argument("--results", type=Path, default=Path("results"), help="results folder holding accuracies.csv (default: results)")
+    p.add_argument(
+        "--results",
+        type=Path,
+        default=Path("results"),
+        help="results folder holding accuracies.csv (default: results)",
+    )
     p.add_argument("--out", type=Path, default=Path("reports"), help="output folder (default: reports)")
-    p.add_argument("--reference", default="chorustic",
-                   help="reference method for W/T/L, tests and ablation deltas: run name or display name (default: chorustic)")
-    p.add_argument("--alpha", type=float, default=0.05, help="significance level after Holm correction (default: 0.05)")
+    p.add_argument(
+        "--reference",
+        default="chorustic",
+        help="reference method for W/T/L, tests and ablation deltas: run name or display name (default: chorustic)",
+    )
+    p.add_argument(
+        "--alpha", type=float, default=0.05, help="significance level after Holm correction (default: 0.05)"
+    )
     p.add_argument("--methods", nargs="+", metavar="METHOD", help="only these methods (run or display names)")
-    p.add_argument("--ablation", type=_ablation, action="append", metavar="RUN=FACTOR:LABEL",
-                   help="an ablation variant of Table 4 (repeatable; replaces the default mapping of the four "
-                        "chorustic_no_* variants)")
-    p.add_argument("--paper-dir", type=Path, default=None,
-                   help="the paper's numbers (default: <results>/reference, else the repository's results/reference)")
-    p.add_argument("--off-threshold", type=float, default=2.0,
-                   help="flag datasets more than this many accuracy points from the paper (default: 2)")
+    p.add_argument(
+        "--ablation",
+        type=_ablation,
+        action="append",
+        metavar="RUN=FACTOR:LABEL",
+        help="an ablation variant of Table 4 (repeatable; replaces the default mapping of the four "
+        "chorustic_no_* variants)",
+    )
+    p.add_argument(
+        "--paper-dir",
+        type=Path,
+        default=None,
+        help="the paper's numbers (default: <results>/reference, else the repository's results/reference)",
+    )
+    p.add_argument(
+        "--off-threshold",
+        type=float,
+        default=2.0,
+        help="flag datasets more than this many accuracy points from the paper (default: 2)",
+    )
     p.add_argument("--formats", default="png,pdf", help="figure formats, comma-separated (default: png,pdf)")
     p.add_argument("--strict", action="store_true", help="exit with status 1 if any table or figure failed")
-    p.add_argument("--paper-check", action="store_true",
-                   help="only run the paper's per-dataset tables through the statistics and compare with what the "
-                        "paper prints (writes <out>/reproduction/; needs no results)")
+    p.add_argument(
+        "--paper-check",
+        action="store_true",
+        help="only run the paper's per-dataset tables through the statistics and compare with what the "
+        "paper prints (writes <out>/reproduction/; needs no results)",
+    )
     p.set_defaults(func=run)
 
 
@@ -60,9 +86,14 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.paper_check:
         return _paper_check(args)
-    config = ReportConfig(reference=args.reference, alpha=args.alpha, methods=args.methods, paper_dir=args.paper_dir,
-                          off_threshold_pp=args.off_threshold,
-                          figure_formats=tuple(f.strip() for f in args.formats.split(",") if f.strip()))
+    config = ReportConfig(
+        reference=args.reference,
+        alpha=args.alpha,
+        methods=args.methods,
+        paper_dir=args.paper_dir,
+        off_threshold_pp=args.off_threshold,
+        figure_formats=tuple(f.strip() for f in args.formats.split(",") if f.strip()),
+    )
     if args.ablation:
         config.ablations = dict(args.ablation)
     try:
@@ -70,10 +101,14 @@ def run(args: argparse.Namespace) -> int:
     except ResultsError as exc:
         print(f"chorustic report: {exc}", file=sys.stderr)
         return 2
-    print(f"chorustic report: wrote {len(result.written)} files to {result.out_dir} (index: {result.out_dir / 'README.md'})")
+    print(
+        f"chorustic report: wrote {len(result.written)} files to {result.out_dir} (index: {result.out_dir / 'README.md'})"
+    )
     if result.paper_check_passed is not None:
-        print(f"paper-table reproduction check: {'passed' if result.paper_check_passed else 'FAILED'} "
-              f"(see {result.out_dir / 'reproduction' / 'reproduction.md'})")
+        print(
+            f"paper-table reproduction check: {'passed' if result.paper_check_passed else 'FAILED'} "
+            f"(see {result.out_dir / 'reproduction' / 'reproduction.md'})"
+        )
     for p in result.problems:
         print(f"problem: {p}", file=sys.stderr)
     return 1 if (args.strict and result.problems) else 0
@@ -84,7 +119,9 @@ def _paper_check(args: argparse.Namespace) -> int:
     from chorustic.reports.reproduction import paper_self_check
     from chorustic.reports.writeup import write_reproduction
 
-    ref_dir = args.paper_dir or (args.results / "reference" if (args.results / "reference").is_dir() else default_reference_dir())
+    ref_dir = args.paper_dir or (
+        args.results / "reference" if (args.results / "reference").is_dir() else default_reference_dir()
+    )
     ref = load_paper_reference(ref_dir)
     if not ref.per_dataset:
         print(f"chorustic report: no per-dataset tables of the paper in {ref_dir}", file=sys.stderr)

@@ -41,11 +41,29 @@ __all__ = [
 ]
 
 REQUIRED_COLUMNS = [
-    "method", "display_name", "group", "fits_on_target", "reported", "archive", "dataset", "protocol",
-    "family", "budget", "seed", "status", "accuracy",
+    "method",
+    "display_name",
+    "group",
+    "fits_on_target",
+    "reported",
+    "archive",
+    "dataset",
+    "protocol",
+    "family",
+    "budget",
+    "seed",
+    "status",
+    "accuracy",
 ]
 OPTIONAL_COLUMNS = [
-    "n_context", "n_test", "n_classes", "fit_time_s", "predict_time_s", "peak_memory_mb", "error", "result_file",
+    "n_context",
+    "n_test",
+    "n_classes",
+    "fit_time_s",
+    "predict_time_s",
+    "peak_memory_mb",
+    "error",
+    "result_file",
 ]
 STATUSES = ("ok", "failed", "ineligible", "reported")
 FAMILIES = ("full", "fixed_shot", "proportional")
@@ -91,42 +109,60 @@ def validate_accuracies(df: pd.DataFrame, source: str = "accuracies.csv") -> pd.
         df[col] = df[col].astype(str).str.strip()
         empty = df[col].isin(["", "nan", "None"])
         if empty.any():
-            raise ResultsError(f"{source}: empty {col!r} on line(s) {(np.flatnonzero(empty) + 2).tolist()[:5]}")
+            raise ResultsError(
+                f"{source}: empty {col!r} on line(s) {(np.flatnonzero(empty) + 2).tolist()[:5]}"
+            )
     df["fits_on_target"] = _parse_bool(df["fits_on_target"], "fits_on_target", source)
     df["reported"] = _parse_bool(df["reported"], "reported", source)
     df["error"] = df["error"].fillna("").astype(str)
     bad = ~df["status"].isin(STATUSES)
     if bad.any():
-        raise ResultsError(f"{source}: unknown status {sorted(set(df.loc[bad, 'status']))} (expected one of {STATUSES}) "
-                           f"on line(s) {(np.flatnonzero(bad) + 2).tolist()[:5]}")
+        raise ResultsError(
+            f"{source}: unknown status {sorted(set(df.loc[bad, 'status']))} (expected one of {STATUSES}) "
+            f"on line(s) {(np.flatnonzero(bad) + 2).tolist()[:5]}"
+        )
     bad = ~df["family"].isin(FAMILIES)
     if bad.any():
-        raise ResultsError(f"{source}: unknown family {sorted(set(df.loc[bad, 'family']))} (expected one of {FAMILIES})")
+        raise ResultsError(
+            f"{source}: unknown family {sorted(set(df.loc[bad, 'family']))} (expected one of {FAMILIES})"
+        )
     bad = ~df["archive"].isin(ARCHIVES)
     if bad.any():
-        raise ResultsError(f"{source}: unknown archive {sorted(set(df.loc[bad, 'archive']))} (expected one of {ARCHIVES})")
+        raise ResultsError(
+            f"{source}: unknown archive {sorted(set(df.loc[bad, 'archive']))} (expected one of {ARCHIVES})"
+        )
     df["accuracy"] = pd.to_numeric(df["accuracy"], errors="coerce")
     has_acc = df["status"].isin(["ok", "reported"])
     bad = has_acc & df["accuracy"].isna()
     if bad.any():
-        raise ResultsError(f"{source}: status ok/reported without an accuracy on line(s) {(np.flatnonzero(bad) + 2).tolist()[:5]}")
+        raise ResultsError(
+            f"{source}: status ok/reported without an accuracy on line(s) {(np.flatnonzero(bad) + 2).tolist()[:5]}"
+        )
     bad = has_acc & ((df["accuracy"] < 0) | (df["accuracy"] > 1))
     if bad.any():
-        raise ResultsError(f"{source}: accuracy outside [0, 1] on line(s) {(np.flatnonzero(bad) + 2).tolist()[:5]}; "
-                           "accuracies are fractions, not percentages")
+        raise ResultsError(
+            f"{source}: accuracy outside [0, 1] on line(s) {(np.flatnonzero(bad) + 2).tolist()[:5]}; "
+            "accuracies are fractions, not percentages"
+        )
     df.loc[~has_acc, "accuracy"] = np.nan
     seeds = pd.to_numeric(df["seed"], errors="coerce")
     bad = seeds.isna() & (df["status"] != "ineligible")
     if bad.any():
         raise ResultsError(f"{source}: non-integer seed on line(s) {(np.flatnonzero(bad) + 2).tolist()[:5]}")
     df["seed"] = seeds.fillna(-1).astype(int)
-    budget = pd.to_numeric(df["budget"].astype(object).where(df["budget"].notna(), None), errors="coerce").astype(float)
+    budget = pd.to_numeric(
+        df["budget"].astype(object).where(df["budget"].notna(), None), errors="coerce"
+    ).astype(float)
     needs = df["family"] != "full"
-    from_name = df["protocol"].map(lambda p: float(m.group(1)) if (m := re.search(r"(\d+(?:\.\d+)?)$", p)) else np.nan)
+    from_name = df["protocol"].map(
+        lambda p: float(m.group(1)) if (m := re.search(r"(\d+(?:\.\d+)?)$", p)) else np.nan
+    )
     budget = budget.where(budget.notna() | ~needs, from_name)
     bad = needs & budget.isna()
     if bad.any():
-        raise ResultsError(f"{source}: fixed-shot/proportional row without a budget on line(s) {(np.flatnonzero(bad) + 2).tolist()[:5]}")
+        raise ResultsError(
+            f"{source}: fixed-shot/proportional row without a budget on line(s) {(np.flatnonzero(bad) + 2).tolist()[:5]}"
+        )
     df["budget"] = budget.where(needs, np.nan)
     # one protocol name <-> one (family, budget)
     proto = df.groupby("protocol")[["family", "budget"]].nunique(dropna=False)
@@ -137,8 +173,10 @@ def validate_accuracies(df: pd.DataFrame, source: str = "accuracies.csv") -> pd.
     dup = df.duplicated(key, keep=False) & (df["status"] != "ineligible")
     if dup.any():
         first = df.loc[dup, key].iloc[0].to_dict()
-        raise ResultsError(f"{source}: {int(dup.sum())} duplicated runs (same {', '.join(key)}), e.g. {first}; "
-                           "the aggregate step must write one row per run")
+        raise ResultsError(
+            f"{source}: {int(dup.sum())} duplicated runs (same {', '.join(key)}), e.g. {first}; "
+            "the aggregate step must write one row per run"
+        )
     method_metadata(df, source)  # consistency check
     return df
 
@@ -168,7 +206,9 @@ def method_metadata(df: pd.DataFrame, source: str = "accuracies.csv") -> pd.Data
     out = df.groupby("method")[cols].first()
     dup = out["display_name"].duplicated(keep=False)
     if dup.any():
-        raise ResultsError(f"{source}: display name(s) {sorted(set(out.loc[dup, 'display_name']))} used by several methods")
+        raise ResultsError(
+            f"{source}: display name(s) {sorted(set(out.loc[dup, 'display_name']))} used by several methods"
+        )
     return out
 
 
@@ -203,14 +243,18 @@ class AccuracyMatrix:
 
     def common(self, methods: list[str] | None = None) -> list[str]:
         """Datasets where every one of ``methods`` (default: every method with a result) has a value."""
-        methods = self.methods_with_results if methods is None else [m for m in methods if m in self.values.columns]
+        methods = (
+            self.methods_with_results if methods is None else [m for m in methods if m in self.values.columns]
+        )
         if not methods:
             return []
         return list(self.values.index[self.values[methods].notna().all(axis=1)])
 
     def complete(self, methods: list[str] | None = None) -> pd.DataFrame:
         """The values restricted to the common datasets of ``methods`` (default: methods with results)."""
-        methods = self.methods_with_results if methods is None else [m for m in methods if m in self.values.columns]
+        methods = (
+            self.methods_with_results if methods is None else [m for m in methods if m in self.values.columns]
+        )
         return self.values.loc[self.common(methods), methods]
 
     def n_missing(self, method: str | None = None) -> int:
@@ -227,15 +271,22 @@ def _matrix(df: pd.DataFrame, archive: str, protocol: str) -> AccuracyMatrix:
     family = sub["family"].iloc[0]
     budget = None if family == "full" else float(sub["budget"].iloc[0])
     inel_rows = sub[sub["status"] == "ineligible"]
-    inel = (inel_rows.groupby("dataset")
-            .agg(methods=("method", lambda s: ", ".join(sorted(set(s)))), reason=("error", lambda s: next((e for e in s if e), "")))
-            .reset_index())
+    inel = (
+        inel_rows.groupby("dataset")
+        .agg(
+            methods=("method", lambda s: ", ".join(sorted(set(s)))),
+            reason=("error", lambda s: next((e for e in s if e), "")),
+        )
+        .reset_index()
+    )
     eligible = sorted(set(sub["dataset"]) - set(inel["dataset"]))
     methods = sorted(set(sub["method"]))
     runs = sub[(sub["status"] != "ineligible") & sub["dataset"].isin(eligible)]
     run_rows = runs[~runs["reported"]]
     seeds = sorted(set(run_rows["seed"]))
-    values = pd.DataFrame(np.nan, index=pd.Index(eligible, name="dataset"), columns=pd.Index(methods, name="method"))
+    values = pd.DataFrame(
+        np.nan, index=pd.Index(eligible, name="dataset"), columns=pd.Index(methods, name="method")
+    )
     missing = []
     by_cell = {k: g for k, g in runs.groupby(["method", "dataset"])}
     reported = set(sub.loc[sub["reported"], "method"])
@@ -245,7 +296,15 @@ def _matrix(df: pd.DataFrame, archive: str, protocol: str) -> AccuracyMatrix:
             if m in reported:
                 ok = g[g["status"].isin(["ok", "reported"])] if g is not None else None
                 if ok is None or ok.empty:
-                    missing.append({"method": m, "dataset": d, "seed": "", "status": "absent", "error": "no reported value"})
+                    missing.append(
+                        {
+                            "method": m,
+                            "dataset": d,
+                            "seed": "",
+                            "status": "absent",
+                            "error": "no reported value",
+                        }
+                    )
                 else:
                     values.loc[d, m] = float(ok["accuracy"].mean())
                 continue
@@ -256,25 +315,47 @@ def _matrix(df: pd.DataFrame, archive: str, protocol: str) -> AccuracyMatrix:
                 st, err = status.get(s, ("absent", ""))
                 if st not in ("ok", "reported"):
                     complete = False
-                    missing.append({"method": m, "dataset": d, "seed": s, "status": st,
-                                    "error": err or ("no result row" if st == "absent" else "")})
+                    missing.append(
+                        {
+                            "method": m,
+                            "dataset": d,
+                            "seed": s,
+                            "status": st,
+                            "error": err or ("no result row" if st == "absent" else ""),
+                        }
+                    )
             if complete and seeds:
                 values.loc[d, m] = float(np.mean([accs[s] for s in seeds]))
     miss = pd.DataFrame(missing, columns=["method", "dataset", "seed", "status", "error"])
-    return AccuracyMatrix(archive=archive, protocol=protocol, family=family, budget=budget, values=values,
-                          missing=miss, ineligible=inel[["dataset", "methods", "reason"]] if len(inel) else
-                          pd.DataFrame(columns=["dataset", "methods", "reason"]), seeds=seeds)
+    return AccuracyMatrix(
+        archive=archive,
+        protocol=protocol,
+        family=family,
+        budget=budget,
+        values=values,
+        missing=miss,
+        ineligible=inel[["dataset", "methods", "reason"]]
+        if len(inel)
+        else pd.DataFrame(columns=["dataset", "methods", "reason"]),
+        seeds=seeds,
+    )
 
 
-def build_matrices(df: pd.DataFrame, methods: list[str] | None = None) -> dict[tuple[str, str], AccuracyMatrix]:
+def build_matrices(
+    df: pd.DataFrame, methods: list[str] | None = None
+) -> dict[tuple[str, str], AccuracyMatrix]:
     """All (archive, protocol) matrices present in ``df`` (optionally only some methods), in report order
     (UEA before UCR; full, fixed-shot by k, proportional by fraction)."""
     if methods is not None:
         unknown = sorted(set(methods) - set(df["method"]))
         if unknown:
-            raise ResultsError(f"method(s) {unknown} are not in the results; present: {sorted(set(df['method']))}")
+            raise ResultsError(
+                f"method(s) {unknown} are not in the results; present: {sorted(set(df['method']))}"
+            )
         df = df[df["method"].isin(methods)]
     keys = df[["archive", "protocol", "family", "budget"]].drop_duplicates()
-    keys = sorted(keys.itertuples(index=False),
-                  key=lambda k: (ARCHIVES.index(k.archive), protocol_sort_key(k.family, k.budget, k.protocol)))
+    keys = sorted(
+        keys.itertuples(index=False),
+        key=lambda k: (ARCHIVES.index(k.archive), protocol_sort_key(k.family, k.budget, k.protocol)),
+    )
     return {(k.archive, k.protocol): _matrix(df, k.archive, k.protocol) for k in keys}

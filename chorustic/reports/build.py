@@ -32,7 +32,6 @@ import warnings
 from pathlib import Path
 from typing import Callable
 
-import numpy as np
 import pandas as pd
 
 from chorustic.io import atomic_write_json, atomic_write_text, sha256_file
@@ -59,7 +58,7 @@ from chorustic.reports.tables import (
     stats_table,
     summary_frame,
 )
-from chorustic.reports.writeup import reproduction_markdown, write_reproduction
+from chorustic.reports.writeup import write_reproduction
 
 __all__ = ["ReportConfig", "ReportResult", "build_report", "resolve_method", "MANIFEST_NAME"]
 
@@ -151,10 +150,15 @@ def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
 
 
 def _labels(meta: pd.DataFrame) -> dict[str, str]:
-    return {m: str(meta.loc[m, "display_name"]) + (" (reported)" if meta.loc[m, "reported"] else "") for m in meta.index}
+    return {
+        m: str(meta.loc[m, "display_name"]) + (" (reported)" if meta.loc[m, "reported"] else "")
+        for m in meta.index
+    }
 
 
-def build_report(results_dir: str | Path, out_dir: str | Path, config: ReportConfig | None = None) -> ReportResult:
+def build_report(
+    results_dir: str | Path, out_dir: str | Path, config: ReportConfig | None = None
+) -> ReportResult:
     """Write every table, figure and the reproduction check for ``<results_dir>/accuracies.csv``.
 
     Raises :class:`~chorustic.reports.accuracies.ResultsError` when the results cannot be read at all;
@@ -178,8 +182,10 @@ def build_report(results_dir: str | Path, out_dir: str | Path, config: ReportCon
     reference = resolve_method(config.reference, meta)
     b = _Builder(out_dir, config.figure_formats)
     if reference is None:
-        b.problems.append(f"reference method {config.reference!r} is not in the results (methods: "
-                          f"{', '.join(meta.index)}): no W/T/L, tests or ablation deltas")
+        b.problems.append(
+            f"reference method {config.reference!r} is not in the results (methods: "
+            f"{', '.join(meta.index)}): no W/T/L, tests or ablation deltas"
+        )
     ablations = {m: v for m, v in config.ablations.items()}
     matrices = build_matrices(df)
     main_exclude = [m for m in ablations if m in meta.index]
@@ -198,20 +204,41 @@ def build_report(results_dir: str | Path, out_dir: str | Path, config: ReportCon
     stats_frames = []
     for (archive, protocol), mx in matrices.items():
         layout = f"main_{archive}"
-        comp = b.attempt(f"statistics {archive} {protocol}",
-                         lambda: comparison_frame(mx, meta, reference, config.alpha, layout, main_exclude) if reference else pd.DataFrame())
+        comp = b.attempt(
+            f"statistics {archive} {protocol}",
+            lambda: comparison_frame(mx, meta, reference, config.alpha, layout, main_exclude)
+            if reference
+            else pd.DataFrame(),
+        )
         if comp is not None and len(comp):
             stats_frames.append(comp)
         if protocol != "full":
             continue
         a = archive.lower()
-        b.attempt(f"Table {table_number[archive]} ({archive})", lambda: b.table(
-            "Main results", main_table(mx, meta, reference, f"table{table_number[archive]}_{a}_main", layout, main_exclude)))
-        b.attempt(f"per-dataset table ({archive})", lambda: b.table(
-            "Per-dataset results (appendix)", per_dataset_table(mx, meta, f"tableD_{a}_per_dataset", layout, main_exclude)))
+        b.attempt(
+            f"Table {table_number[archive]} ({archive})",
+            lambda: b.table(
+                "Main results",
+                main_table(
+                    mx, meta, reference, f"table{table_number[archive]}_{a}_main", layout, main_exclude
+                ),
+            ),
+        )
+        b.attempt(
+            f"per-dataset table ({archive})",
+            lambda: b.table(
+                "Per-dataset results (appendix)",
+                per_dataset_table(mx, meta, f"tableD_{a}_per_dataset", layout, main_exclude),
+            ),
+        )
         if comp is not None and len(comp):
-            b.attempt(f"statistical comparison table ({archive})", lambda: b.table(
-                "Statistical comparison (appendix)", stats_table(comp, mx, meta, reference, config.alpha, f"table_stats_{a}")))
+            b.attempt(
+                f"statistical comparison table ({archive})",
+                lambda: b.table(
+                    "Statistical comparison (appendix)",
+                    stats_table(comp, mx, meta, reference, config.alpha, f"table_stats_{a}"),
+                ),
+            )
     stats_all = _concat(stats_frames)
     b.attempt("stats_all.csv", lambda: b.csv("tables/stats_all.csv", stats_all))
 
@@ -221,18 +248,38 @@ def build_report(results_dir: str | Path, out_dir: str | Path, config: ReportCon
         fixed = [mx for (ar, _), mx in matrices.items() if ar == archive and mx.family == "fixed_shot"]
         prop = [mx for (ar, _), mx in matrices.items() if ar == archive and mx.family == "proportional"]
         if fixed:
-            b.attempt(f"Table 3 ({archive})", lambda: b.table(
-                "Low-label results", budget_table(fixed, meta, f"table3_fixed_shot_{a}", main_exclude, reference)))
+            b.attempt(
+                f"Table 3 ({archive})",
+                lambda: b.table(
+                    "Low-label results",
+                    budget_table(fixed, meta, f"table3_fixed_shot_{a}", main_exclude, reference),
+                ),
+            )
         if prop:
-            b.attempt(f"scaling table ({archive})", lambda: b.table(
-                "Low-label results", budget_table(prop, meta, f"table_scaling_{a}", main_exclude, reference)))
-            b.attempt(f"Figure 2 scaling curve ({archive})", lambda: _scaling(b, prop, meta, reference, main_exclude, archive))
+            b.attempt(
+                f"scaling table ({archive})",
+                lambda: b.table(
+                    "Low-label results",
+                    budget_table(prop, meta, f"table_scaling_{a}", main_exclude, reference),
+                ),
+            )
+            b.attempt(
+                f"Figure 2 scaling curve ({archive})",
+                lambda: _scaling(b, prop, meta, reference, main_exclude, archive),
+            )
         full = matrices.get((archive, "full"))
         if full is not None and reference in full.methods and any(m in full.methods for m in ablations):
-            b.attempt(f"Table 4 ablations ({archive})", lambda: b.table(
-                "Ablations", ablation_table(full, meta, reference, ablations, f"table4_ablation_{a}")))
+            b.attempt(
+                f"Table 4 ablations ({archive})",
+                lambda: b.table(
+                    "Ablations", ablation_table(full, meta, reference, ablations, f"table4_ablation_{a}")
+                ),
+            )
         if full is not None:
-            b.attempt(f"figures ({archive})", lambda: _archive_figures(b, full, meta, reference, main_exclude, config))
+            b.attempt(
+                f"figures ({archive})",
+                lambda: _archive_figures(b, full, meta, reference, main_exclude, config),
+            )
 
     # ---- missing runs / ineligible datasets
     miss = [mx.missing.assign(archive=mx.archive, protocol=mx.protocol) for mx in matrices.values()]
@@ -244,18 +291,31 @@ def build_report(results_dir: str | Path, out_dir: str | Path, config: ReportCon
     else:
         miss_df = pd.DataFrame(columns=cols)
     b.attempt("missing_runs.csv", lambda: b.csv("missing_runs.csv", miss_df))
-    inel = [mx.ineligible.assign(archive=mx.archive, protocol=mx.protocol) for mx in matrices.values() if len(mx.ineligible)]
-    inel_df = (pd.concat(inel, ignore_index=True)[["archive", "protocol", "dataset", "methods", "reason"]] if inel
-               else pd.DataFrame(columns=["archive", "protocol", "dataset", "methods", "reason"]))
+    inel = [
+        mx.ineligible.assign(archive=mx.archive, protocol=mx.protocol)
+        for mx in matrices.values()
+        if len(mx.ineligible)
+    ]
+    inel_df = (
+        pd.concat(inel, ignore_index=True)[["archive", "protocol", "dataset", "methods", "reason"]]
+        if inel
+        else pd.DataFrame(columns=["archive", "protocol", "dataset", "methods", "reason"])
+    )
     b.attempt("ineligible_datasets.csv", lambda: b.csv("ineligible_datasets.csv", inel_df))
 
     # ---- reproduction check against the paper
-    paper_passed = b.attempt("reproduction check", lambda: _reproduction(b, results_dir, config, matrices, meta,
-                                                                         summary_all, reference))
+    paper_passed = b.attempt(
+        "reproduction check",
+        lambda: _reproduction(b, results_dir, config, matrices, meta, summary_all, reference),
+    )
 
     # ---- index
-    b.attempt("README.md", lambda: _readme(b, acc_path, df, meta, matrices, reference, main_exclude, paper_passed,
-                                           miss_df, config))
+    b.attempt(
+        "README.md",
+        lambda: _readme(
+            b, acc_path, df, meta, matrices, reference, main_exclude, paper_passed, miss_df, config
+        ),
+    )
     _prune_stale(out_dir, b.written)
     return ReportResult(out_dir, b.written, b.problems, reference, paper_passed)
 
@@ -267,8 +327,17 @@ def _scaling(b: _Builder, prop: list[AccuracyMatrix], meta, reference, exclude, 
         methods = [m for m in mx.methods_with_results if m not in exclude]
         s = summary_frame(mx, meta, reference, methods)
         s = s[s["avg_acc"].notna()]
-        pts.append(pd.DataFrame({"label": s["method"].map(labels), "budget": mx.budget, "avg_acc": s["avg_acc"],
-                                 "n_common": s["n_common"], "method": s["method"]}))
+        pts.append(
+            pd.DataFrame(
+                {
+                    "label": s["method"].map(labels),
+                    "budget": mx.budget,
+                    "avg_acc": s["avg_acc"],
+                    "n_common": s["n_common"],
+                    "method": s["method"],
+                }
+            )
+        )
     points = pd.concat(pts, ignore_index=True)
     order = ordered_methods(list(dict.fromkeys(points["method"])), meta, "low_label")
     points["_o"] = points["method"].map({m: i for i, m in enumerate(order)})
@@ -292,33 +361,69 @@ def _archive_figures(b: _Builder, mx: AccuracyMatrix, meta, reference, exclude, 
     if n != len(mx.values):
         where = f"{where}: the {n} datasets where all methods have results"
     if len(methods) >= 3 and n >= 2:
-        b.attempt(f"critical-difference diagram ({mx.archive})", lambda: b.figure(
-            "Figures", f"Critical-difference diagram ({mx.archive})", f"cd_{a}",
-            figs.cd_figure(comp, [labels[m] for m in comp.columns], config.alpha,
-                           f"Average rank on {where} (Wilcoxon-Holm cliques, \u03b1={config.alpha:g})")))
+        b.attempt(
+            f"critical-difference diagram ({mx.archive})",
+            lambda: b.figure(
+                "Figures",
+                f"Critical-difference diagram ({mx.archive})",
+                f"cd_{a}",
+                figs.cd_figure(
+                    comp,
+                    [labels[m] for m in comp.columns],
+                    config.alpha,
+                    f"Average rank on {where} (Wilcoxon-Holm cliques, \u03b1={config.alpha:g})",
+                ),
+            ),
+        )
     else:
-        b.notes.append(f"critical-difference diagram ({mx.archive}) not drawn: it needs >= 3 methods (Friedman test) "
-                       f"and >= 2 common datasets, have {len(methods)} methods and {n} datasets")
+        b.notes.append(
+            f"critical-difference diagram ({mx.archive}) not drawn: it needs >= 3 methods (Friedman test) "
+            f"and >= 2 common datasets, have {len(methods)} methods and {n} datasets"
+        )
     if reference not in comp.columns or len(methods) < 2 or n < 1:
-        b.notes.append(f"scatter plots ({mx.archive}) not drawn: they need the reference method and another method "
-                       "with common datasets")
+        b.notes.append(
+            f"scatter plots ({mx.archive}) not drawn: they need the reference method and another method "
+            "with common datasets"
+        )
     else:
-        b.attempt(f"scatter plots ({mx.archive})", lambda: b.figure(
-            "Figures", f"{labels[reference]} against each method ({mx.archive})", f"scatter_{a}",
-            figs.scatter_figure(comp, reference, labels,
-                                f"{labels[reference]} vs each method, per dataset, on {where}\n(above the diagonal: "
-                                f"{labels[reference]} more accurate)")))
+        b.attempt(
+            f"scatter plots ({mx.archive})",
+            lambda: b.figure(
+                "Figures",
+                f"{labels[reference]} against each method ({mx.archive})",
+                f"scatter_{a}",
+                figs.scatter_figure(
+                    comp,
+                    reference,
+                    labels,
+                    f"{labels[reference]} vs each method, per dataset, on {where}\n(above the diagonal: "
+                    f"{labels[reference]} more accurate)",
+                ),
+            ),
+        )
     if n >= 1 and methods:
-        b.attempt(f"violin plot ({mx.archive})", lambda: b.figure(
-            "Figures", f"Accuracy distribution per method ({mx.archive})", f"violin_{a}",
-            figs.distribution_figure(comp, labels, reference, f"Per-dataset accuracy on {where}")))
+        b.attempt(
+            f"violin plot ({mx.archive})",
+            lambda: b.figure(
+                "Figures",
+                f"Accuracy distribution per method ({mx.archive})",
+                f"violin_{a}",
+                figs.distribution_figure(comp, labels, reference, f"Per-dataset accuracy on {where}"),
+            ),
+        )
 
 
-def _reproduction(b: _Builder, results_dir: Path, config: ReportConfig, matrices, meta, summary_all, reference) -> bool | None:
-    candidates = [config.paper_dir] if config.paper_dir else [results_dir / "reference", default_reference_dir()]
+def _reproduction(
+    b: _Builder, results_dir: Path, config: ReportConfig, matrices, meta, summary_all, reference
+) -> bool | None:
+    candidates = (
+        [config.paper_dir] if config.paper_dir else [results_dir / "reference", default_reference_dir()]
+    )
     ref_dir = next((Path(c) for c in candidates if c and Path(c).is_dir()), None)
     if ref_dir is None:
-        b.problems.append(f"reproduction check skipped: no folder with the paper's numbers ({', '.join(map(str, candidates))})")
+        b.problems.append(
+            f"reproduction check skipped: no folder with the paper's numbers ({', '.join(map(str, candidates))})"
+        )
         return None
     ref = load_paper_reference(ref_dir)
     check = paper_self_check(ref, alpha=config.alpha)
@@ -327,8 +432,9 @@ def _reproduction(b: _Builder, results_dir: Path, config: ReportConfig, matrices
         variants = [m for m in config.ablations if m in mx.methods]
         if variants and reference in mx.methods:
             abl.append(summary_frame(mx, meta, reference, [reference] + variants))
-    comparison = compare_with_paper(matrices, meta, ref, summary_all, config.off_threshold_pp,
-                                    _concat(abl) if abl else None)
+    comparison = compare_with_paper(
+        matrices, meta, ref, summary_all, config.off_threshold_pp, _concat(abl) if abl else None
+    )
     b.written += write_reproduction(b.out / "reproduction", check, comparison, ref, config.off_threshold_pp)
     return bool(check["verdict"]["passed"].all()) if len(check["verdict"]) else None
 
@@ -338,10 +444,18 @@ def _coverage(matrices, meta, exclude) -> pd.DataFrame:
     for (archive, protocol), mx in matrices.items():
         methods = [m for m in mx.methods if m not in exclude]
         have = [m for m in methods if m in mx.methods_with_results]
-        rows.append({"Archive": archive, "Protocol": budget_label(mx.family, mx.budget), "Methods": len(methods),
-                     "Eligible datasets": len(mx.values), "Common datasets": len(mx.common(have)),
-                     "Context sets": len(mx.seeds), "Ineligible": len(mx.ineligible),
-                     "Missing runs": int(mx.missing["method"].isin(methods).sum())})
+        rows.append(
+            {
+                "Archive": archive,
+                "Protocol": budget_label(mx.family, mx.budget),
+                "Methods": len(methods),
+                "Eligible datasets": len(mx.values),
+                "Common datasets": len(mx.common(have)),
+                "Context sets": len(mx.seeds),
+                "Ineligible": len(mx.ineligible),
+                "Missing runs": int(mx.missing["method"].isin(methods).sum()),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -350,47 +464,77 @@ def _md_table(df: pd.DataFrame) -> str:
     return head + "".join("| " + " | ".join(map(str, r)) + " |\n" for r in df.itertuples(index=False))
 
 
-def _readme(b: _Builder, acc_path: Path, df, meta, matrices, reference, exclude, paper_passed, miss_df, config) -> None:
-    lines = ["# Benchmark report", "",
-             f"Generated by `chorustic report` from `{acc_path}` (sha256 `{sha256_file(acc_path)[:16]}`, {len(df)} runs, "
-             f"{len(meta)} methods). Statistics follow the paper (Sec. 4.1, App. C.5): unweighted mean accuracy, "
-             "average rank (ties averaged), W/T/L, two-sided exact Wilcoxon signed-rank tests with Holm correction "
-             f"within each archive (alpha = {config.alpha:g}).", ""]
+def _readme(
+    b: _Builder, acc_path: Path, df, meta, matrices, reference, exclude, paper_passed, miss_df, config
+) -> None:
+    lines = [
+        "# Benchmark report",
+        "",
+        f"Generated by `chorustic report` from `{acc_path}` (sha256 `{sha256_file(acc_path)[:16]}`, {len(df)} runs, "
+        f"{len(meta)} methods). Statistics follow the paper (Sec. 4.1, App. C.5): unweighted mean accuracy, "
+        "average rank (ties averaged), W/T/L, two-sided exact Wilcoxon signed-rank tests with Holm correction "
+        f"within each archive (alpha = {config.alpha:g}).",
+        "",
+    ]
     if reference:
         lines.append(f"Reference method: **{meta.loc[reference, 'display_name']}** (`{reference}`).")
     else:
         lines.append(f"Reference method `{config.reference}` has no results: no W/T/L or tests.")
-    rep = [str(meta.loc[m, 'display_name']) for m in meta.index if meta.loc[m, 'reported']]
+    rep = [str(meta.loc[m, "display_name"]) for m in meta.index if meta.loc[m, "reported"]]
     if rep:
-        lines.append(f"Reported, not reproduced (marked \u2020 in tables, \"(reported)\" in figures): {', '.join(rep)}.")
-    lines += ["", "## Coverage", "",
-              "Averages, ranks and tests of one archive and protocol use the *common* datasets, on which every "
-              "method has a result; missing runs are never imputed (see `missing_runs.csv`).", ""]
+        lines.append(
+            f'Reported, not reproduced (marked \u2020 in tables, "(reported)" in figures): {", ".join(rep)}.'
+        )
+    lines += [
+        "",
+        "## Coverage",
+        "",
+        "Averages, ranks and tests of one archive and protocol use the *common* datasets, on which every "
+        "method has a result; missing runs are never imputed (see `missing_runs.csv`).",
+        "",
+    ]
     cov = _coverage(matrices, meta, exclude)
     if len(cov):
         lines.append(_md_table(cov))
     if len(miss_df):
-        lines += [f"**{len(miss_df)} missing runs** (failed or absent): [missing_runs.csv](missing_runs.csv).", ""]
+        lines += [
+            f"**{len(miss_df)} missing runs** (failed or absent): [missing_runs.csv](missing_runs.csv).",
+            "",
+        ]
     for section, t in b.tables:
         if t.name in ("table1_uea_main", "table2_ucr_main"):
             lines += [to_markdown(t), ""]
     lines += ["## Tables", "", "Each as LaTeX (booktabs), Markdown and CSV (full-precision numbers).", ""]
     for section, t in b.tables:
-        lines.append(f"- {t.caption}: [{t.name}.md](tables/{t.name}.md), [.tex](tables/{t.name}.tex), "
-                     f"[.csv](tables/{t.name}.csv)")
-    lines += ["- All archives and protocols: [summary_all.csv](tables/summary_all.csv) (averages, ranks, W/T/L), "
-              "[stats_all.csv](tables/stats_all.csv) (Wilcoxon + Holm per archive x protocol family)", "",
-              "## Figures", ""]
+        lines.append(
+            f"- {t.caption}: [{t.name}.md](tables/{t.name}.md), [.tex](tables/{t.name}.tex), "
+            f"[.csv](tables/{t.name}.csv)"
+        )
+    lines += [
+        "- All archives and protocols: [summary_all.csv](tables/summary_all.csv) (averages, ranks, W/T/L), "
+        "[stats_all.csv](tables/stats_all.csv) (Wilcoxon + Holm per archive x protocol family)",
+        "",
+        "## Figures",
+        "",
+    ]
     for section, title, stem in b.figures:
-        lines += [f"### {title}", "", f"![{title}]({stem}.png)", "",
-                  f"[{stem}.png]({stem}.png) \u00b7 [{stem}.pdf]({stem}.pdf)", ""]
+        lines += [
+            f"### {title}",
+            "",
+            f"![{title}]({stem}.png)",
+            "",
+            f"[{stem}.png]({stem}.png) \u00b7 [{stem}.pdf]({stem}.pdf)",
+            "",
+        ]
     lines += ["## Reproduction check against the paper", ""]
     if paper_passed is None:
         lines.append("Not run (see Problems).")
     else:
-        lines.append(f"The paper's own per-dataset tables run through this code reproduce what the paper prints: "
-                     f"**{'yes' if paper_passed else 'NO'}**. Details and the comparison of these results with the "
-                     "paper: [reproduction/reproduction.md](reproduction/reproduction.md).")
+        lines.append(
+            f"The paper's own per-dataset tables run through this code reproduce what the paper prints: "
+            f"**{'yes' if paper_passed else 'NO'}**. Details and the comparison of these results with the "
+            "paper: [reproduction/reproduction.md](reproduction/reproduction.md)."
+        )
     lines.append("")
     if b.notes:
         lines += ["## Notes", ""] + [f"- {n}" for n in b.notes] + [""]

@@ -34,9 +34,15 @@ FORMATS = ("png", "pdf")
 REFERENCE_COLOR = "#1b1b1b"
 _MARKERS = ["o", "s", "^", "D", "v", "P", "X", "<", ">", "h", "*", "p"]
 # matplotlib >= 3.10 takes `orientation`; `vert` is deprecated there and the only option before
-_HORIZONTAL = ({"orientation": "horizontal"} if tuple(int(x) for x in matplotlib.__version__.split(".")[:2]) >= (3, 10)
-               else {"vert": False})
-_METADATA = {"png": {"Software": None}, "pdf": {"CreationDate": None, "ModDate": None, "Producer": None, "Creator": None}}
+_HORIZONTAL = (
+    {"orientation": "horizontal"}
+    if tuple(int(x) for x in matplotlib.__version__.split(".")[:2]) >= (3, 10)
+    else {"vert": False}
+)
+_METADATA = {
+    "png": {"Software": None},
+    "pdf": {"CreationDate": None, "ModDate": None, "Producer": None, "Creator": None},
+}
 
 
 def _colors(n: int) -> list:
@@ -74,9 +80,16 @@ def scaling_figure(points: pd.DataFrame, reference_label: str | None, title: str
     for i, lab in enumerate(others + ([reference_label] if reference_label in labels else [])):
         p = points[points["label"] == lab].sort_values("budget")
         is_ref = lab == reference_label
-        ax.plot(p["budget"], 100 * p["avg_acc"], label=lab, marker="o" if is_ref else _MARKERS[i % len(_MARKERS)],
-                color=REFERENCE_COLOR if is_ref else colors[lab], linewidth=2.6 if is_ref else 1.4,
-                markersize=7 if is_ref else 5, zorder=3 if is_ref else 2)
+        ax.plot(
+            p["budget"],
+            100 * p["avg_acc"],
+            label=lab,
+            marker="o" if is_ref else _MARKERS[i % len(_MARKERS)],
+            color=REFERENCE_COLOR if is_ref else colors[lab],
+            linewidth=2.6 if is_ref else 1.4,
+            markersize=7 if is_ref else 5,
+            zorder=3 if is_ref else 2,
+        )
     budgets = sorted(set(points["budget"]))
     ns = points.groupby("budget")["n_common"].max()
     ax.set_xticks(budgets)
@@ -102,11 +115,20 @@ def cd_figure(matrix: pd.DataFrame, labels: list[str], alpha: float, title: str)
     from aeon.visualisation import plot_critical_difference
 
     if matrix.shape[1] < 3 or matrix.shape[0] < 2:
-        raise ValueError(f"a critical-difference diagram needs >= 3 methods and >= 2 datasets, got "
-                         f"{matrix.shape[1]} methods and {matrix.shape[0]} datasets")
+        raise ValueError(
+            f"a critical-difference diagram needs >= 3 methods and >= 2 datasets, got "
+            f"{matrix.shape[1]} methods and {matrix.shape[0]} datasets"
+        )
     width = max(6.0, 0.45 * matrix.shape[1] + 2.5)
-    fig, ax = plot_critical_difference(matrix.to_numpy(float), list(labels), alpha=alpha, width=width,
-                                       textspace=1.7, test="wilcoxon", correction="holm")
+    fig, ax = plot_critical_difference(
+        matrix.to_numpy(float),
+        list(labels),
+        alpha=alpha,
+        width=width,
+        textspace=1.7,
+        test="wilcoxon",
+        correction="holm",
+    )
     fig.suptitle(title, fontsize=11, y=1.02)
     return fig
 
@@ -127,21 +149,32 @@ def scatter_figure(matrix: pd.DataFrame, reference: str, labels: dict[str, str],
     for ax, m in zip(axes.flat, others):
         x = matrix[m].to_numpy(float)
         d = np.round(ref - x, 12)
-        for mask, color, name in ((d > 0, "#1f77b4", "win"), (d < 0, "#d62728", "loss"), (d == 0, "#7f7f7f", "tie")):
+        for mask, color, name in (
+            (d > 0, "#1f77b4", "win"),
+            (d < 0, "#d62728", "loss"),
+            (d == 0, "#7f7f7f", "tie"),
+        ):
             ax.scatter(x[mask], ref[mask], s=16, color=color, alpha=0.75, edgecolor="none", label=name)
         ax.plot([lo, 1], [lo, 1], color="black", linewidth=0.8, linestyle="--", zorder=0)
         ax.set_xlim(lo, 1.0)
         ax.set_ylim(lo, 1.0)
         ax.set_aspect("equal")
         wtl = win_tie_loss(ref, x)
-        ax.text(0.04, 0.96, f"W/T/L {wtl}", transform=ax.transAxes, va="top", fontsize=8.5,
-                bbox={"boxstyle": "round,pad=0.2", "facecolor": "white", "edgecolor": "none", "alpha": 0.8})
+        ax.text(
+            0.04,
+            0.96,
+            f"W/T/L {wtl}",
+            transform=ax.transAxes,
+            va="top",
+            fontsize=8.5,
+            bbox={"boxstyle": "round,pad=0.2", "facecolor": "white", "edgecolor": "none", "alpha": 0.8},
+        )
         ax.set_title(labels.get(m, m), fontsize=9.5)
         ax.set_xlabel(f"{labels.get(m, m)} accuracy", fontsize=8)
         ax.set_ylabel(f"{labels.get(reference, reference)} accuracy", fontsize=8)
         ax.tick_params(labelsize=7.5)
         ax.grid(True, alpha=0.25)
-    for ax in list(axes.flat)[len(others):]:
+    for ax in list(axes.flat)[len(others) :]:
         ax.set_visible(False)
     fig.suptitle(title, fontsize=11)
     fig.tight_layout()
@@ -164,8 +197,12 @@ def distribution_figure(matrix: pd.DataFrame, labels: dict[str, str], reference:
                 body.set_facecolor(color)
                 body.set_alpha(0.35 if m == reference else 0.3)
                 body.set_edgecolor("none")
-        ax.scatter(v, i + rng.uniform(-0.12, 0.12, v.size), s=7, color=color, alpha=0.6, edgecolor="none", zorder=2)
-        ax.scatter([v.mean()], [i], marker="D", s=36, color="white", edgecolor="black", linewidth=0.9, zorder=3)
+        ax.scatter(
+            v, i + rng.uniform(-0.12, 0.12, v.size), s=7, color=color, alpha=0.6, edgecolor="none", zorder=2
+        )
+        ax.scatter(
+            [v.mean()], [i], marker="D", s=36, color="white", edgecolor="black", linewidth=0.9, zorder=3
+        )
     ax.set_yticks(range(len(order)))
     ax.set_yticklabels([labels.get(m, m) for m in order], fontsize=9)
     for tick, m in zip(ax.get_yticklabels(), order):

@@ -38,31 +38,81 @@ _CLASSICAL = ["minirocket", "multirocket_hydra", "quant", "dtw_1nn"]
 #: (group order, method order) of each table kind, as in the paper.
 TABLE_LAYOUTS: dict[str, tuple[list[str], list[str]]] = {
     # Table 1 (UEA-30) and the UEA per-dataset table
-    "main_UEA": (["Time-series ICL", "Generic ICL", "Frozen TSFM", "Classical"],
-                 ["chorustic", "tabicl", "tabicl_v2", "moment_svm", "mantis_rf", "mantisv2_lr", "mantisv2_rf",
-                  "unishape_rf", "nutime_rf", "tict", "tic_fm", *_CLASSICAL]),
+    "main_UEA": (
+        ["Time-series ICL", "Generic ICL", "Frozen TSFM", "Classical"],
+        [
+            "chorustic",
+            "tabicl",
+            "tabicl_v2",
+            "moment_svm",
+            "mantis_rf",
+            "mantisv2_lr",
+            "mantisv2_rf",
+            "unishape_rf",
+            "nutime_rf",
+            "tict",
+            "tic_fm",
+            *_CLASSICAL,
+        ],
+    ),
     # Table 2 (UCR-128) and the UCR per-dataset table
-    "main_UCR": (["Frozen TSFM", "Generic ICL", "Time-series ICL", "Classical"],
-                 ["moment_svm", "mantis_rf", "mantisv2_rf", "mantisv2_lr", "unishape_rf", "nutime_rf", "tabicl",
-                  "tabicl_v2", "tict", "tic_fm", "chorustic", *_CLASSICAL]),
+    "main_UCR": (
+        ["Frozen TSFM", "Generic ICL", "Time-series ICL", "Classical"],
+        [
+            "moment_svm",
+            "mantis_rf",
+            "mantisv2_rf",
+            "mantisv2_lr",
+            "unishape_rf",
+            "nutime_rf",
+            "tabicl",
+            "tabicl_v2",
+            "tict",
+            "tic_fm",
+            "chorustic",
+            *_CLASSICAL,
+        ],
+    ),
     # Table 3 (fixed-shot) and the context-scaling results
-    "low_label": (["Frozen TSFM", "Generic ICL", "Time-series ICL", "Classical"],
-                  ["moment_svm", "mantis_rf", "mantisv2_lr", "mantisv2_rf", "unishape_rf", "nutime_rf", "tabicl",
-                   "tabicl_v2", "tict", "tic_fm", "chorustic", *_CLASSICAL]),
+    "low_label": (
+        ["Frozen TSFM", "Generic ICL", "Time-series ICL", "Classical"],
+        [
+            "moment_svm",
+            "mantis_rf",
+            "mantisv2_lr",
+            "mantisv2_rf",
+            "unishape_rf",
+            "nutime_rf",
+            "tabicl",
+            "tabicl_v2",
+            "tict",
+            "tic_fm",
+            "chorustic",
+            *_CLASSICAL,
+        ],
+    ),
 }
 
 #: Paper column / headline names -> run names (the baselines' display names are the paper's names).
 PAPER_COLUMN_TO_RUN_NAME: dict[str, str] = {
-    "ChorusTIC": "chorustic", "TabICL": "tabicl", "TabICLv2": "tabicl_v2", "MOMENT+SVM": "moment_svm",
-    "Mantis+RF": "mantis_rf", "MantisV2+LR": "mantisv2_lr", "MantisV2+RF": "mantisv2_rf",
-    "UniShape+RF": "unishape_rf", "NuTime+RF": "nutime_rf", "TIC-FM": "tic_fm", "TiCT": "tict",
+    "ChorusTIC": "chorustic",
+    "TabICL": "tabicl",
+    "TabICLv2": "tabicl_v2",
+    "MOMENT+SVM": "moment_svm",
+    "Mantis+RF": "mantis_rf",
+    "MantisV2+LR": "mantisv2_lr",
+    "MantisV2+RF": "mantisv2_rf",
+    "UniShape+RF": "unishape_rf",
+    "NuTime+RF": "nutime_rf",
+    "TIC-FM": "tic_fm",
+    "TiCT": "tict",
 }
 
 ARCHIVE_TITLES = {"UEA": ("UEA", 30), "UCR": ("UCR", 128)}
 
 
 def archive_title(archive: str, n_datasets: int | None = None) -> str:
-    """"UEA-30" when all the paper's datasets are there, else "UEA (6 datasets)"."""
+    """ "UEA-30" when all the paper's datasets are there, else "UEA (6 datasets)"."""
     name, full = ARCHIVE_TITLES.get(archive, (archive, None))
     if n_datasets is None or n_datasets == full:
         return f"{name}-{full}" if full else name
@@ -78,7 +128,11 @@ def ordered_methods(methods: list[str], meta: pd.DataFrame, layout: str) -> list
 
     def key(m: str):
         g = meta.loc[m, "group"]
-        return (group_rank.get(g, extra_groups.get(g, 99)), pos.get(m, len(pos)), str(meta.loc[m, "display_name"]).lower())
+        return (
+            group_rank.get(g, extra_groups.get(g, 99)),
+            pos.get(m, len(pos)),
+            str(meta.loc[m, "display_name"]).lower(),
+        )
 
     return sorted(methods, key=key)
 

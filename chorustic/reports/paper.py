@@ -34,10 +34,17 @@ __all__ = [
 PER_DATASET_FILES = {"UEA": "paper_uea30_per_dataset.csv", "UCR": "paper_ucr128_per_dataset.csv"}
 #: Table groups and target fit of the paper's methods (Tables 1-2).
 PAPER_GROUPS = {
-    "ChorusTIC": ("Time-series ICL", False), "TIC-FM": ("Time-series ICL", False), "TiCT": ("Time-series ICL", False),
-    "TabICL": ("Generic ICL", False), "TabICLv2": ("Generic ICL", False), "MOMENT+SVM": ("Frozen TSFM", True),
-    "Mantis+RF": ("Frozen TSFM", True), "MantisV2+LR": ("Frozen TSFM", True), "MantisV2+RF": ("Frozen TSFM", True),
-    "UniShape+RF": ("Frozen TSFM", True), "NuTime+RF": ("Frozen TSFM", True),
+    "ChorusTIC": ("Time-series ICL", False),
+    "TIC-FM": ("Time-series ICL", False),
+    "TiCT": ("Time-series ICL", False),
+    "TabICL": ("Generic ICL", False),
+    "TabICLv2": ("Generic ICL", False),
+    "MOMENT+SVM": ("Frozen TSFM", True),
+    "Mantis+RF": ("Frozen TSFM", True),
+    "MantisV2+LR": ("Frozen TSFM", True),
+    "MantisV2+RF": ("Frozen TSFM", True),
+    "UniShape+RF": ("Frozen TSFM", True),
+    "NuTime+RF": ("Frozen TSFM", True),
 }
 
 
@@ -145,9 +152,21 @@ def paper_results_frame(per_dataset: pd.DataFrame, archive: str) -> pd.DataFrame
         group, fits = PAPER_GROUPS.get(method, ("Time-series ICL", False))
         run = PAPER_COLUMN_TO_RUN_NAME.get(method, re.sub(r"[^a-z0-9]+", "_", method.lower()).strip("_"))
         for dataset, acc in per_dataset[method].items():
-            rows.append({
-                "method": run, "display_name": method, "group": group, "fits_on_target": fits, "reported": True,
-                "archive": archive, "dataset": dataset, "protocol": "full", "family": "full", "budget": np.nan,
-                "seed": 0, "status": "reported" if not np.isnan(acc) else "failed", "accuracy": acc,
-            })
+            rows.append(
+                {
+                    "method": run,
+                    "display_name": method,
+                    "group": group,
+                    "fits_on_target": fits,
+                    "reported": True,
+                    "archive": archive,
+                    "dataset": dataset,
+                    "protocol": "full",
+                    "family": "full",
+                    "budget": np.nan,
+                    "seed": 0,
+                    "status": "reported" if not np.isnan(acc) else "failed",
+                    "accuracy": acc,
+                }
+            )
     return validate_accuracies(pd.DataFrame(rows), source=f"paper per-dataset table ({archive})")

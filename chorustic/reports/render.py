@@ -22,12 +22,28 @@ __all__ = ["Cell", "Table", "write_table", "to_latex", "to_markdown", "mark_best
 DAGGER_NOTE = "reported, not reproduced"
 
 _LATEX_ESCAPES = {
-    "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-    "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
     # the few non-ASCII symbols the reports use, so that plain pdflatex compiles the tables
-    "\u2020": r"$^{\dagger}$", "\u0394": r"$\Delta$", "\u03b1": r"$\alpha$", "\u2212": r"$-$",
-    "\u2264": r"$\le$", "\u2265": r"$\ge$", "\u2014": "---", "\u2013": "--", "\u00d7": r"$\times$",
-    "<": r"$<$", ">": r"$>$",
+    "\u2020": r"$^{\dagger}$",
+    "\u0394": r"$\Delta$",
+    "\u03b1": r"$\alpha$",
+    "\u2212": r"$-$",
+    "\u2264": r"$\le$",
+    "\u2265": r"$\ge$",
+    "\u2014": "---",
+    "\u2013": "--",
+    "\u00d7": r"$\times$",
+    "<": r"$<$",
+    ">": r"$>$",
 }
 
 
@@ -102,7 +118,7 @@ def fmt(value, digits: int, scale: float = 1.0, signed: bool = False) -> str:
 
 
 def mark_best(values, higher_is_better: bool = True, decimals: int | None = None) -> list[str | None]:
-    """"best" for every value equal to the best, "second" for every value equal to the second-best
+    """ "best" for every value equal to the best, "second" for every value equal to the second-best
     distinct value (as in the paper); NaN is never marked. ``decimals`` compares rounded values (the
     paper's per-dataset tables mark the displayed four-decimal values)."""
     arr = np.asarray(values, dtype=float)
@@ -159,9 +175,16 @@ def _to_longtable(table: Table) -> str:
         r"\setlength{\tabcolsep}{2pt}",
         f"\\begin{{longtable}}{{@{{}}{table.align}@{{}}}}",
         f"\\caption{{{latex_escape(table.caption)}}}\\label{{tab:{table.name}}}\\\\",
-        r"\toprule", head, r"\midrule", r"\endfirsthead",
-        r"\toprule", head, r"\midrule", r"\endhead",
-        r"\bottomrule", r"\endlastfoot",
+        r"\toprule",
+        head,
+        r"\midrule",
+        r"\endfirsthead",
+        r"\toprule",
+        head,
+        r"\midrule",
+        r"\endhead",
+        r"\bottomrule",
+        r"\endlastfoot",
     ]
     for i, row in enumerate(table.body):
         if i in table.midrules_before and i > 0:
@@ -175,8 +198,12 @@ def _to_longtable(table: Table) -> str:
 
 def to_markdown(table: Table) -> str:
     align = {"l": ":---", "c": ":---:", "r": "---:"}
-    out = [f"**{table.caption}**", "", "| " + " | ".join(table.header) + " |",
-           "| " + " | ".join(align.get(a, "---") for a in table.align) + " |"]
+    out = [
+        f"**{table.caption}**",
+        "",
+        "| " + " | ".join(table.header) + " |",
+        "| " + " | ".join(align.get(a, "---") for a in table.align) + " |",
+    ]
     out += ["| " + " | ".join(c.markdown() for c in row) + " |" for row in table.body]
     if table.notes:
         out.append("")

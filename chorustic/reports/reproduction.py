@@ -48,8 +48,9 @@ def _wtl_from_row(row) -> WinTieLoss | None:
     return WinTieLoss(int(row["wins"]), int(row["ties"]), int(row["losses"]))
 
 
-def impose_printed_wtl(reference: np.ndarray, other: np.ndarray, printed: WinTieLoss,
-                       decimals: int = TABLE_DECIMALS) -> np.ndarray | None:
+def impose_printed_wtl(
+    reference: np.ndarray, other: np.ndarray, printed: WinTieLoss, decimals: int = TABLE_DECIMALS
+) -> np.ndarray | None:
     """Paired differences of rounded accuracies with some rounding ties (zero differences) turned into the
     wins/losses the printed W/T/L requires. The resolved ties get the smallest magnitudes (1e-7, 2e-7, ...;
     wins first): in full precision they differ by less than any difference visible in the table. ``None``
@@ -65,7 +66,7 @@ def impose_printed_wtl(reference: np.ndarray, other: np.ndarray, printed: WinTie
     d = d.copy()
     for j, i in enumerate(zeros[:k_w]):
         d[i] = 1e-7 * (j + 1)
-    for j, i in enumerate(zeros[k_w:k_w + k_l]):
+    for j, i in enumerate(zeros[k_w : k_w + k_l]):
         d[i] = -1e-7 * (k_w + j + 1)
     return d
 
@@ -77,7 +78,9 @@ def _paper_archive(ref: PaperReference, archive: str):
     return df, meta, matrix
 
 
-def paper_self_check(ref: PaperReference, reference: str = "chorustic", alpha: float = 0.05) -> dict[str, pd.DataFrame]:
+def paper_self_check(
+    ref: PaperReference, reference: str = "chorustic", alpha: float = 0.05
+) -> dict[str, pd.DataFrame]:
     """Recompute the paper's printed statistics from its per-dataset tables (see the module docstring).
 
     Returns DataFrames ``averages``, ``ranks``, ``wtl``, ``wilcoxon``, ``significance``, ``gains`` (each
@@ -94,17 +97,27 @@ def paper_self_check(ref: PaperReference, reference: str = "chorustic", alpha: f
         summ = summary_frame(matrix, meta, reference).set_index("display_name")
         complete = matrix.complete()
         rank_range = average_rank_range(complete, TABLE_DECIMALS).rename(index=disp)
-        printed = head[(head.get("table") == "main") & (head.get("archive_name") == archive)] if len(head) else head
+        printed = (
+            head[(head.get("table") == "main") & (head.get("archive_name") == archive)] if len(head) else head
+        )
         printed = printed.set_index("paper_method") if len(printed) else printed
         for name, s in summ.iterrows():
             computed_avgs[(archive, name)] = s["avg_acc"]
             p = printed.loc[name] if len(printed) and name in printed.index else None
             pa = float(p["avg_acc_pct"]) if p is not None else np.nan
             diff = 100 * s["avg_acc"] - pa
-            out["averages"].append({
-                "archive": archive, "method": name, "computed_pct": 100 * s["avg_acc"], "printed_pct": pa,
-                "diff_pp": diff, "status": "not printed" if np.isnan(pa) else
-                ("reproduced" if abs(diff) <= AVERAGE_TOLERANCE_PP + 1e-9 else "MISMATCH")})
+            out["averages"].append(
+                {
+                    "archive": archive,
+                    "method": name,
+                    "computed_pct": 100 * s["avg_acc"],
+                    "printed_pct": pa,
+                    "diff_pp": diff,
+                    "status": "not printed"
+                    if np.isnan(pa)
+                    else ("reproduced" if abs(diff) <= AVERAGE_TOLERANCE_PP + 1e-9 else "MISMATCH"),
+                }
+            )
             pr = float(p["avg_rank"]) if p is not None and not pd.isna(p["avg_rank"]) else np.nan
             lo, hi = rank_range.loc[name, "low"], rank_range.loc[name, "high"]
             if np.isnan(pr):
@@ -115,12 +128,25 @@ def paper_self_check(ref: PaperReference, reference: str = "chorustic", alpha: f
                 st = "unreachable from the 4-decimal table (rounding ties); printed value within the reachable range"
             else:
                 st = "INCONSISTENT: outside the range the table's rounding allows"
-            out["ranks"].append({"archive": archive, "method": name, "computed": s["avg_rank"], "printed": pr,
-                                 "reachable_low": lo, "reachable_high": hi, "status": st})
+            out["ranks"].append(
+                {
+                    "archive": archive,
+                    "method": name,
+                    "computed": s["avg_rank"],
+                    "printed": pr,
+                    "reachable_low": lo,
+                    "reachable_high": hi,
+                    "status": st,
+                }
+            )
             if name == disp.get(reference):
                 continue
             pw = _wtl_from_row(p) if p is not None else None
-            cw = WinTieLoss(int(s["wins"]), int(s["ties"]), int(s["losses"])) if not pd.isna(s["wins"]) else None
+            cw = (
+                WinTieLoss(int(s["wins"]), int(s["ties"]), int(s["losses"]))
+                if not pd.isna(s["wins"])
+                else None
+            )
             if pw is None or cw is None:
                 st = "not printed"
             elif pw == cw:
@@ -129,14 +155,25 @@ def paper_self_check(ref: PaperReference, reference: str = "chorustic", alpha: f
                 st = "unreachable from the 4-decimal table (rounding ties); printed value reachable"
             else:
                 st = "INCONSISTENT: not reachable from the table"
-            out["wtl"].append({"archive": archive, "method": name, "computed": str(cw) if cw else "",
-                               "printed": str(pw) if pw else "", "status": st})
+            out["wtl"].append(
+                {
+                    "archive": archive,
+                    "method": name,
+                    "computed": str(cw) if cw else "",
+                    "printed": str(pw) if pw else "",
+                    "status": st,
+                }
+            )
 
         # Wilcoxon + Holm on the whole family (every baseline of the table), as printed and as the table gives
         comp = comparison_frame(matrix, meta, reference, alpha, "main_" + archive)
         if comp.empty:
             continue
-        wil = ref.wilcoxon[ref.wilcoxon["archive_name"] == archive].set_index("baseline") if ref.wilcoxon is not None else pd.DataFrame()
+        wil = (
+            ref.wilcoxon[ref.wilcoxon["archive_name"] == archive].set_index("baseline")
+            if ref.wilcoxon is not None
+            else pd.DataFrame()
+        )
         values = matrix.complete()
         imposed_p, imposed_note = [], []
         for _, r in comp.iterrows():
@@ -160,87 +197,156 @@ def paper_self_check(ref: PaperReference, reference: str = "chorustic", alpha: f
             pr = wil.loc[name] if name in wil.index else None
             p_raw_printed = float(pr["raw_p"]) if pr is not None and not pd.isna(pr["raw_p"]) else np.nan
             p_holm_printed = float(pr["holm_p"]) if pr is not None and not pd.isna(pr["holm_p"]) else np.nan
-            row = {"archive": archive, "method": name, "computed_wtl": f"{r['wins']}/{r['ties']}/{r['losses']}",
-                   "printed_wtl": "" if pr is None else f"{int(pr['wins'])}/{int(pr['ties'])}/{int(pr['losses'])}",
-                   "n_eff": r["n_eff"], "W": r["W"], "p_raw": r["p_raw"], "p_holm": r["p_holm"],
-                   "p_raw_printed_wtl": imposed_p[i], "p_holm_printed_wtl": imposed_holm[i],
-                   "printed_p_raw": p_raw_printed, "printed_p_holm": p_holm_printed,
-                   "significant": bool(r["significant"]), "printed_significant": (p_holm_printed <= alpha) if not np.isnan(p_holm_printed) else None}
+            row = {
+                "archive": archive,
+                "method": name,
+                "computed_wtl": f"{r['wins']}/{r['ties']}/{r['losses']}",
+                "printed_wtl": ""
+                if pr is None
+                else f"{int(pr['wins'])}/{int(pr['ties'])}/{int(pr['losses'])}",
+                "n_eff": r["n_eff"],
+                "W": r["W"],
+                "p_raw": r["p_raw"],
+                "p_holm": r["p_holm"],
+                "p_raw_printed_wtl": imposed_p[i],
+                "p_holm_printed_wtl": imposed_holm[i],
+                "printed_p_raw": p_raw_printed,
+                "printed_p_holm": p_holm_printed,
+                "significant": bool(r["significant"]),
+                "printed_significant": (p_holm_printed <= alpha) if not np.isnan(p_holm_printed) else None,
+            }
             if pr is None:
                 row["status"] = "not printed"
             else:
                 checks = []
-                for kind, comp_v, imp_v, printed_v in (("raw", r["p_raw"], imposed_p[i], p_raw_printed),
-                                                        ("Holm", r["p_holm"], imposed_holm[i], p_holm_printed)):
+                for kind, comp_v, imp_v, printed_v in (
+                    ("raw", r["p_raw"], imposed_p[i], p_raw_printed),
+                    ("Holm", r["p_holm"], imposed_holm[i], p_holm_printed),
+                ):
                     if np.isnan(printed_v):
                         continue
                     if same_printed(comp_v, printed_v):
                         checks.append(f"{kind} p reproduced")
                     elif same_printed(imp_v, printed_v):
-                        checks.append(f"{kind} p reproduced once the printed W/T/L is imposed on the rounding ties")
+                        checks.append(
+                            f"{kind} p reproduced once the printed W/T/L is imposed on the rounding ties"
+                        )
                     else:
                         rel = abs(imp_v - printed_v) / printed_v
-                        checks.append(f"{kind} p not reproduced to 3 digits (closest {imp_v:.3g} vs {printed_v:.3g}, "
-                                      f"{100 * rel:.1f}% apart)")
-                sig_ok = row["printed_significant"] is None or row["printed_significant"] == row["significant"]
+                        checks.append(
+                            f"{kind} p not reproduced to 3 digits (closest {imp_v:.3g} vs {printed_v:.3g}, "
+                            f"{100 * rel:.1f}% apart)"
+                        )
+                sig_ok = (
+                    row["printed_significant"] is None or row["printed_significant"] == row["significant"]
+                )
                 checks.append("same significance decision" if sig_ok else "DIFFERENT significance decision")
                 row["status"] = "; ".join(checks)
             out["wilcoxon"].append(row)
         if ref.significant is not None:
-            sig = ref.significant[ref.significant["archive_name"] == archive].set_index("baseline")["significant"]
+            sig = ref.significant[ref.significant["archive_name"] == archive].set_index("baseline")[
+                "significant"
+            ]
             for _, r in comp.iterrows():
                 name = r["display_name"]
                 if name in sig.index:
-                    out["significance"].append({
-                        "archive": archive, "method": name, "computed_significant": bool(r["significant"]),
-                        "printed_significant": bool(sig[name]), "p_holm": r["p_holm"],
-                        "status": "reproduced" if bool(r["significant"]) == bool(sig[name]) else "MISMATCH"})
+                    out["significance"].append(
+                        {
+                            "archive": archive,
+                            "method": name,
+                            "computed_significant": bool(r["significant"]),
+                            "printed_significant": bool(sig[name]),
+                            "p_holm": r["p_holm"],
+                            "status": "reproduced"
+                            if bool(r["significant"]) == bool(sig[name])
+                            else "MISMATCH",
+                        }
+                    )
 
     if ref.gains is not None:
         for _, g in ref.gains.iterrows():
             a, b = g["method"], g["baseline"]
             from_table = np.nan
-            if g["run_protocol"] == "full" and (g["archive_name"], a) in computed_avgs and (g["archive_name"], b) in computed_avgs:
-                from_table = 100 * relative_gain(computed_avgs[(g["archive_name"], a)], computed_avgs[(g["archive_name"], b)])
-            pa = head[(head["archive_name"] == g["archive_name"]) & (head["run_protocol"] == g["run_protocol"])
-                      & (head["table"] != "ablation")].set_index("paper_method")["avg_acc_pct"] if len(head) else pd.Series(dtype=float)
+            if (
+                g["run_protocol"] == "full"
+                and (g["archive_name"], a) in computed_avgs
+                and (g["archive_name"], b) in computed_avgs
+            ):
+                from_table = 100 * relative_gain(
+                    computed_avgs[(g["archive_name"], a)], computed_avgs[(g["archive_name"], b)]
+                )
+            pa = (
+                head[
+                    (head["archive_name"] == g["archive_name"])
+                    & (head["run_protocol"] == g["run_protocol"])
+                    & (head["table"] != "ablation")
+                ].set_index("paper_method")["avg_acc_pct"]
+                if len(head)
+                else pd.Series(dtype=float)
+            )
             from_printed = 100 * relative_gain(pa[a], pa[b]) if a in pa.index and b in pa.index else np.nan
             printed = float(g["relative_gain_pct"])
             if not np.isnan(from_table) and round(from_table, 2) == printed:
                 st = "reproduced from the unrounded averages"
             elif not np.isnan(from_printed) and round(from_printed, 2) == printed:
-                st = ("reproduced from the printed (rounded) averages" +
-                      ("" if np.isnan(from_table) else f"; from unrounded averages: {from_table:.2f}"))
+                st = "reproduced from the printed (rounded) averages" + (
+                    "" if np.isnan(from_table) else f"; from unrounded averages: {from_table:.2f}"
+                )
             else:
                 st = "not reproduced"
-            out["gains"].append({"archive": g["archive_name"], "protocol": g["run_protocol"], "method": a, "baseline": b,
-                                 "from_unrounded_pct": from_table, "from_printed_averages_pct": from_printed,
-                                 "printed_pct": printed, "status": st})
+            out["gains"].append(
+                {
+                    "archive": g["archive_name"],
+                    "protocol": g["run_protocol"],
+                    "method": a,
+                    "baseline": b,
+                    "from_unrounded_pct": from_table,
+                    "from_printed_averages_pct": from_printed,
+                    "printed_pct": printed,
+                    "status": st,
+                }
+            )
 
     frames = {k: pd.DataFrame(v) for k, v in out.items()}
     verdict = []
     av = frames["averages"]
     printed_av = av[av["status"] != "not printed"] if len(av) else av
-    verdict.append({"check": "every printed average accuracy within 0.01 points",
-                    "passed": bool(len(printed_av)) and bool((printed_av["status"] == "reproduced").all()),
-                    "detail": f"{int((printed_av['status'] == 'reproduced').sum()) if len(printed_av) else 0}/{len(printed_av)} reproduced"})
+    verdict.append(
+        {
+            "check": "every printed average accuracy within 0.01 points",
+            "passed": bool(len(printed_av)) and bool((printed_av["status"] == "reproduced").all()),
+            "detail": f"{int((printed_av['status'] == 'reproduced').sum()) if len(printed_av) else 0}/{len(printed_av)} reproduced",
+        }
+    )
     for k in ("ranks", "wtl"):
         f = frames[k]
         f2 = f[f["status"] != "not printed"] if len(f) else f
         ok = bool(len(f2)) and not f2["status"].str.startswith("INCONSISTENT").any()
-        verdict.append({"check": f"every printed {'average rank' if k == 'ranks' else 'W/T/L'} reproduced or reachable under rounding",
-                        "passed": ok,
-                        "detail": f"{int((f2['status'] == 'reproduced').sum()) if len(f2) else 0}/{len(f2)} reproduced exactly, "
-                                  f"{int(f2['status'].str.startswith('unreachable').sum()) if len(f2) else 0} only reachable under rounding"})
+        verdict.append(
+            {
+                "check": f"every printed {'average rank' if k == 'ranks' else 'W/T/L'} reproduced or reachable under rounding",
+                "passed": ok,
+                "detail": f"{int((f2['status'] == 'reproduced').sum()) if len(f2) else 0}/{len(f2)} reproduced exactly, "
+                f"{int(f2['status'].str.startswith('unreachable').sum()) if len(f2) else 0} only reachable under rounding",
+            }
+        )
     w = frames["wilcoxon"]
     w2 = w[w["status"] != "not printed"] if len(w) else w
-    verdict.append({"check": "same Holm significance decision for every printed Wilcoxon comparison",
-                    "passed": bool(len(w2)) and not w2["status"].str.contains("DIFFERENT").any(),
-                    "detail": f"{len(w2)} printed comparisons"})
+    verdict.append(
+        {
+            "check": "same Holm significance decision for every printed Wilcoxon comparison",
+            "passed": bool(len(w2)) and not w2["status"].str.contains("DIFFERENT").any(),
+            "detail": f"{len(w2)} printed comparisons",
+        }
+    )
     s = frames["significance"]
-    verdict.append({"check": "Holm-significant comparisons (alpha = 0.05) are exactly those the paper names",
-                    "passed": bool(len(s)) and bool((s["status"] == "reproduced").all()),
-                    "detail": f"{int((s['status'] == 'reproduced').sum()) if len(s) else 0}/{len(s)} agree"})
+    verdict.append(
+        {
+            "check": "Holm-significant comparisons (alpha = 0.05) are exactly those the paper names",
+            "passed": bool(len(s)) and bool((s["status"] == "reproduced").all()),
+            "detail": f"{int((s['status'] == 'reproduced').sum()) if len(s) else 0}/{len(s)} agree",
+        }
+    )
     frames["verdict"] = pd.DataFrame(verdict)
     return frames
 
@@ -253,9 +359,14 @@ def _paper_column(method: str, meta: pd.DataFrame, columns) -> str | None:
     return inverse.get(method) if inverse.get(method) in columns else None
 
 
-def compare_with_paper(matrices: dict[tuple[str, str], AccuracyMatrix], meta: pd.DataFrame, ref: PaperReference,
-                       summaries: pd.DataFrame, threshold_pp: float = 2.0,
-                       ablation_summaries: pd.DataFrame | None = None) -> dict[str, pd.DataFrame]:
+def compare_with_paper(
+    matrices: dict[tuple[str, str], AccuracyMatrix],
+    meta: pd.DataFrame,
+    ref: PaperReference,
+    summaries: pd.DataFrame,
+    threshold_pp: float = 2.0,
+    ablation_summaries: pd.DataFrame | None = None,
+) -> dict[str, pd.DataFrame]:
     """Per-dataset and headline comparison of the harness's results with the paper.
 
     ``summaries``: the report's summary frame (every archive/protocol/method: ``avg_acc``, ``n_common``);
@@ -276,24 +387,60 @@ def compare_with_paper(matrices: dict[tuple[str, str], AccuracyMatrix], meta: pd
             for d in mx.values.index:
                 ours = mx.values.loc[d, m]
                 theirs = paper[col].get(d, np.nan)
-                rows.append({"archive": archive, "method": m, "display_name": meta.loc[m, "display_name"],
-                             "reported": bool(meta.loc[m, "reported"]), "dataset": d, "ours": ours, "paper": theirs,
-                             "diff_pp": 100 * (ours - theirs) if not (np.isnan(ours) or np.isnan(theirs)) else np.nan,
-                             "note": "" if not np.isnan(theirs) and not np.isnan(ours) else
-                             ("missing in our results" if np.isnan(ours) else "dataset not in the paper's table")})
-    per = pd.DataFrame(rows, columns=["archive", "method", "display_name", "reported", "dataset", "ours", "paper", "diff_pp", "note"])
+                rows.append(
+                    {
+                        "archive": archive,
+                        "method": m,
+                        "display_name": meta.loc[m, "display_name"],
+                        "reported": bool(meta.loc[m, "reported"]),
+                        "dataset": d,
+                        "ours": ours,
+                        "paper": theirs,
+                        "diff_pp": 100 * (ours - theirs)
+                        if not (np.isnan(ours) or np.isnan(theirs))
+                        else np.nan,
+                        "note": ""
+                        if not np.isnan(theirs) and not np.isnan(ours)
+                        else (
+                            "missing in our results" if np.isnan(ours) else "dataset not in the paper's table"
+                        ),
+                    }
+                )
+    per = pd.DataFrame(
+        rows,
+        columns=[
+            "archive",
+            "method",
+            "display_name",
+            "reported",
+            "dataset",
+            "ours",
+            "paper",
+            "diff_pp",
+            "note",
+        ],
+    )
     per["off"] = per["diff_pp"].abs() > threshold_pp
     pm = []
     for (archive, m), g in per.groupby(["archive", "method"], sort=False):
         both = g.dropna(subset=["diff_pp"])
         off = both[both["off"]]
-        pm.append({"archive": archive, "method": m, "display_name": g["display_name"].iloc[0],
-                   "reported": bool(g["reported"].iloc[0]), "n_compared": len(both),
-                   "n_missing_ours": int(g["ours"].isna().sum()), "n_not_in_paper": int(g["paper"].isna().sum()),
-                   "mean_abs_diff_pp": both["diff_pp"].abs().mean() if len(both) else np.nan,
-                   "mean_diff_pp": both["diff_pp"].mean() if len(both) else np.nan,
-                   "max_abs_diff_pp": both["diff_pp"].abs().max() if len(both) else np.nan,
-                   "n_off": len(off), "datasets_off": ", ".join(f"{d} ({v:+.2f})" for d, v in zip(off["dataset"], off["diff_pp"]))})
+        pm.append(
+            {
+                "archive": archive,
+                "method": m,
+                "display_name": g["display_name"].iloc[0],
+                "reported": bool(g["reported"].iloc[0]),
+                "n_compared": len(both),
+                "n_missing_ours": int(g["ours"].isna().sum()),
+                "n_not_in_paper": int(g["paper"].isna().sum()),
+                "mean_abs_diff_pp": both["diff_pp"].abs().mean() if len(both) else np.nan,
+                "mean_diff_pp": both["diff_pp"].mean() if len(both) else np.nan,
+                "max_abs_diff_pp": both["diff_pp"].abs().max() if len(both) else np.nan,
+                "n_off": len(off),
+                "datasets_off": ", ".join(f"{d} ({v:+.2f})" for d, v in zip(off["dataset"], off["diff_pp"])),
+            }
+        )
     per_method = pd.DataFrame(pm)
 
     head_rows = []
@@ -307,10 +454,18 @@ def compare_with_paper(matrices: dict[tuple[str, str], AccuracyMatrix], meta: pd
             run = next((c for c in cands if c in meta.index), None)
             if run is None:
                 continue
-            src = ablation_summaries if h["table"] == "ablation" and ablation_summaries is not None else summaries
+            src = (
+                ablation_summaries
+                if h["table"] == "ablation" and ablation_summaries is not None
+                else summaries
+            )
             if src is None or src.empty:
                 continue
-            s = src[(src["archive"] == h["archive_name"]) & (src["protocol"] == h["run_protocol"]) & (src["method"] == run)]
+            s = src[
+                (src["archive"] == h["archive_name"])
+                & (src["protocol"] == h["run_protocol"])
+                & (src["method"] == run)
+            ]
             if s.empty:
                 continue
             s = s.iloc[0]
@@ -318,20 +473,36 @@ def compare_with_paper(matrices: dict[tuple[str, str], AccuracyMatrix], meta: pd
             paper_tab = ref.per_dataset.get(h["archive_name"])
             mx = matrices.get((h["archive_name"], h["run_protocol"]))
             col = _paper_column(run, meta, paper_tab.columns) if paper_tab is not None else None
-            if h["run_protocol"] == "full" and col is not None and mx is not None and h["table"] != "ablation":
-                common = [d for d in mx.common([m for m in mx.methods_with_results if m in set(src["method"])])
-                          if d in paper_tab.index]
+            if (
+                h["run_protocol"] == "full"
+                and col is not None
+                and mx is not None
+                and h["table"] != "ablation"
+            ):
+                common = [
+                    d
+                    for d in mx.common([m for m in mx.methods_with_results if m in set(src["method"])])
+                    if d in paper_tab.index
+                ]
                 if common and len(common) == s["n_common"]:
                     same = 100 * paper_tab.loc[common, col].mean()
             ours = 100 * s["avg_acc"]
-            head_rows.append({
-                "table": h["table"], "archive": h["archive_name"], "protocol": h["run_protocol"], "method": run,
-                "display_name": meta.loc[run, "display_name"], "reported": bool(meta.loc[run, "reported"]),
-                "ours_pct": ours, "ours_n_datasets": int(s["n_common"]),
-                "paper_same_datasets_pct": same, "diff_same_datasets_pp": ours - same if not np.isnan(same) else np.nan,
-                "paper_printed_pct": float(h["avg_acc_pct"]),
-                "paper_n_datasets": int(h["n_datasets"]) if not pd.isna(h["n_datasets"]) else np.nan,
-                "diff_printed_pp": ours - float(h["avg_acc_pct"]),
-            })
+            head_rows.append(
+                {
+                    "table": h["table"],
+                    "archive": h["archive_name"],
+                    "protocol": h["run_protocol"],
+                    "method": run,
+                    "display_name": meta.loc[run, "display_name"],
+                    "reported": bool(meta.loc[run, "reported"]),
+                    "ours_pct": ours,
+                    "ours_n_datasets": int(s["n_common"]),
+                    "paper_same_datasets_pct": same,
+                    "diff_same_datasets_pp": ours - same if not np.isnan(same) else np.nan,
+                    "paper_printed_pct": float(h["avg_acc_pct"]),
+                    "paper_n_datasets": int(h["n_datasets"]) if not pd.isna(h["n_datasets"]) else np.nan,
+                    "diff_printed_pp": ours - float(h["avg_acc_pct"]),
+                }
+            )
     headline = pd.DataFrame(head_rows)
     return {"per_dataset": per, "per_method": per_method, "headline": headline}

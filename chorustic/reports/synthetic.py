@@ -16,14 +16,24 @@ import pandas as pd
 
 from chorustic.io import atomic_write_text
 
-__all__ = ["SyntheticMethod", "DEFAULT_SYNTHETIC_METHODS", "synthetic_accuracies", "write_synthetic_accuracies",
-           "PROTOCOLS"]
+__all__ = [
+    "SyntheticMethod",
+    "DEFAULT_SYNTHETIC_METHODS",
+    "synthetic_accuracies",
+    "write_synthetic_accuracies",
+    "PROTOCOLS",
+]
 
 #: protocol -> (family, budget, accuracy penalty)
 PROTOCOLS = {
-    "full": ("full", None, 0.0), "fixed5": ("fixed_shot", 5, 0.10), "fixed10": ("fixed_shot", 10, 0.06),
-    "prop20": ("proportional", 20, 0.07), "prop30": ("proportional", 30, 0.055), "prop40": ("proportional", 40, 0.04),
-    "prop50": ("proportional", 50, 0.03), "prop60": ("proportional", 60, 0.02),
+    "full": ("full", None, 0.0),
+    "fixed5": ("fixed_shot", 5, 0.10),
+    "fixed10": ("fixed_shot", 10, 0.06),
+    "prop20": ("proportional", 20, 0.07),
+    "prop30": ("proportional", 30, 0.055),
+    "prop40": ("proportional", 40, 0.04),
+    "prop50": ("proportional", 50, 0.03),
+    "prop60": ("proportional", 60, 0.02),
 }
 
 
@@ -47,17 +57,55 @@ DEFAULT_SYNTHETIC_METHODS = (
     SyntheticMethod("mantisv2_lr", "MantisV2+LR", "Frozen TSFM", True, 0.02),
     SyntheticMethod("nutime_rf", "NuTime+RF", "Frozen TSFM", True, -0.12),
     SyntheticMethod("minirocket", "MiniRocket", "Classical", True, 0.04),
-    SyntheticMethod("tict", "TiCT", "Time-series ICL", False, 0.01, reported=True, archives=("UCR",), protocols=("full",)),
-    SyntheticMethod("chorustic_no_channel_attention", "ChorusTIC w/o channel attention", "Time-series ICL", False, 0.04,
-                    archives=("UEA",), protocols=("full",)),
-    SyntheticMethod("chorustic_no_calibration", "ChorusTIC w/o calibration", "Time-series ICL", False, 0.03,
-                    archives=("UEA",), protocols=("full",)),
+    SyntheticMethod(
+        "tict", "TiCT", "Time-series ICL", False, 0.01, reported=True, archives=("UCR",), protocols=("full",)
+    ),
+    SyntheticMethod(
+        "chorustic_no_channel_attention",
+        "ChorusTIC w/o channel attention",
+        "Time-series ICL",
+        False,
+        0.04,
+        archives=("UEA",),
+        protocols=("full",),
+    ),
+    SyntheticMethod(
+        "chorustic_no_calibration",
+        "ChorusTIC w/o calibration",
+        "Time-series ICL",
+        False,
+        0.03,
+        archives=("UEA",),
+        protocols=("full",),
+    ),
 )
 
-DEFAULT_UEA = ("ArticularyWordRecognition", "AtrialFibrillation", "BasicMotions", "Cricket", "Epilepsy", "ERing",
-               "JapaneseVowels", "Libras", "NATOPS", "RacketSports")
-DEFAULT_UCR = ("ArrowHead", "Beef", "BeetleFly", "CBF", "Coffee", "ECG200", "GunPoint", "ItalyPowerDemand", "Meat",
-               "OSULeaf", "Plane", "Trace")
+DEFAULT_UEA = (
+    "ArticularyWordRecognition",
+    "AtrialFibrillation",
+    "BasicMotions",
+    "Cricket",
+    "Epilepsy",
+    "ERing",
+    "JapaneseVowels",
+    "Libras",
+    "NATOPS",
+    "RacketSports",
+)
+DEFAULT_UCR = (
+    "ArrowHead",
+    "Beef",
+    "BeetleFly",
+    "CBF",
+    "Coffee",
+    "ECG200",
+    "GunPoint",
+    "ItalyPowerDemand",
+    "Meat",
+    "OSULeaf",
+    "Plane",
+    "Trace",
+)
 
 
 def synthetic_accuracies(
@@ -92,27 +140,71 @@ def synthetic_accuracies(
                     family, budget, penalty = PROTOCOLS[protocol]
                     seeds = [0] if (family == "full" or m.reported) else list(range(n_seeds))
                     for s in seeds:
-                        row = {"method": m.name, "display_name": m.display_name, "group": m.group,
-                               "fits_on_target": m.fits_on_target, "reported": m.reported, "archive": archive,
-                               "dataset": d, "protocol": protocol, "family": family, "budget": budget, "seed": s,
-                               "n_test": n_test, "n_classes": 3, "n_context": 30, "error": "", "result_file": ""}
+                        row = {
+                            "method": m.name,
+                            "display_name": m.display_name,
+                            "group": m.group,
+                            "fits_on_target": m.fits_on_target,
+                            "reported": m.reported,
+                            "archive": archive,
+                            "dataset": d,
+                            "protocol": protocol,
+                            "family": family,
+                            "budget": budget,
+                            "seed": s,
+                            "n_test": n_test,
+                            "n_classes": 3,
+                            "n_context": 30,
+                            "error": "",
+                            "result_file": "",
+                        }
                         if d in ineligible.get(protocol, ()):
-                            row.update(status="ineligible", accuracy=np.nan,
-                                       error=f"a class has fewer than {budget} training examples")
+                            row.update(
+                                status="ineligible",
+                                accuracy=np.nan,
+                                error=f"a class has fewer than {budget} training examples",
+                            )
                         elif (m.name, d, protocol, s) in failed:
-                            row.update(status="failed", accuracy=np.nan, error="synthetic failure (RuntimeError)")
+                            row.update(
+                                status="failed", accuracy=np.nan, error="synthetic failure (RuntimeError)"
+                            )
                         else:
                             acc = np.clip(base + m.skill - penalty + rng.normal(0, 0.03), 0.0, 1.0)
-                            row.update(status="reported" if m.reported else "ok",
-                                       accuracy=round(acc * n_test) / n_test,
-                                       fit_time_s=float(rng.uniform(0.1, 5)), predict_time_s=float(rng.uniform(0.1, 2)),
-                                       peak_memory_mb=float(rng.uniform(200, 900)))
+                            row.update(
+                                status="reported" if m.reported else "ok",
+                                accuracy=round(acc * n_test) / n_test,
+                                fit_time_s=float(rng.uniform(0.1, 5)),
+                                predict_time_s=float(rng.uniform(0.1, 2)),
+                                peak_memory_mb=float(rng.uniform(200, 900)),
+                            )
                             if not m.reported:
-                                row["result_file"] = f"{protocol}/{m.name}/Predictions/{d}/testResample{s}.csv"
+                                row["result_file"] = (
+                                    f"{protocol}/{m.name}/Predictions/{d}/testResample{s}.csv"
+                                )
                         rows.append(row)
-    cols = ["method", "display_name", "group", "fits_on_target", "reported", "archive", "dataset", "protocol",
-            "family", "budget", "seed", "status", "accuracy", "n_context", "n_test", "n_classes", "fit_time_s",
-            "predict_time_s", "peak_memory_mb", "error", "result_file"]
+    cols = [
+        "method",
+        "display_name",
+        "group",
+        "fits_on_target",
+        "reported",
+        "archive",
+        "dataset",
+        "protocol",
+        "family",
+        "budget",
+        "seed",
+        "status",
+        "accuracy",
+        "n_context",
+        "n_test",
+        "n_classes",
+        "fit_time_s",
+        "predict_time_s",
+        "peak_memory_mb",
+        "error",
+        "result_file",
+    ]
     df = pd.DataFrame(rows).reindex(columns=cols)
     df["budget"] = df["budget"].astype("Int64")
     return df

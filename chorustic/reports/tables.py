@@ -60,8 +60,10 @@ def _missing_note(matrix: AccuracyMatrix, methods: list[str]) -> str | None:
         return None
     per = miss.groupby("method").size()
     parts = ", ".join(f"{m}: {n}" for m, n in per.items())
-    return (f"Missing runs (failed or absent; listed in missing_runs.csv, never imputed): {len(miss)} ({parts}); "
-            "a dataset with a missing run is left out of the averages of every method.")
+    return (
+        f"Missing runs (failed or absent; listed in missing_runs.csv, never imputed): {len(miss)} ({parts}); "
+        "a dataset with a missing run is left out of the averages of every method."
+    )
 
 
 def _dagger_note(methods: list[str], meta: pd.DataFrame) -> str | None:
@@ -71,8 +73,9 @@ def _dagger_note(methods: list[str], meta: pd.DataFrame) -> str | None:
     return f"\u2020 {DAGGER_NOTE}: accuracies of {', '.join(rep)} are taken from published results."
 
 
-def summary_frame(matrix: AccuracyMatrix, meta: pd.DataFrame, reference: str | None,
-                  methods: list[str] | None = None) -> pd.DataFrame:
+def summary_frame(
+    matrix: AccuracyMatrix, meta: pd.DataFrame, reference: str | None, methods: list[str] | None = None
+) -> pd.DataFrame:
     """Per method: the common-set size, average accuracy, average rank, W/T/L against ``reference`` and the
     number of missing runs (one row per method, in the order given)."""
     methods = list(matrix.methods if methods is None else [m for m in methods if m in matrix.methods])
@@ -85,14 +88,25 @@ def summary_frame(matrix: AccuracyMatrix, meta: pd.DataFrame, reference: str | N
     rows = []
     for m in methods:
         row = {
-            "archive": matrix.archive, "protocol": matrix.protocol, "family": matrix.family,
-            "budget": matrix.budget, "method": m, "display_name": meta.loc[m, "display_name"],
-            "group": meta.loc[m, "group"], "fits_on_target": bool(meta.loc[m, "fits_on_target"]),
-            "reported": bool(meta.loc[m, "reported"]), "n_eligible": len(matrix.values),
-            "n_common": len(common), "n_with_result": int(matrix.values[m].notna().sum()),
-            "n_missing_runs": matrix.n_missing(m), "n_context_sets": len(matrix.seeds),
-            "avg_acc": float(avg.get(m, np.nan)), "avg_rank": float(rank.get(m, np.nan)),
-            "wins": np.nan, "ties": np.nan, "losses": np.nan,
+            "archive": matrix.archive,
+            "protocol": matrix.protocol,
+            "family": matrix.family,
+            "budget": matrix.budget,
+            "method": m,
+            "display_name": meta.loc[m, "display_name"],
+            "group": meta.loc[m, "group"],
+            "fits_on_target": bool(meta.loc[m, "fits_on_target"]),
+            "reported": bool(meta.loc[m, "reported"]),
+            "n_eligible": len(matrix.values),
+            "n_common": len(common),
+            "n_with_result": int(matrix.values[m].notna().sum()),
+            "n_missing_runs": matrix.n_missing(m),
+            "n_context_sets": len(matrix.seeds),
+            "avg_acc": float(avg.get(m, np.nan)),
+            "avg_rank": float(rank.get(m, np.nan)),
+            "wins": np.nan,
+            "ties": np.nan,
+            "losses": np.nan,
         }
         if ref_ok and m in with_results and m != reference:
             wtl = win_tie_loss(comp[reference], comp[m])
@@ -111,8 +125,14 @@ def _common_note(matrix: AccuracyMatrix, n_methods: int, what: str = "Average ac
     return f"{what} over the {n_common} datasets on which all {n_methods} methods have a result{extra}{ctx}."
 
 
-def main_table(matrix: AccuracyMatrix, meta: pd.DataFrame, reference: str | None, name: str,
-               layout: str, exclude: list[str] = ()) -> Table:
+def main_table(
+    matrix: AccuracyMatrix,
+    meta: pd.DataFrame,
+    reference: str | None,
+    name: str,
+    layout: str,
+    exclude: list[str] = (),
+) -> Table:
     """Table 1 / Table 2: protocol group, method, target fit, average accuracy, average rank, W/T/L."""
     methods = ordered_methods([m for m in matrix.methods if m not in exclude], meta, layout)
     summ = summary_frame(matrix, meta, reference, methods).set_index("method")
@@ -134,38 +154,73 @@ def main_table(matrix: AccuracyMatrix, meta: pd.DataFrame, reference: str | None
         breaks.add(len(body))
         for j, m in enumerate(block):
             s = summ.loc[m]
-            row = [Cell(g if j == 0 else ""), _method_cell(m, meta), Cell("Yes" if s["fits_on_target"] else "No"),
-                   _marked(fmt(s["avg_acc"], 2, 100), acc_mark.get(m)), _marked(fmt(s["avg_rank"], 2), rank_mark.get(m))]
+            row = [
+                Cell(g if j == 0 else ""),
+                _method_cell(m, meta),
+                Cell("Yes" if s["fits_on_target"] else "No"),
+                _marked(fmt(s["avg_acc"], 2, 100), acc_mark.get(m)),
+                _marked(fmt(s["avg_rank"], 2), rank_mark.get(m)),
+            ]
             if ref_ok:
-                row.append(Cell("\u2014" if m == reference else
-                                ("-" if pd.isna(s["wins"]) else f"{s['wins']}/{s['ties']}/{s['losses']}")))
+                row.append(
+                    Cell(
+                        "\u2014"
+                        if m == reference
+                        else ("-" if pd.isna(s["wins"]) else f"{s['wins']}/{s['ties']}/{s['losses']}")
+                    )
+                )
             if show_missing:
                 row.append(Cell(str(int(s["n_missing_runs"]))))
             body.append(row)
     n_elig = len(matrix.values)
-    title = (f"Classification results on {archive_title(matrix.archive, n_elig)} "
-             f"({budget_label(matrix.family, matrix.budget)} protocol)")
-    notes = [_common_note(matrix, len(have)),
-             "\"Target fit\": a dataset-specific classifier is fitted on the target training split. "
-             "Best and second-best values in bold and underlined (full-precision accuracies)."]
+    title = (
+        f"Classification results on {archive_title(matrix.archive, n_elig)} "
+        f"({budget_label(matrix.family, matrix.budget)} protocol)"
+    )
+    notes = [
+        _common_note(matrix, len(have)),
+        '"Target fit": a dataset-specific classifier is fitted on the target training split. '
+        "Best and second-best values in bold and underlined (full-precision accuracies).",
+    ]
     if ref_ok:
         notes.append(f"W/T/L from the perspective of {meta.loc[reference, 'display_name']}.")
     else:
-        notes.append("No W/T/L: the reference method" + (f" {meta.loc[reference, 'display_name']!r}" if reference in meta.index
-                                                          else "") + " has no result here.")
+        notes.append(
+            "No W/T/L: the reference method"
+            + (f" {meta.loc[reference, 'display_name']!r}" if reference in meta.index else "")
+            + " has no result here."
+        )
     if matrix.methods_without_results:
-        notes.append("No result at all: " + ", ".join(str(meta.loc[m, 'display_name']) for m in
-                                                      matrix.methods_without_results if m in methods) + ".")
+        notes.append(
+            "No result at all: "
+            + ", ".join(
+                str(meta.loc[m, "display_name"]) for m in matrix.methods_without_results if m in methods
+            )
+            + "."
+        )
     for n in (_missing_note(matrix, methods), _dagger_note(methods, meta)):
         if n:
             notes.append(n)
     notes = [n for n in notes if not n.endswith("No result at all: .")]
-    return Table(name=name, caption=title, header=header, align=align, body=body,
-                 data=summ.reset_index(), midrules_before=breaks, notes=notes)
+    return Table(
+        name=name,
+        caption=title,
+        header=header,
+        align=align,
+        body=body,
+        data=summ.reset_index(),
+        midrules_before=breaks,
+        notes=notes,
+    )
 
 
-def budget_table(matrices: list[AccuracyMatrix], meta: pd.DataFrame, name: str, exclude: list[str] = (),
-                 reference: str | None = None) -> Table:
+def budget_table(
+    matrices: list[AccuracyMatrix],
+    meta: pd.DataFrame,
+    name: str,
+    exclude: list[str] = (),
+    reference: str | None = None,
+) -> Table:
     """Table 3 (fixed-shot: one column per k) or the context-scaling table (one column per fraction):
     average accuracy per budget, each over the datasets eligible at that budget where every method has a
     result."""
@@ -174,7 +229,9 @@ def budget_table(matrices: list[AccuracyMatrix], meta: pd.DataFrame, name: str, 
     archive, family = matrices[0].archive, matrices[0].family
     all_methods = sorted({m for mx in matrices for m in mx.methods if m not in exclude})
     methods = ordered_methods(all_methods, meta, "low_label")
-    summaries = {mx.protocol: summary_frame(mx, meta, reference, methods).set_index("method") for mx in matrices}
+    summaries = {
+        mx.protocol: summary_frame(mx, meta, reference, methods).set_index("method") for mx in matrices
+    }
     header = ["Method", "Target fit"] + [budget_label(mx.family, mx.budget) for mx in matrices]
     align = "lc" + "r" * len(matrices)
     marks = {}
@@ -197,16 +254,24 @@ def budget_table(matrices: list[AccuracyMatrix], meta: pd.DataFrame, name: str, 
     notes = []
     for mx in matrices:
         have = [m for m in methods if m in mx.methods_with_results]
-        inel = f"; {len(mx.ineligible)} ineligible ({', '.join(mx.ineligible['dataset'])})" if len(mx.ineligible) else ""
+        inel = (
+            f"; {len(mx.ineligible)} ineligible ({', '.join(mx.ineligible['dataset'])})"
+            if len(mx.ineligible)
+            else ""
+        )
         sets = f"{len(mx.seeds)} context set{'s' if len(mx.seeds) != 1 else ''}"
-        notes.append(f"{budget_label(mx.family, mx.budget)}: averaged over {sets} and over the "
-                     f"{len(mx.common(have))} datasets where all {len(have)} methods have a result "
-                     f"({len(mx.values)} eligible{inel}).")
+        notes.append(
+            f"{budget_label(mx.family, mx.budget)}: averaged over {sets} and over the "
+            f"{len(mx.common(have))} datasets where all {len(have)} methods have a result "
+            f"({len(mx.values)} eligible{inel})."
+        )
         miss = _missing_note(mx, methods)
         if miss:
             notes.append(f"{budget_label(mx.family, mx.budget)}: {miss}")
-    notes.append("Within each budget all methods use the same datasets and the same context sets. "
-                 "Best and second-best in bold and underlined.")
+    notes.append(
+        "Within each budget all methods use the same datasets and the same context sets. "
+        "Best and second-best in bold and underlined."
+    )
     dn = _dagger_note(methods, meta)
     if dn:
         notes.append(dn)
@@ -214,12 +279,25 @@ def budget_table(matrices: list[AccuracyMatrix], meta: pd.DataFrame, name: str, 
         warnings.simplefilter("ignore", FutureWarning)  # all-NA W/T/L columns
         data = pd.concat(list(summaries.values()), names=["method"]).reset_index()
     data = data[data["method"].isin(methods)]
-    return Table(name=name, caption=title, header=header, align=align, body=body, data=data,
-                 midrules_before=breaks, notes=notes)
+    return Table(
+        name=name,
+        caption=title,
+        header=header,
+        align=align,
+        body=body,
+        data=data,
+        midrules_before=breaks,
+        notes=notes,
+    )
 
 
-def ablation_table(matrix: AccuracyMatrix, meta: pd.DataFrame, reference: str,
-                   ablations: dict[str, tuple[str, str]], name: str) -> Table:
+def ablation_table(
+    matrix: AccuracyMatrix,
+    meta: pd.DataFrame,
+    reference: str,
+    ablations: dict[str, tuple[str, str]],
+    name: str,
+) -> Table:
     """Table 4: the complete model and its ablation variants, average accuracy and its change in
     percentage points, on the datasets where all of them have a result."""
     variants = [m for m in ablations if m in matrix.methods]
@@ -228,11 +306,17 @@ def ablation_table(matrix: AccuracyMatrix, meta: pd.DataFrame, reference: str,
     have = [m for m in methods if m in matrix.methods_with_results]
     marks = dict(zip(have, mark_best(summ.loc[have, "avg_acc"], True))) if have else {}
     ref_acc = summ.loc[reference, "avg_acc"] if reference in summ.index else np.nan
-    body, breaks, rows = [], set(), []
+    body, breaks = [], set()
     if reference in summ.index:
         breaks.add(0)
-        body.append([Cell("Complete model"), _method_cell(reference, meta), _marked(fmt(ref_acc, 2, 100), marks.get(reference)),
-                     Cell(fmt(0.0, 2))])
+        body.append(
+            [
+                Cell("Complete model"),
+                _method_cell(reference, meta),
+                _marked(fmt(ref_acc, 2, 100), marks.get(reference)),
+                Cell(fmt(0.0, 2)),
+            ]
+        )
     last_factor = None
     for m in variants:
         factor, label = ablations[m]
@@ -240,31 +324,52 @@ def ablation_table(matrix: AccuracyMatrix, meta: pd.DataFrame, reference: str,
             breaks.add(len(body))
         acc = summ.loc[m, "avg_acc"]
         delta = (acc - ref_acc) * 100 if not (math.isnan(acc) or math.isnan(ref_acc)) else np.nan
-        body.append([Cell(factor if factor != last_factor else ""), Cell(label),
-                     _marked(fmt(acc, 2, 100), marks.get(m)), Cell(fmt(delta, 2, signed=True))])
+        body.append(
+            [
+                Cell(factor if factor != last_factor else ""),
+                Cell(label),
+                _marked(fmt(acc, 2, 100), marks.get(m)),
+                Cell(fmt(delta, 2, signed=True)),
+            ]
+        )
         last_factor = factor
     data = summ.reset_index()
     data["factor"] = data["method"].map(lambda m: ablations.get(m, ("Complete model", ""))[0])
-    data["variant"] = data["method"].map(lambda m: ablations.get(m, ("", str(meta.loc[m, "display_name"])))[1])
+    data["variant"] = data["method"].map(
+        lambda m: ablations.get(m, ("", str(meta.loc[m, "display_name"])))[1]
+    )
     data["delta_acc_pp"] = (data["avg_acc"] - ref_acc) * 100
-    notes = [_common_note(matrix, len(have), "Average accuracy"),
-             f"\u0394 Acc. in percentage points relative to the complete model ({meta.loc[reference, 'display_name']})."
-             if reference in meta.index else "The complete model has no result: no \u0394 Acc."]
+    notes = [
+        _common_note(matrix, len(have), "Average accuracy"),
+        f"\u0394 Acc. in percentage points relative to the complete model ({meta.loc[reference, 'display_name']})."
+        if reference in meta.index
+        else "The complete model has no result: no \u0394 Acc.",
+    ]
     miss = _missing_note(matrix, methods)
     if miss:
         notes.append(miss)
-    return Table(name=name, caption=f"Ablation results on {archive_title(matrix.archive, len(matrix.values))}",
-                 header=["Factor", "Variant", "Avg. Acc. (%)", "\u0394 Acc. (pp)"], align="llrr", body=body,
-                 data=data, midrules_before=breaks, notes=notes)
+    return Table(
+        name=name,
+        caption=f"Ablation results on {archive_title(matrix.archive, len(matrix.values))}",
+        header=["Factor", "Variant", "Avg. Acc. (%)", "\u0394 Acc. (pp)"],
+        align="llrr",
+        body=body,
+        data=data,
+        midrules_before=breaks,
+        notes=notes,
+    )
 
 
-def per_dataset_table(matrix: AccuracyMatrix, meta: pd.DataFrame, name: str, layout: str,
-                      exclude: list[str] = ()) -> Table:
+def per_dataset_table(
+    matrix: AccuracyMatrix, meta: pd.DataFrame, name: str, layout: str, exclude: list[str] = ()
+) -> Table:
     """Appendix per-dataset accuracies (4 decimals, best/second per row on the displayed values), with the
     average accuracy and rank of the common set as footer rows."""
     methods = ordered_methods([m for m in matrix.methods if m not in exclude], meta, layout)
     vals = matrix.values[methods]
-    header = ["Dataset"] + [str(meta.loc[m, "display_name"]) + ("\u2020" if meta.loc[m, "reported"] else "") for m in methods]
+    header = ["Dataset"] + [
+        str(meta.loc[m, "display_name"]) + ("\u2020" if meta.loc[m, "reported"] else "") for m in methods
+    ]
     body = []
     for d, row in vals.iterrows():
         marks = mark_best(row.to_numpy(), True, decimals=4)
@@ -274,24 +379,49 @@ def per_dataset_table(matrix: AccuracyMatrix, meta: pd.DataFrame, name: str, lay
     footer_start = len(body)
     acc_marks = dict(zip(have, mark_best(summ.loc[have, "avg_acc"], True))) if have else {}
     rank_marks = dict(zip(have, mark_best(summ.loc[have, "avg_rank"], False))) if have else {}
-    body.append([Cell("Avg. Acc. (%)", bold=True)] + [_marked(fmt(summ.loc[m, "avg_acc"], 2, 100), acc_marks.get(m)) for m in methods])
-    body.append([Cell("Avg. Rank", bold=True)] + [_marked(fmt(summ.loc[m, "avg_rank"], 2), rank_marks.get(m)) for m in methods])
+    body.append(
+        [Cell("Avg. Acc. (%)", bold=True)]
+        + [_marked(fmt(summ.loc[m, "avg_acc"], 2, 100), acc_marks.get(m)) for m in methods]
+    )
+    body.append(
+        [Cell("Avg. Rank", bold=True)]
+        + [_marked(fmt(summ.loc[m, "avg_rank"], 2), rank_marks.get(m)) for m in methods]
+    )
     n = len(matrix.values)
-    notes = ["Best and second-best per dataset in bold and underlined, based on the displayed four-decimal accuracies; "
-             "\"-\" marks a missing result.",
-             _common_note(matrix, len(have), "Avg. Acc. and Avg. Rank (full precision, ranked among the methods shown)")]
+    notes = [
+        "Best and second-best per dataset in bold and underlined, based on the displayed four-decimal accuracies; "
+        '"-" marks a missing result.',
+        _common_note(
+            matrix, len(have), "Avg. Acc. and Avg. Rank (full precision, ranked among the methods shown)"
+        ),
+    ]
     for extra in (_missing_note(matrix, methods), _dagger_note(methods, meta)):
         if extra:
             notes.append(extra)
     data = vals.reset_index()
-    return Table(name=name, caption=f"Per-dataset accuracy on {archive_title(matrix.archive, n)} "
-                                    f"({budget_label(matrix.family, matrix.budget)} protocol)",
-                 header=header, align="l" + "r" * len(methods), body=body, data=data,
-                 midrules_before={footer_start}, notes=notes, long=n > 40, wide=n <= 40 and len(methods) > 6)
+    return Table(
+        name=name,
+        caption=f"Per-dataset accuracy on {archive_title(matrix.archive, n)} "
+        f"({budget_label(matrix.family, matrix.budget)} protocol)",
+        header=header,
+        align="l" + "r" * len(methods),
+        body=body,
+        data=data,
+        midrules_before={footer_start},
+        notes=notes,
+        long=n > 40,
+        wide=n <= 40 and len(methods) > 6,
+    )
 
 
-def comparison_frame(matrix: AccuracyMatrix, meta: pd.DataFrame, reference: str, alpha: float,
-                     layout: str, exclude: list[str] = ()) -> pd.DataFrame:
+def comparison_frame(
+    matrix: AccuracyMatrix,
+    meta: pd.DataFrame,
+    reference: str,
+    alpha: float,
+    layout: str,
+    exclude: list[str] = (),
+) -> pd.DataFrame:
     """:func:`chorustic.stats.compare_with_reference` on the common set of the matrix's methods (one Holm
     family), with archive/protocol/display-name columns; empty if the reference has no result."""
     methods = ordered_methods([m for m in matrix.methods_with_results if m not in exclude], meta, layout)
@@ -310,20 +440,41 @@ def comparison_frame(matrix: AccuracyMatrix, meta: pd.DataFrame, reference: str,
     return out
 
 
-def stats_table(comparison: pd.DataFrame, matrix: AccuracyMatrix, meta: pd.DataFrame, reference: str,
-                alpha: float, name: str) -> Table:
+def stats_table(
+    comparison: pd.DataFrame,
+    matrix: AccuracyMatrix,
+    meta: pd.DataFrame,
+    reference: str,
+    alpha: float,
+    name: str,
+) -> Table:
     """The statistical comparison table: W/T/L, n_eff, W, raw p, Holm p, significance, averages, gain."""
-    header = ["Method", "W/T/L", "n_eff", "W", "p (raw)", "p (Holm)", f"Sig. (\u03b1={alpha:g})",
-              "Avg. Acc. (%)", "Rel. gain (%)"]
+    header = [
+        "Method",
+        "W/T/L",
+        "n_eff",
+        "W",
+        "p (raw)",
+        "p (Holm)",
+        f"Sig. (\u03b1={alpha:g})",
+        "Avg. Acc. (%)",
+        "Rel. gain (%)",
+    ]
     body = []
     for _, r in comparison.iterrows():
-        body.append([
-            _method_cell(r["method"], meta), Cell(f"{r['wins']}/{r['ties']}/{r['losses']}"), Cell(str(r["n_eff"])),
-            Cell(f"{r['W']:g}"), Cell(format_p(r["p_raw"], bool(r["p_raw_is_bound"]))),
-            Cell(format_p(r["p_holm"], bool(r["p_holm_is_bound"])), bold=bool(r["significant"])),
-            Cell("yes" if r["significant"] else "no"), Cell(fmt(r["avg_acc_method"], 2, 100)),
-            Cell(fmt(r["relative_gain_pct"], 2, signed=True)),
-        ])
+        body.append(
+            [
+                _method_cell(r["method"], meta),
+                Cell(f"{r['wins']}/{r['ties']}/{r['losses']}"),
+                Cell(str(r["n_eff"])),
+                Cell(f"{r['W']:g}"),
+                Cell(format_p(r["p_raw"], bool(r["p_raw_is_bound"]))),
+                Cell(format_p(r["p_holm"], bool(r["p_holm_is_bound"])), bold=bool(r["significant"])),
+                Cell("yes" if r["significant"] else "no"),
+                Cell(fmt(r["avg_acc_method"], 2, 100)),
+                Cell(fmt(r["relative_gain_pct"], 2, signed=True)),
+            ]
+        )
     ref_name = meta.loc[reference, "display_name"]
     n = int(comparison["n_datasets"].iloc[0]) if len(comparison) else 0
     notes = [
@@ -337,11 +488,14 @@ def stats_table(comparison: pd.DataFrame, matrix: AccuracyMatrix, meta: pd.DataF
     if comparison["has_rank_ties"].any():
         notes.append("Where |differences| tie, scipy's exact test rounds W conservatively.")
     if comparison["p_raw_is_bound"].any():
-        notes.append("\"< x\": the exact p-value underflows double precision; x is an upper bound.")
+        notes.append('"< x": the exact p-value underflows double precision; x is an upper bound.')
     dn = _dagger_note(list(comparison["method"]), meta)
     if dn:
         notes.append(dn)
-    title = (f"Statistical comparison on {archive_title(matrix.archive, len(matrix.values))} "
-             f"({budget_label(matrix.family, matrix.budget)} protocol), reference {ref_name}")
-    return Table(name=name, caption=title, header=header, align="lcrrrrcrr", body=body, data=comparison,
-                 notes=notes)
+    title = (
+        f"Statistical comparison on {archive_title(matrix.archive, len(matrix.values))} "
+        f"({budget_label(matrix.family, matrix.budget)} protocol), reference {ref_name}"
+    )
+    return Table(
+        name=name, caption=title, header=header, align="lcrrrrcrr", body=body, data=comparison, notes=notes
+    )

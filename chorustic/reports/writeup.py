@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from chorustic.io import atomic_write_text
@@ -30,96 +29,280 @@ def _table(headers: list[str], rows: list[list[str]]) -> str:
     return out + "".join("| " + " | ".join(str(c) for c in r) + " |\n" for r in rows)
 
 
-def reproduction_markdown(check: dict[str, pd.DataFrame], comparison: dict[str, pd.DataFrame], ref: PaperReference,
-                          threshold_pp: float) -> str:
-    L = ["# Reproduction check against the paper", "",
-         f"Reference numbers: `{ref.directory}` (the paper's per-dataset tables, printed averages, ranks, W/T/L, "
-         "Wilcoxon values, significance statements and relative gains).", ""]
+def reproduction_markdown(
+    check: dict[str, pd.DataFrame],
+    comparison: dict[str, pd.DataFrame],
+    ref: PaperReference,
+    threshold_pp: float,
+) -> str:
+    L = [
+        "# Reproduction check against the paper",
+        "",
+        f"Reference numbers: `{ref.directory}` (the paper's per-dataset tables, printed averages, ranks, W/T/L, "
+        "Wilcoxon values, significance statements and relative gains).",
+        "",
+    ]
     if ref.missing_files:
         L += [f"Missing reference files (their checks are skipped): {', '.join(ref.missing_files)}.", ""]
-    L += ["## 1. The paper's own per-dataset tables through this harness's statistics", "",
-          "The per-dataset tables are printed with four decimals, so accuracies that differ in full precision can "
-          "print equal. Such rounding ties can make a printed rank or W/T/L unreachable from the table; the check "
-          "then shows both values and verifies that the printed one lies in the range that resolving the ties "
-          "allows (otherwise the paper would be inconsistent).", ""]
+    L += [
+        "## 1. The paper's own per-dataset tables through this harness's statistics",
+        "",
+        "The per-dataset tables are printed with four decimals, so accuracies that differ in full precision can "
+        "print equal. Such rounding ties can make a printed rank or W/T/L unreachable from the table; the check "
+        "then shows both values and verifies that the printed one lies in the range that resolving the ties "
+        "allows (otherwise the paper would be inconsistent).",
+        "",
+    ]
     v = check.get("verdict", pd.DataFrame())
     if len(v):
-        L.append(_table(["Check", "Passed", "Detail"],
-                        [[r.check, "yes" if r.passed else "**NO**", r.detail] for r in v.itertuples()]))
+        L.append(
+            _table(
+                ["Check", "Passed", "Detail"],
+                [[r.check, "yes" if r.passed else "**NO**", r.detail] for r in v.itertuples()],
+            )
+        )
     av = check.get("averages", pd.DataFrame())
     if len(av):
-        L += ["### Average accuracy (%)", "",
-              _table(["Archive", "Method", "Computed", "Printed", "Diff (pp)", "Status"],
-                     [[r.archive, r.method, _f(r.computed_pct, 4), _f(r.printed_pct), _f(r.diff_pp, 4, True), r.status]
-                      for r in av.itertuples()])]
+        L += [
+            "### Average accuracy (%)",
+            "",
+            _table(
+                ["Archive", "Method", "Computed", "Printed", "Diff (pp)", "Status"],
+                [
+                    [
+                        r.archive,
+                        r.method,
+                        _f(r.computed_pct, 4),
+                        _f(r.printed_pct),
+                        _f(r.diff_pp, 4, True),
+                        r.status,
+                    ]
+                    for r in av.itertuples()
+                ],
+            ),
+        ]
     rk = check.get("ranks", pd.DataFrame())
     if len(rk):
-        L += ["### Average rank", "",
-              _table(["Archive", "Method", "Computed", "Printed", "Reachable range", "Status"],
-                     [[r.archive, r.method, _f(r.computed, 3), _f(r.printed), f"[{r.reachable_low:.3f}, {r.reachable_high:.3f}]",
-                       r.status] for r in rk.itertuples()])]
+        L += [
+            "### Average rank",
+            "",
+            _table(
+                ["Archive", "Method", "Computed", "Printed", "Reachable range", "Status"],
+                [
+                    [
+                        r.archive,
+                        r.method,
+                        _f(r.computed, 3),
+                        _f(r.printed),
+                        f"[{r.reachable_low:.3f}, {r.reachable_high:.3f}]",
+                        r.status,
+                    ]
+                    for r in rk.itertuples()
+                ],
+            ),
+        ]
     wt = check.get("wtl", pd.DataFrame())
     if len(wt):
-        L += ["### W/T/L (ChorusTIC's perspective)", "",
-              _table(["Archive", "Method", "Computed", "Printed", "Status"],
-                     [[r.archive, r.method, r.computed, r.printed or "-", r.status] for r in wt.itertuples()])]
+        L += [
+            "### W/T/L (ChorusTIC's perspective)",
+            "",
+            _table(
+                ["Archive", "Method", "Computed", "Printed", "Status"],
+                [[r.archive, r.method, r.computed, r.printed or "-", r.status] for r in wt.itertuples()],
+            ),
+        ]
     wl = check.get("wilcoxon", pd.DataFrame())
     if len(wl):
-        L += ["### Wilcoxon signed-rank (exact, two-sided) and Holm", "",
-              "\"printed W/T/L imposed\": the test recomputed with the table's rounding ties resolved into the wins "
-              "and losses the paper prints (the resolved differences get the smallest magnitudes).", "",
-              _table(["Archive", "Method", "W/T/L", "n_eff", "W", "raw p", "Holm p", "raw p (printed W/T/L imposed)",
-                      "Holm p (printed W/T/L imposed)", "printed raw p", "printed Holm p", "Status"],
-                     [[r.archive, r.method, r.computed_wtl + (f" (printed {r.printed_wtl})" if r.printed_wtl and r.printed_wtl != r.computed_wtl else ""),
-                       r.n_eff, f"{r.W:g}", _p(r.p_raw), _p(r.p_holm), _p(r.p_raw_printed_wtl), _p(r.p_holm_printed_wtl),
-                       _p(r.printed_p_raw), _p(r.printed_p_holm), r.status] for r in wl.itertuples()])]
+        L += [
+            "### Wilcoxon signed-rank (exact, two-sided) and Holm",
+            "",
+            '"printed W/T/L imposed": the test recomputed with the table\'s rounding ties resolved into the wins '
+            "and losses the paper prints (the resolved differences get the smallest magnitudes).",
+            "",
+            _table(
+                [
+                    "Archive",
+                    "Method",
+                    "W/T/L",
+                    "n_eff",
+                    "W",
+                    "raw p",
+                    "Holm p",
+                    "raw p (printed W/T/L imposed)",
+                    "Holm p (printed W/T/L imposed)",
+                    "printed raw p",
+                    "printed Holm p",
+                    "Status",
+                ],
+                [
+                    [
+                        r.archive,
+                        r.method,
+                        r.computed_wtl
+                        + (
+                            f" (printed {r.printed_wtl})"
+                            if r.printed_wtl and r.printed_wtl != r.computed_wtl
+                            else ""
+                        ),
+                        r.n_eff,
+                        f"{r.W:g}",
+                        _p(r.p_raw),
+                        _p(r.p_holm),
+                        _p(r.p_raw_printed_wtl),
+                        _p(r.p_holm_printed_wtl),
+                        _p(r.printed_p_raw),
+                        _p(r.printed_p_holm),
+                        r.status,
+                    ]
+                    for r in wl.itertuples()
+                ],
+            ),
+        ]
     sg = check.get("significance", pd.DataFrame())
     if len(sg):
-        L += ["### Significant after Holm (alpha = 0.05)", "",
-              _table(["Archive", "Method", "Computed", "Paper", "Holm p", "Status"],
-                     [[r.archive, r.method, "yes" if r.computed_significant else "no",
-                       "yes" if r.printed_significant else "no", _p(r.p_holm), r.status] for r in sg.itertuples()])]
+        L += [
+            "### Significant after Holm (alpha = 0.05)",
+            "",
+            _table(
+                ["Archive", "Method", "Computed", "Paper", "Holm p", "Status"],
+                [
+                    [
+                        r.archive,
+                        r.method,
+                        "yes" if r.computed_significant else "no",
+                        "yes" if r.printed_significant else "no",
+                        _p(r.p_holm),
+                        r.status,
+                    ]
+                    for r in sg.itertuples()
+                ],
+            ),
+        ]
     gn = check.get("gains", pd.DataFrame())
     if len(gn):
-        L += ["### Relative gains quoted in the text (%)", "",
-              "The paper defines the gain from unrounded averages; where only the printed averages give the "
-              "quoted value, the status says so.", "",
-              _table(["Archive", "Protocol", "Method", "Baseline", "From unrounded averages", "From printed averages",
-                      "Printed", "Status"],
-                     [[r.archive, r.protocol, r.method, r.baseline, _f(r.from_unrounded_pct), _f(r.from_printed_averages_pct),
-                       _f(r.printed_pct), r.status] for r in gn.itertuples()])]
+        L += [
+            "### Relative gains quoted in the text (%)",
+            "",
+            "The paper defines the gain from unrounded averages; where only the printed averages give the "
+            "quoted value, the status says so.",
+            "",
+            _table(
+                [
+                    "Archive",
+                    "Protocol",
+                    "Method",
+                    "Baseline",
+                    "From unrounded averages",
+                    "From printed averages",
+                    "Printed",
+                    "Status",
+                ],
+                [
+                    [
+                        r.archive,
+                        r.protocol,
+                        r.method,
+                        r.baseline,
+                        _f(r.from_unrounded_pct),
+                        _f(r.from_printed_averages_pct),
+                        _f(r.printed_pct),
+                        r.status,
+                    ]
+                    for r in gn.itertuples()
+                ],
+            ),
+        ]
 
     L += ["## 2. These results against the paper", ""]
     hd = comparison.get("headline", pd.DataFrame())
     if len(hd):
-        L += ["### Headline averages side by side (%)", "",
-              "\"Paper, same datasets\": the paper's per-dataset values averaged over exactly the datasets behind our "
-              "average (full protocol only); \"Paper, printed\": the published archive-level number, over the "
-              "paper's datasets (its count in the last column); comparable only when the counts agree.", "",
-              _table(["Table", "Archive", "Protocol", "Method", "Ours", "Our datasets", "Paper, same datasets",
-                      "Diff (pp)", "Paper, printed", "Paper datasets"],
-                     [[r.table, r.archive, r.protocol, r.display_name + (" \u2020" if r.reported else ""), _f(r.ours_pct),
-                       r.ours_n_datasets, _f(r.paper_same_datasets_pct), _f(r.diff_same_datasets_pp, 2, True),
-                       _f(r.paper_printed_pct), "-" if pd.isna(r.paper_n_datasets) else int(r.paper_n_datasets)]
-                      for r in hd.itertuples()])]
+        L += [
+            "### Headline averages side by side (%)",
+            "",
+            '"Paper, same datasets": the paper\'s per-dataset values averaged over exactly the datasets behind our '
+            'average (full protocol only); "Paper, printed": the published archive-level number, over the '
+            "paper's datasets (its count in the last column); comparable only when the counts agree.",
+            "",
+            _table(
+                [
+                    "Table",
+                    "Archive",
+                    "Protocol",
+                    "Method",
+                    "Ours",
+                    "Our datasets",
+                    "Paper, same datasets",
+                    "Diff (pp)",
+                    "Paper, printed",
+                    "Paper datasets",
+                ],
+                [
+                    [
+                        r.table,
+                        r.archive,
+                        r.protocol,
+                        r.display_name + (" \u2020" if r.reported else ""),
+                        _f(r.ours_pct),
+                        r.ours_n_datasets,
+                        _f(r.paper_same_datasets_pct),
+                        _f(r.diff_same_datasets_pp, 2, True),
+                        _f(r.paper_printed_pct),
+                        "-" if pd.isna(r.paper_n_datasets) else int(r.paper_n_datasets),
+                    ]
+                    for r in hd.itertuples()
+                ],
+            ),
+        ]
     else:
         L += ["No method of these results matches a headline number of the paper.", ""]
     pm = comparison.get("per_method", pd.DataFrame())
     if len(pm):
-        L += [f"### Per-dataset agreement (full protocol; off = more than {threshold_pp:g} points apart)", "",
-              _table(["Archive", "Method", "Datasets compared", "Mean abs. diff (pp)", "Mean diff (pp)", "Max abs. diff (pp)",
-                      "Off", "Datasets off (ours - paper, pp)", "Missing in ours"],
-                     [[r.archive, r.display_name + (" \u2020 (paper values, identical by construction)" if r.reported else ""),
-                       r.n_compared, _f(r.mean_abs_diff_pp), _f(r.mean_diff_pp, 2, True), _f(r.max_abs_diff_pp), r.n_off,
-                       r.datasets_off or "-", r.n_missing_ours] for r in pm.itertuples()]),
-              "Every dataset: [per_dataset.csv](per_dataset.csv) (ours, paper, difference in points).", ""]
+        L += [
+            f"### Per-dataset agreement (full protocol; off = more than {threshold_pp:g} points apart)",
+            "",
+            _table(
+                [
+                    "Archive",
+                    "Method",
+                    "Datasets compared",
+                    "Mean abs. diff (pp)",
+                    "Mean diff (pp)",
+                    "Max abs. diff (pp)",
+                    "Off",
+                    "Datasets off (ours - paper, pp)",
+                    "Missing in ours",
+                ],
+                [
+                    [
+                        r.archive,
+                        r.display_name
+                        + (" \u2020 (paper values, identical by construction)" if r.reported else ""),
+                        r.n_compared,
+                        _f(r.mean_abs_diff_pp),
+                        _f(r.mean_diff_pp, 2, True),
+                        _f(r.max_abs_diff_pp),
+                        r.n_off,
+                        r.datasets_off or "-",
+                        r.n_missing_ours,
+                    ]
+                    for r in pm.itertuples()
+                ],
+            ),
+            "Every dataset: [per_dataset.csv](per_dataset.csv) (ours, paper, difference in points).",
+            "",
+        ]
     else:
         L += ["No method of these results has a per-dataset column in the paper's tables.", ""]
     return "\n".join(L)
 
 
-def write_reproduction(directory: str | Path, check: dict[str, pd.DataFrame], comparison: dict[str, pd.DataFrame],
-                       ref: PaperReference, threshold_pp: float) -> list[Path]:
+def write_reproduction(
+    directory: str | Path,
+    check: dict[str, pd.DataFrame],
+    comparison: dict[str, pd.DataFrame],
+    ref: PaperReference,
+    threshold_pp: float,
+) -> list[Path]:
     directory = Path(directory)
     paths = []
 

@@ -10,7 +10,9 @@ import pandas as pd
 TIE_DECIMALS = 12
 
 
-def check_matrix(matrix: pd.DataFrame, *, allow_missing: bool = False, what: str = "accuracy matrix") -> pd.DataFrame:
+def check_matrix(
+    matrix: pd.DataFrame, *, allow_missing: bool = False, what: str = "accuracy matrix"
+) -> pd.DataFrame:
     """Validate an accuracy matrix (rows = datasets, columns = methods, values in [0, 1]).
 
     Returns it as float. Missing values (NaN) are an error unless ``allow_missing``: the statistics are
@@ -26,14 +28,18 @@ def check_matrix(matrix: pd.DataFrame, *, allow_missing: bool = False, what: str
         raise ValueError(f"{what}: duplicated datasets {dup}")
     values = matrix.astype(float)
     if not allow_missing and values.isna().any().any():
-        names = [f"{values.index[i]}:{values.columns[j]}" for i, j in zip(*np.where(values.isna().to_numpy()))]
+        names = [
+            f"{values.index[i]}:{values.columns[j]}" for i, j in zip(*np.where(values.isna().to_numpy()))
+        ]
         raise ValueError(
             f"{what} has {len(names)} missing value(s) ({', '.join(names[:5])}{', ...' if len(names) > 5 else ''}); "
             "restrict it to the common datasets first (chorustic.stats.common_datasets)"
         )
     finite = values.to_numpy()[~np.isnan(values.to_numpy())]
     if finite.size and (finite.min() < 0 or finite.max() > 1):
-        raise ValueError(f"{what}: accuracies must lie in [0, 1], found [{finite.min():.6g}, {finite.max():.6g}]")
+        raise ValueError(
+            f"{what}: accuracies must lie in [0, 1], found [{finite.min():.6g}, {finite.max():.6g}]"
+        )
     return values
 
 

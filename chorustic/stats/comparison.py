@@ -16,14 +16,31 @@ from chorustic.stats.win_tie_loss import win_tie_loss
 __all__ = ["compare_with_reference", "COMPARISON_COLUMNS"]
 
 COMPARISON_COLUMNS = [
-    "method", "n_datasets", "wins", "ties", "losses", "n_eff", "w_plus", "w_minus", "W",
-    "p_raw", "p_raw_is_bound", "p_holm", "p_holm_is_bound", "significant",
-    "avg_acc_reference", "avg_acc_method", "relative_gain_pct", "has_rank_ties", "note",
+    "method",
+    "n_datasets",
+    "wins",
+    "ties",
+    "losses",
+    "n_eff",
+    "w_plus",
+    "w_minus",
+    "W",
+    "p_raw",
+    "p_raw_is_bound",
+    "p_holm",
+    "p_holm_is_bound",
+    "significant",
+    "avg_acc_reference",
+    "avg_acc_method",
+    "relative_gain_pct",
+    "has_rank_ties",
+    "note",
 ]
 
 
-def compare_with_reference(matrix: pd.DataFrame, reference: str, alpha: float = 0.05,
-                           methods: list[str] | None = None) -> pd.DataFrame:
+def compare_with_reference(
+    matrix: pd.DataFrame, reference: str, alpha: float = 0.05, methods: list[str] | None = None
+) -> pd.DataFrame:
     """One row per method (every column but ``reference``, or ``methods``): the family is Holm-corrected
     together. ``matrix`` must be complete (restrict to the common datasets first). W/T/L and the sign of
     the differences are from the reference's perspective (a win = the reference is more accurate);
@@ -39,14 +56,28 @@ def compare_with_reference(matrix: pd.DataFrame, reference: str, alpha: float = 
     for m in others:
         wtl = win_tie_loss(values[reference], values[m])
         w = wilcoxon_signed_rank(values[reference].to_numpy(), values[m].to_numpy())
-        rows.append({
-            "method": m, "n_datasets": len(values), "wins": wtl.wins, "ties": wtl.ties, "losses": wtl.losses,
-            "n_eff": w.n_eff, "w_plus": w.w_plus, "w_minus": w.w_minus, "W": w.statistic,
-            "p_raw": w.p_value, "p_raw_is_bound": w.p_is_bound,
-            "avg_acc_reference": float(averages[reference]), "avg_acc_method": float(averages[m]),
-            "relative_gain_pct": 100.0 * relative_gain(averages[reference], averages[m]) if averages[m] > 0 else float("nan"),
-            "has_rank_ties": w.has_rank_ties, "note": w.note,
-        })
+        rows.append(
+            {
+                "method": m,
+                "n_datasets": len(values),
+                "wins": wtl.wins,
+                "ties": wtl.ties,
+                "losses": wtl.losses,
+                "n_eff": w.n_eff,
+                "w_plus": w.w_plus,
+                "w_minus": w.w_minus,
+                "W": w.statistic,
+                "p_raw": w.p_value,
+                "p_raw_is_bound": w.p_is_bound,
+                "avg_acc_reference": float(averages[reference]),
+                "avg_acc_method": float(averages[m]),
+                "relative_gain_pct": 100.0 * relative_gain(averages[reference], averages[m])
+                if averages[m] > 0
+                else float("nan"),
+                "has_rank_ties": w.has_rank_ties,
+                "note": w.note,
+            }
+        )
     out = pd.DataFrame(rows)
     holm = holm_correction(out["p_raw"].to_numpy(), alpha=alpha, is_bound=out["p_raw_is_bound"].to_numpy())
     out["p_holm"] = holm.adjusted

@@ -11,7 +11,6 @@ every such tie". Distinct rounded values keep their order (rounding is monotone)
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
 from chorustic.stats._common import check_matrix, tie_round

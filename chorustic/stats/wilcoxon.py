@@ -76,16 +76,28 @@ def wilcoxon_signed_rank(x, y) -> WilcoxonResult:
     x = np.asarray(x, dtype=float)
     y = np.asarray(y, dtype=float)
     if x.shape != y.shape or x.ndim != 1:
-        raise ValueError(f"wilcoxon_signed_rank needs two 1-d samples of equal length, got {x.shape} and {y.shape}")
+        raise ValueError(
+            f"wilcoxon_signed_rank needs two 1-d samples of equal length, got {x.shape} and {y.shape}"
+        )
     if np.isnan(x).any() or np.isnan(y).any():
-        raise ValueError("wilcoxon_signed_rank: missing values; pair the methods on their common datasets first")
+        raise ValueError(
+            "wilcoxon_signed_rank: missing values; pair the methods on their common datasets first"
+        )
     d = tie_round(x - y)
     n = int(d.size)
     nonzero = d[d != 0]
     n_eff = int(nonzero.size)
     if n_eff == 0:
-        return WilcoxonResult(n=n, n_zero=n, n_eff=0, w_plus=0.0, w_minus=0.0, statistic=0.0, p_value=1.0,
-                              note="no nonzero difference: p reported as 1")
+        return WilcoxonResult(
+            n=n,
+            n_zero=n,
+            n_eff=0,
+            w_plus=0.0,
+            w_minus=0.0,
+            statistic=0.0,
+            p_value=1.0,
+            note="no nonzero difference: p reported as 1",
+        )
     ranks = scipy.stats.rankdata(np.abs(nonzero), method="average")
     w_plus = float(ranks[nonzero > 0].sum())
     w_minus = float(ranks[nonzero < 0].sum())
@@ -96,7 +108,9 @@ def wilcoxon_signed_rank(x, y) -> WilcoxonResult:
         res = scipy.stats.wilcoxon(oriented, zero_method="wilcox", alternative="two-sided", method="exact")
     statistic = min(w_plus, w_minus)
     if not math.isclose(float(res.statistic), statistic, rel_tol=0, abs_tol=1e-9):  # pragma: no cover
-        raise RuntimeError(f"scipy's Wilcoxon statistic {res.statistic} differs from min(W+, W-) = {statistic}")
+        raise RuntimeError(
+            f"scipy's Wilcoxon statistic {res.statistic} differs from min(W+, W-) = {statistic}"
+        )
     p = float(res.pvalue)
     p_is_bound = False
     note = ""
@@ -105,5 +119,15 @@ def wilcoxon_signed_rank(x, y) -> WilcoxonResult:
         note = f"exact p underflows double precision (n_eff={n_eff}); reported as the bound p < {P_UNDERFLOW_BOUND:.2e}"
     elif has_rank_ties:
         note = "ties in |d|: exact null with scipy's conservative rounding of W"
-    return WilcoxonResult(n=n, n_zero=n - n_eff, n_eff=n_eff, w_plus=w_plus, w_minus=w_minus, statistic=statistic,
-                          p_value=min(p, 1.0), p_is_bound=p_is_bound, has_rank_ties=has_rank_ties, note=note)
+    return WilcoxonResult(
+        n=n,
+        n_zero=n - n_eff,
+        n_eff=n_eff,
+        w_plus=w_plus,
+        w_minus=w_minus,
+        statistic=statistic,
+        p_value=min(p, 1.0),
+        p_is_bound=p_is_bound,
+        has_rank_ties=has_rank_ties,
+        note=note,
+    )

@@ -35,7 +35,9 @@ class WinTieLoss:
 
 
 def _pair(reference, other) -> tuple[np.ndarray, np.ndarray]:
-    frame = check_matrix(pd.DataFrame({"reference": np.asarray(reference, float), "other": np.asarray(other, float)}))
+    frame = check_matrix(
+        pd.DataFrame({"reference": np.asarray(reference, float), "other": np.asarray(other, float)})
+    )
     frame = tie_round(frame)
     return frame["reference"].to_numpy(), frame["other"].to_numpy()
 
@@ -49,6 +51,8 @@ def win_tie_loss(reference, other) -> WinTieLoss:
 def win_tie_loss_range(reference, other, decimals: int = 4) -> tuple[WinTieLoss, WinTieLoss]:
     """For accuracies known to ``decimals`` places: the counts of the rounded values and the most
     extreme full-precision counts (every rounded tie a win, every rounded tie a loss)."""
-    ref, oth = _pair(np.round(np.asarray(reference, float), decimals), np.round(np.asarray(other, float), decimals))
-    w, t, l = int((ref > oth).sum()), int((ref == oth).sum()), int((ref < oth).sum())
-    return WinTieLoss(w, t, l), WinTieLoss(w + t, 0, l)
+    ref, oth = _pair(
+        np.round(np.asarray(reference, float), decimals), np.round(np.asarray(other, float), decimals)
+    )
+    wins, ties, losses = int((ref > oth).sum()), int((ref == oth).sum()), int((ref < oth).sum())
+    return WinTieLoss(wins, ties, losses), WinTieLoss(wins + ties, 0, losses)
