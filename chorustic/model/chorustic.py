@@ -184,7 +184,7 @@ class ChorusTIC(nn.Module):
         built once and rows (context and queries alike) are embedded and interacted in chunks.
         """
         cdm = self.column_distribution_modeling
-        if row_chunk is None:
+        if row_chunk is None or H.shape[1] <= row_chunk:
             emb = cdm(H, n_ctx)
             R = self.row_interaction(emb)
             return (R, emb) if return_embeddings else R
@@ -211,7 +211,7 @@ class ChorusTIC(nn.Module):
             else:
                 R_ctx = R_tab[:, :n]
             R_q = R_tab[:, n:]
-            if query_chunk is None:
+            if query_chunk is None or R_q.shape[1] <= query_chunk:
                 return self.icl(torch.cat([R_ctx, R_q], dim=1), y_tab)
             return self.icl.forward_cached(R_ctx, y_tab, R_q, query_chunk)
 

@@ -374,6 +374,18 @@ _TABICL_V1_CONFIG_KEYS = {
 }
 
 
+#: TabICL v2 settings and the values under which a v2 model has the v1 architecture.
+_TABICL_V1_COMPATIBLE = {
+    "col_affine": lambda v: v is True,
+    "col_feature_group": lambda v: v in (False, None),
+    "col_target_aware": lambda v: v in (False, None),
+    "col_ssmax": lambda v: v in (False, None, "none"),
+    "icl_ssmax": lambda v: v in (False, None, "none"),
+    "bias_free_ln": lambda v: v in (False, None),
+    "row_rope_interleaved": lambda v: v in (True, None),
+}
+
+
 def _strip_wrappers(key: str) -> str:
     changed = True
     while changed:
@@ -408,11 +420,12 @@ def load_task_level_from_tabicl(model, path_or_state_dict) -> dict[str, Any]:
     stripped = [_strip_wrappers(_clean_key(str(k))) for k in raw_sd]
     v2_markers = [k for k in stripped if "ssmax" in k or "quantile" in k
                   or (k.startswith(("col_embedder.", "column_distribution_modeling.")) and "y_encoder" in k)]
-    if v2_markers or any(k in cfg for k in ("col_affine", "col_feature_group", "col_target_aware", "icl_ssmax", "col_ssmax")):
+    v2_settings = [f"{k}={cfg[k]!r}" for k, ok in _TABICL_V1_COMPATIBLE.items() if k in cfg and not ok(cfg[k])]
+    if v2_markers or v2_settings:
         raise CheckpointError(
-            f"{source} looks like a TabICL v2 checkpoint (e.g. {v2_markers[:3] or sorted(cfg)[:3]}); only TabICL "
-            "v1/v1.1 checkpoints (tabicl-classifier-v1-0208.ckpt, tabicl-classifier-v1.1-0506.ckpt) have the "
-            "ChorusTIC task-level architecture"
+            f"{source} is a TabICL v2 checkpoint ({', '.join(v2_settings + v2_markers[:3])}); its architecture "
+            "differs from ChorusTIC's task level. Use a TabICL v1/v1.1 checkpoint "
+            "(tabicl-classifier-v1-0208.ckpt or tabicl-classifier-v1.1-0506.ckpt)"
         )
     mismatched = []
     mc = model.config

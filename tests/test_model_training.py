@@ -1,0 +1,111 @@
+"""Training-mode behaviour: gradients, freezing, leakage protection, padded batches of episodes."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+from chorustic.model import ChorusTIC, ChorusTICConfig
+
+TINY = ChorusTICConfig.tiny()
+
+
+def _batch(b: int = 2, t: int = 10, n: int = 6, c: int = 3, k: int = 3, seed: int = 0):
+    g = torch.Generator().manual_seed(seed)
+    X = torch.randn(b, t, c, 64, generator=g)
+    y = (torch.arange(n) % k).repeat(b, 1)
+    return X, y
+
+
+def _randomized(config: ChorusTICConfig) -> ChorusTIC:
+    """TabICL's init zeroes every attention output and second FF layer (blocks start as the identity,
+    so at step 0 no gradient reaches the layers below); give every weight a random value instead."""
+    torch.manual_seed(0)
+    model = ChorusTIC(config)
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.requires_grad:
+                p.add_(0.1 * torch.randn_like(p))
+    return model
+
+
+def test_train_forward_returns_all_classes_and_gradients_reach_every_trainable_parameter():
+    model = _randomized(TINY).train()
+    X, y = _batch()
+    out = model(X, y, return_all_classes=True, generator=torch.Generator().manual_seed(0))
+    assert out.shape == (2, 4, TINY.max_classes)
+    loss = torch.nn.functional.cross_entropy(out.reshape(-1, TINY.max_classes), torch.tensor([0, 1, 2, 0] * 2))
+    loss.backward()
+    no_grad = [n for n, p in model.named_parameters() if p.requires_grad and (p.grad is None or not p.grad.abs().sum())]
+    assert no_grad == []
+    assert not model.row_interaction.tf_row.rope.freqs.requires_grad  # RoPE frequencies are fixed
+
+
+def test_frozen_signal_encoder():
+    model = ChorusTIC(dataclasses.replace(TINY, freeze_signal_encoder=True, dual_axis_dropout=0.1))
+    model.train()
+    assert model.signal_encoder_frozen and not model.signal_encoder.training and model.rssc.training
+    assert not any(p.requires_grad for p in model.signal_encoder.parameters())
+    X, y = _batch()
+    out = model(X, y, return_all_classes=True, generator=torch.Generator().manual_seed(0))
+    out.sum().backward()
+    assert all(p.grad is None for p in model.signal_encoder.parameters())
+    assert model.rssc.slot_projector[1].weight.grad is not None
+    counts = model.parameter_counts()
+    rope = model.row_interaction.tf_row.rope.freqs.numel()  # a fixed (non-trainable) parameter
+    assert counts["trainable"] == counts["total"] - counts["signal_encoder"] - rope
+    model.freeze_signal_encoder(False)
+    model.train()
+    assert model.signal_encoder.training and model.signal_encoder.dropout_active()
+
+
+def test_queries_never_reach_other_queries_even_through_gradients():
+    """d logits[query j] / d X[query k] == 0 for k != j; context rows do influence every query."""
+    model = _randomized(TINY).train()
+    X, y = _batch(b=1, t=9, n=6)
+    X.requires_grad_(True)
+    gi = torch.randint(0, 3, (1, 4, 4), generator=torch.Generator().manual_seed(1))
+    out = model(X, y, group_idx=gi, return_all_classes=True)  # (1, 3, K_max)
+    for j in range(3):
+        (grad,) = torch.autograd.grad(out[0, j].sum(), X, retain_graph=True)
+        per_row = grad[0].abs().sum(dim=(1, 2))
+        assert bool((per_row[:6] > 0).all())  # context rows
+        assert per_row[6 + j] > 0  # its own series
+        others = [6 + i for i in range(3) if i != j]
+        assert float(per_row[others].max()) == 0.0
+
+
+def test_padded_batch_equals_separate_episodes():
+    """Episodes with different channel counts, padded to a common C and masked, give the same logits as alone."""
+    torch.manual_seed(0)
+    model = ChorusTIC(TINY).eval()
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(1, 10, 2, 64, generator=g)
+    b = torch.randn(1, 10, 5, 64, generator=g)
+    X = torch.zeros(2, 10, 5, 64)
+    X[0, :, :2], X[1] = a[0], b[0]
+    mask = torch.tensor([[True, True, False, False, False], [True] * 5])
+    y = torch.tensor([[0, 1, 0, 1, 0, 1], [0, 1, 2, 0, 1, 2]])
+    gi = torch.stack([torch.randint(0, 2, (4, 4), generator=g), torch.randint(0, 5, (4, 4), generator=g)])
+    with torch.no_grad():
+        both = model(X, y, channel_mask=mask, group_idx=gi, return_all_classes=True)
+        alone_a = model(a, y[:1], group_idx=gi[:1], return_all_classes=True)
+        alone_b = model(b, y[1:], group_idx=gi[1:], return_all_classes=True)
+    assert torch.allclose(both[0], alone_a[0], atol=1e-5)
+    assert torch.allclose(both[1], alone_b[0], atol=1e-5)
+    with pytest.raises(ValueError, match="same number of classes"):
+        model(X, y, channel_mask=mask, group_idx=gi)  # K differs: only return_all_classes allows that
+
+
+def test_dropout_disables_the_dedupe_shortcut_only_when_active():
+    model = ChorusTIC(dataclasses.replace(TINY, dual_axis_dropout=0.2))
+    model.train()
+    assert model.signal_encoder.dropout_active()
+    model.eval()
+    assert not model.signal_encoder.dropout_active()
+    X, y = _batch(b=1)
+    model.train()
+    out = model(X, y, return_all_classes=True, generator=torch.Generator().manual_seed(0))
+    assert bool(torch.isfinite(out).all())
