@@ -111,7 +111,7 @@ def test_missing_runs_and_ineligible_datasets_are_listed(built):
     inel = pd.read_csv(root / "reports" / "ineligible_datasets.csv")
     assert set(inel["dataset"]) == {"Coffee"} and set(inel["protocol"]) == {"fixed10"}
     t2 = (root / "reports" / "tables" / "table2_ucr_main.md").read_text()
-    assert "4 datasets on which all 5 methods have a result (of 5 datasets with results)" in t2
+    assert "4 datasets on which all 5 methods have a result (of 5 datasets eligible)" in t2
     assert "TiCT†" in t2 and "reported, not reproduced" in t2
 
 

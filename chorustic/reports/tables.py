@@ -118,11 +118,20 @@ def summary_frame(
     return out
 
 
-def _common_note(matrix: AccuracyMatrix, n_methods: int, what: str = "Average accuracy and rank") -> str:
-    n_common, n_elig = len(matrix.common(None)), len(matrix.values)
-    extra = "" if n_common == n_elig else f" (of {n_elig} datasets with results)"
+def _common_note(matrix: AccuracyMatrix, have: list[str], what: str = "Average accuracy and rank") -> str:
+    """The size of the common set of the methods ``have`` (those of the table with a result)."""
+    n_methods = len(have)
+    if n_methods == 0:
+        return "No method has a result here (every run failed or is missing): no averages."
+    n_common, n_elig = len(matrix.common(have)), len(matrix.values)
+
+    def ds(n: int) -> str:
+        return f"{n} dataset{'s' if n != 1 else ''}"
+
+    extra = "" if n_common == n_elig else f" (of {ds(n_elig)} eligible)"
     ctx = f", each averaged over {len(matrix.seeds)} context sets" if len(matrix.seeds) > 1 else ""
-    return f"{what} over the {n_common} datasets on which all {n_methods} methods have a result{extra}{ctx}."
+    who = "the method has" if n_methods == 1 else f"all {n_methods} methods have"
+    return f"{what} over the {ds(n_common)} on which {who} a result{extra}{ctx}."
 
 
 def main_table(
@@ -178,7 +187,7 @@ def main_table(
         f"({budget_label(matrix.family, matrix.budget)} protocol)"
     )
     notes = [
-        _common_note(matrix, len(have)),
+        _common_note(matrix, have),
         '"Target fit": a dataset-specific classifier is fitted on the target training split. '
         "Best and second-best values in bold and underlined (full-precision accuracies).",
     ]
@@ -190,18 +199,12 @@ def main_table(
             + (f" {meta.loc[reference, 'display_name']!r}" if reference in meta.index else "")
             + " has no result here."
         )
-    if matrix.methods_without_results:
-        notes.append(
-            "No result at all: "
-            + ", ".join(
-                str(meta.loc[m, "display_name"]) for m in matrix.methods_without_results if m in methods
-            )
-            + "."
-        )
+    nothing = [str(meta.loc[m, "display_name"]) for m in matrix.methods_without_results if m in methods]
+    if nothing:
+        notes.append(f"No result at all: {', '.join(nothing)}.")
     for n in (_missing_note(matrix, methods), _dagger_note(methods, meta)):
         if n:
             notes.append(n)
-    notes = [n for n in notes if not n.endswith("No result at all: .")]
     return Table(
         name=name,
         caption=title,
@@ -340,7 +343,7 @@ def ablation_table(
     )
     data["delta_acc_pp"] = (data["avg_acc"] - ref_acc) * 100
     notes = [
-        _common_note(matrix, len(have), "Average accuracy"),
+        _common_note(matrix, have, "Average accuracy"),
         f"\u0394 Acc. in percentage points relative to the complete model ({meta.loc[reference, 'display_name']})."
         if reference in meta.index
         else "The complete model has no result: no \u0394 Acc.",
@@ -392,7 +395,7 @@ def per_dataset_table(
         "Best and second-best per dataset in bold and underlined, based on the displayed four-decimal accuracies; "
         '"-" marks a missing result.',
         _common_note(
-            matrix, len(have), "Avg. Acc. and Avg. Rank (full precision, ranked among the methods shown)"
+            matrix, have, "Avg. Acc. and Avg. Rank (full precision, ranked among the methods shown)"
         ),
     ]
     for extra in (_missing_note(matrix, methods), _dagger_note(methods, meta)):
