@@ -15,7 +15,7 @@ ablation checkpoint is ``{"params": {"checkpoint": "models/<ablation>.safetensor
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from chorustic.methods import Method, MethodInfo, MethodNotReady, register
 
@@ -33,10 +33,10 @@ class ChorusTICMethod(Method):
         input_kind="resampled",
         needs_gpu=True,
         description="Training-free multivariate TSC by chorus in-context learning (RSSC signal level, "
-                    "TabICL-v1 task level); 8 label shifts x 4 RSSC draws, T = 0.9.",
+        "TabICL-v1 task level); 8 label shifts x 4 RSSC draws, T = 0.9.",
         reference="ChorusTIC: Training-Free Multivariate Time Series Classification via Chorus In-Context Learning",
     )
-    default_params: dict[str, Any] = {
+    default_params: ClassVar[dict[str, Any]] = {
         "checkpoint": RELEASED_CHECKPOINT,
         "hparams_json": None,
         "n_label_shifts": 8,
@@ -52,7 +52,7 @@ class ChorusTICMethod(Method):
         "oom_retry": True,
     }
     # On CPU the paper model takes minutes per small dataset and hours for the largest ones.
-    resources: dict[str, Any] = {"threads": 2, "mem_mb": 16000, "runtime": 720, "gpu": 0}
+    resources: ClassVar[dict[str, Any]] = {"threads": 2, "mem_mb": 16000, "runtime": 720, "gpu": 0}
 
     def check_ready(self, **params: Any) -> None:
         from chorustic.model.checkpoint import CheckpointNotFoundError, resolve_checkpoint

@@ -49,7 +49,12 @@ def test_sklearn_contract(model):
     assert clf.set_params(temperature=0.5).temperature == 0.5
     assert clone(clf).get_params()["temperature"] == 0.5
     info = clf.run_info()
-    assert info["effective_batch_sizes"] == {"signal_rows": 512, "task_rows": 512, "icl_tables": 8, "group_chunk": 256}
+    assert info["effective_batch_sizes"] == {
+        "signal_rows": 512,
+        "task_rows": 512,
+        "icl_tables": 8,
+        "group_chunk": 256,
+    }
     assert clf.rssc_assignments_.shape == (4, 4, 4) and len(clf.offsets_) == 8
 
 
@@ -95,7 +100,9 @@ def test_label_shift_equivariance(model, k, shifts, rule):
     X, y, Xq = _data(n_ctx=2 * k, n_query=4, channels=2, k=k)
     offs = label_shift_offsets(k, shifts, rule=rule, seed=0)
     assert sorted(np.bincount(offs, minlength=k)) == [shifts // k] * k
-    base = _clf(model, n_label_shifts=shifts, n_rssc_draws=1, label_shift_rule=rule).fit(X, y).predict_proba(Xq)
+    base = (
+        _clf(model, n_label_shifts=shifts, n_rssc_draws=1, label_shift_rule=rule).fit(X, y).predict_proba(Xq)
+    )
     for s in (3,):
         moved = _clf(model, n_label_shifts=shifts, n_rssc_draws=1, label_shift_rule=rule).fit(X, (y + s) % k)
         p = moved.predict_proba(Xq)

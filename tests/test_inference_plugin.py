@@ -30,8 +30,11 @@ def plugin(tmp_path_factory):
 def tiny_checkpoint(tmp_path_factory):
     torch.manual_seed(0)
     model = ChorusTIC(ChorusTICConfig.tiny())
-    return save_checkpoint(tmp_path_factory.mktemp("ckpt") / "tiny.safetensors", model,
-                           provenance={"training": "random weights (test)"})
+    return save_checkpoint(
+        tmp_path_factory.mktemp("ckpt") / "tiny.safetensors",
+        model,
+        provenance={"training": "random weights (test)"},
+    )
 
 
 def test_metadata(plugin):
@@ -71,7 +74,9 @@ def test_build_fit_predict_on_a_real_dataset(plugin, tiny_checkpoint):
     proba = est.predict_proba(Xq)
     assert proba.shape == (6, len(np.unique(y[:20]))) and np.allclose(proba.sum(1), 1)
     assert list(est.classes_) == sorted(set(y[:20]))
-    again = plugin.build(seed=0, checkpoint=str(tiny_checkpoint), n_label_shifts=2, n_rssc_draws=2).fit(X, y[:20])
+    again = plugin.build(seed=0, checkpoint=str(tiny_checkpoint), n_label_shifts=2, n_rssc_draws=2).fit(
+        X, y[:20]
+    )
     assert np.array_equal(proba, again.predict_proba(Xq))
     assert est.run_info()["model"]["format"] == "chorustic-checkpoint"
 
@@ -98,8 +103,18 @@ def test_checkpoint_convert_cli(tmp_path, capsys):
     cfg = json.loads((golden / "config.json").read_text())
     (folder / "hp.json").write_text(json.dumps(cfg))
     out = tmp_path / "converted.safetensors"
-    assert cli_main(["checkpoint-convert", str(folder / "ChorusTIC.ckpt"), str(out),
-                     "--hparams-json", str(folder / "hp.json")]) == 0
+    assert (
+        cli_main(
+            [
+                "checkpoint-convert",
+                str(folder / "ChorusTIC.ckpt"),
+                str(out),
+                "--hparams-json",
+                str(folder / "hp.json"),
+            ]
+        )
+        == 0
+    )
     assert cli_main(["checkpoint-info", str(out), "--json"]) == 0
     capsys.readouterr()
     from chorustic.model import load_checkpoint

@@ -6,16 +6,17 @@ import http.server
 import json
 import threading
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
 from chorustic.model import (
-    ChorusTIC,
-    ChorusTICConfig,
     CheckpointError,
     CheckpointNotFoundError,
+    ChorusTIC,
+    ChorusTICConfig,
     load_checkpoint,
     load_model,
     load_official_checkpoint,
@@ -64,15 +65,19 @@ def test_released_key_set_loads_strictly():
     assert model.provenance["unused_official_tensors"] == 10
     ours = model.state_dict()
     assert torch.equal(ours["rssc.group_embedding"], sd["pre_mantis_encoder.group_embedding"].reshape(4, 512))
-    assert torch.equal(ours["signal_encoder.slot_readout.transformer.layers.5.0.fn.to_qkv.weight"],
-                       sd["mantis_model.vit_unit.transformer.layers.5.0.fn.to_qkv.weight"])
+    assert torch.equal(
+        ours["signal_encoder.slot_readout.transformer.layers.5.0.fn.to_qkv.weight"],
+        sd["mantis_model.vit_unit.transformer.layers.5.0.fn.to_qkv.weight"],
+    )
     assert torch.equal(ours["icl.decoder.2.bias"], sd["task_level_chorus.in_context_learning.decoder.2.bias"])
 
 
 def test_missing_key_fails_with_clear_message():
     sd = _golden_sd()
     del sd["task_level_chorus.in_context_learning.decoder.2.bias"]
-    with pytest.raises(CheckpointError, match=r"missing keys \(1\): task_level_chorus.in_context_learning.decoder.2.bias"):
+    with pytest.raises(
+        CheckpointError, match=r"missing keys \(1\): task_level_chorus.in_context_learning.decoder.2.bias"
+    ):
         load_official_checkpoint(sd, GOLDEN_CONFIG)
 
 
@@ -111,8 +116,12 @@ def test_released_ckpt_file_with_hparams_next_to_it(tmp_path):
     # the readout sizes are not in the official JSON (code defaults): the golden model shrank them
     with pytest.raises(CheckpointError, match="shape mismatches"):
         load_model(folder / "ChorusTIC.ckpt")
-    hp_full = {"model_hparams": hp,
-               "mantis_da_constructor_args_not_in_hparams_json": GOLDEN_CONFIG["mantis_da_constructor_args_not_in_hparams_json"]}
+    hp_full = {
+        "model_hparams": hp,
+        "mantis_da_constructor_args_not_in_hparams_json": GOLDEN_CONFIG[
+            "mantis_da_constructor_args_not_in_hparams_json"
+        ],
+    }
     model = load_model(folder / "ChorusTIC.ckpt", hp_full)
     assert model.provenance["format"] == "official" and len(model.provenance["sha256"]) == 64
 
@@ -121,7 +130,9 @@ def test_released_ckpt_file_with_hparams_next_to_it(tmp_path):
 def test_save_load_roundtrip_with_provenance(tmp_path):
     torch.manual_seed(0)
     model = ChorusTIC(ChorusTICConfig.tiny()).eval()
-    path = save_checkpoint(tmp_path / "m.safetensors", model, provenance={"training": {"steps": 3, "prior": "test"}})
+    path = save_checkpoint(
+        tmp_path / "m.safetensors", model, provenance={"training": {"steps": 3, "prior": "test"}}
+    )
     assert [p.name for p in tmp_path.iterdir()] == ["m.safetensors"]  # atomic: no temp file left
     meta = read_checkpoint_metadata(path)
     assert meta["config"] == model.config.to_dict()
@@ -153,7 +164,7 @@ def test_our_loader_is_strict(tmp_path):
 
     with safe_open(str(path), "pt") as f:
         meta = f.metadata()
-        tensors = {k: f.get_tensor(k) for k in f.keys() if k != "icl.ln.bias"}
+        tensors = {k: f.get_tensor(k) for k in f.keys() if k != "icl.ln.bias"}  # noqa: SIM118
     save_file(tensors, str(tmp_path / "broken.safetensors"), metadata=meta)
     with pytest.raises(CheckpointError, match=r"missing keys \(1\): icl.ln.bias"):
         load_checkpoint(tmp_path / "broken.safetensors")
@@ -161,7 +172,11 @@ def test_our_loader_is_strict(tmp_path):
 
 # --------------------------------------------------------------------------- resolution
 def test_parse_hf_spec():
-    assert parse_hf_spec("hf://JTF2000/ChorusTIC/ChorusTIC.ckpt") == ("JTF2000/ChorusTIC", "ChorusTIC.ckpt", None)
+    assert parse_hf_spec("hf://JTF2000/ChorusTIC/ChorusTIC.ckpt") == (
+        "JTF2000/ChorusTIC",
+        "ChorusTIC.ckpt",
+        None,
+    )
     assert parse_hf_spec("hf://a/b@v1/sub/f.pt") == ("a/b", "sub/f.pt", "v1")
     with pytest.raises(ValueError):
         parse_hf_spec("hf://onlyrepo")
@@ -185,7 +200,7 @@ def test_resolve_offline_names_the_file_and_the_fix(tmp_path, monkeypatch):
 
 
 class _HubHandler(http.server.BaseHTTPRequestHandler):
-    files: dict[str, bytes] = {}
+    files: ClassVar[dict[str, bytes]] = {}
     commit = "0123456789abcdef0123456789abcdef01234567"
 
     def _send(self, head_only: bool) -> None:
@@ -204,10 +219,10 @@ class _HubHandler(http.server.BaseHTTPRequestHandler):
         if not head_only:
             self.wfile.write(body)
 
-    def do_HEAD(self):  # noqa: N802
+    def do_HEAD(self):
         self._send(True)
 
-    def do_GET(self):  # noqa: N802
+    def do_GET(self):
         self._send(False)
 
     def log_message(self, *args):
@@ -241,11 +256,26 @@ def test_resolve_through_the_hub_cache(tmp_path, monkeypatch):
 def _tabicl_v1(cfg: ChorusTICConfig):
     from tabicl._model.tabicl import TabICL
 
-    kw = dict(max_classes=cfg.max_classes, embed_dim=cfg.embed_dim, col_num_blocks=cfg.col_num_blocks,
-              col_nhead=cfg.col_nhead, col_num_inds=cfg.col_num_inds, col_affine=True, col_feature_group=False,
-              col_target_aware=False, col_ssmax=False, row_num_blocks=cfg.row_num_blocks, row_nhead=cfg.row_nhead,
-              row_num_cls=cfg.row_num_cls, row_rope_base=cfg.row_rope_base, icl_num_blocks=cfg.icl_num_blocks,
-              icl_nhead=cfg.icl_nhead, icl_ssmax=False, ff_factor=cfg.ff_factor, zero_init=False)
+    kw = {
+        "max_classes": cfg.max_classes,
+        "embed_dim": cfg.embed_dim,
+        "col_num_blocks": cfg.col_num_blocks,
+        "col_nhead": cfg.col_nhead,
+        "col_num_inds": cfg.col_num_inds,
+        "col_affine": True,
+        "col_feature_group": False,
+        "col_target_aware": False,
+        "col_ssmax": False,
+        "row_num_blocks": cfg.row_num_blocks,
+        "row_nhead": cfg.row_nhead,
+        "row_num_cls": cfg.row_num_cls,
+        "row_rope_base": cfg.row_rope_base,
+        "icl_num_blocks": cfg.icl_num_blocks,
+        "icl_nhead": cfg.icl_nhead,
+        "icl_ssmax": False,
+        "ff_factor": cfg.ff_factor,
+        "zero_init": False,
+    }
     torch.manual_seed(1)
     return TabICL(**kw), kw
 
@@ -257,8 +287,10 @@ def test_task_level_from_tabicl_equals_tabicl(tmp_path):
 
     cfg = ChorusTICConfig.tiny()
     tab, kw = _tabicl_v1(cfg)
-    torch.save({"config": kw, "state_dict": {f"tabicl_model.{k}": v for k, v in tab.state_dict().items()}},
-               tmp_path / "tabicl-v1.ckpt")
+    torch.save(
+        {"config": kw, "state_dict": {f"tabicl_model.{k}": v for k, v in tab.state_dict().items()}},
+        tmp_path / "tabicl-v1.ckpt",
+    )
     model = ChorusTIC(cfg).eval()
     before = {k: v.clone() for k, v in model.state_dict().items() if k.startswith("signal_encoder.")}
     info = load_task_level_from_tabicl(model, tmp_path / "tabicl-v1.ckpt")
@@ -266,11 +298,16 @@ def test_task_level_from_tabicl_equals_tabicl(tmp_path):
     for k, v in before.items():
         assert torch.equal(v, model.state_dict()[k])
     H = torch.randn(2, 25, cfg.d_h)
-    for k_cls in (2, 7):  # (tabicl's own hierarchical path fails with a custom InferenceConfig; golden covers K > 10)
+    for k_cls in (
+        2,
+        7,
+    ):  # (tabicl's own hierarchical path fails with a custom InferenceConfig; golden covers K > 10)
         y = torch.arange(18).remainder(k_cls).repeat(2, 1)
-        no_amp = InferenceConfig(COL_CONFIG={"use_amp": False, "device": "cpu"},
-                                 ROW_CONFIG={"use_amp": False, "device": "cpu"},
-                                 ICL_CONFIG={"use_amp": False, "device": "cpu"})
+        no_amp = InferenceConfig(
+            COL_CONFIG={"use_amp": False, "device": "cpu"},
+            ROW_CONFIG={"use_amp": False, "device": "cpu"},
+            ICL_CONFIG={"use_amp": False, "device": "cpu"},
+        )
         with torch.no_grad():
             ref = tab.eval()(H, y.float(), inference_config=no_amp)
             ours = model.icl_logits(model.row_representations(H, 18), y)
@@ -289,8 +326,16 @@ def test_tabicl_config_mismatch_and_v2_are_rejected():
     model = ChorusTIC(cfg)
     with pytest.raises(CheckpointError, match="icl_nhead: checkpoint 1 vs model 2"):
         load_task_level_from_tabicl(model, {"config": {**kw, "icl_nhead": 1}, "state_dict": tab.state_dict()})
-    v2 = TabICL(embed_dim=8, col_num_blocks=1, col_nhead=2, col_num_inds=4, row_num_blocks=1, row_nhead=2,
-                icl_num_blocks=1, icl_nhead=2)
+    v2 = TabICL(
+        embed_dim=8,
+        col_num_blocks=1,
+        col_nhead=2,
+        col_num_inds=4,
+        row_num_blocks=1,
+        row_nhead=2,
+        icl_num_blocks=1,
+        icl_nhead=2,
+    )
     with pytest.raises(CheckpointError, match="TabICL v2"):
         load_task_level_from_tabicl(model, {"state_dict": v2.state_dict()})
     sd = dict(tab.state_dict())

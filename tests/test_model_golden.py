@@ -121,10 +121,16 @@ def test_seeded_rssc_draws_match_the_official_rng(case):
     """A generator seeded like the official global RNG draws the recorded assignments."""
     meta, d = case
     mask = torch.ones(1, meta["n_channels"], dtype=torch.bool)
-    one = sample_rssc_assignment(mask, num_groups=4, group_size=4,
-                                 generator=torch.Generator().manual_seed(meta["rssc_torch_seed"]))
-    four = sample_rssc_assignment(mask, num_groups=4, group_size=4, n_draws=4,
-                                  generator=torch.Generator().manual_seed(meta["rssc_ens_torch_seed"]))
+    one = sample_rssc_assignment(
+        mask, num_groups=4, group_size=4, generator=torch.Generator().manual_seed(meta["rssc_torch_seed"])
+    )
+    four = sample_rssc_assignment(
+        mask,
+        num_groups=4,
+        group_size=4,
+        n_draws=4,
+        generator=torch.Generator().manual_seed(meta["rssc_ens_torch_seed"]),
+    )
     assert torch.equal(one[0, 0], d["group_idx"])
     assert torch.equal(four[0], d["rssc_ens_group_idx"])
 

@@ -113,18 +113,30 @@ def test_rssc_sampling_rules():
     for e in range(3):
         c = Counter(gi[0, e].flatten().tolist())
         assert set(c) == set(range(5)) and sorted(c.values()) == [3, 3, 3, 3, 4]
-    again = sample_rssc_assignment(mask, num_groups=4, group_size=4, n_draws=3, generator=torch.Generator().manual_seed(0))
+    again = sample_rssc_assignment(
+        mask, num_groups=4, group_size=4, n_draws=3, generator=torch.Generator().manual_seed(0)
+    )
     assert torch.equal(gi, again)
-    iid = sample_rssc_assignment(torch.ones(1, 40, dtype=torch.bool), num_groups=4, group_size=4, mode="random",
-                                 generator=torch.Generator().manual_seed(1))
+    iid = sample_rssc_assignment(
+        torch.ones(1, 40, dtype=torch.bool),
+        num_groups=4,
+        group_size=4,
+        mode="random",
+        generator=torch.Generator().manual_seed(1),
+    )
     assert iid.shape == (1, 1, 4, 4) and int(iid.max()) < 40
 
 
 def test_dedupe_schedule_equals_official_schedule(model):
     for channels in (1, 3, 20):
         X = torch.randn(2, 5, channels, 512)
-        gi = sample_rssc_assignment(torch.ones(2, channels, dtype=torch.bool), num_groups=4, group_size=4,
-                                    n_draws=3, generator=torch.Generator().manual_seed(channels))
+        gi = sample_rssc_assignment(
+            torch.ones(2, channels, dtype=torch.bool),
+            num_groups=4,
+            group_size=4,
+            n_draws=3,
+            generator=torch.Generator().manual_seed(channels),
+        )
         with torch.no_grad():
             full = model.signal_encoder.encode_slots(X, gi, dedupe=False)
             fast = model.signal_encoder.encode_slots(X, gi, dedupe=True)
@@ -148,7 +160,7 @@ def test_channel_mask_excludes_padding(model):
     X = torch.randn(1, 8, 5, 64)
     y = torch.tensor([[0, 1, 0, 1, 0]])
     mask = torch.tensor([[True, True, True, False, False]])
-    gen = lambda: torch.Generator().manual_seed(3)  # noqa: E731
+    gen = lambda: torch.Generator().manual_seed(3)
     with torch.no_grad():
         out = model(X, y, channel_mask=mask, generator=gen(), n_rssc_draws=3)
         X2 = X.clone()

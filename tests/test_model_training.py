@@ -36,9 +36,15 @@ def test_train_forward_returns_all_classes_and_gradients_reach_every_trainable_p
     X, y = _batch()
     out = model(X, y, return_all_classes=True, generator=torch.Generator().manual_seed(0))
     assert out.shape == (2, 4, TINY.max_classes)
-    loss = torch.nn.functional.cross_entropy(out.reshape(-1, TINY.max_classes), torch.tensor([0, 1, 2, 0] * 2))
+    loss = torch.nn.functional.cross_entropy(
+        out.reshape(-1, TINY.max_classes), torch.tensor([0, 1, 2, 0] * 2)
+    )
     loss.backward()
-    no_grad = [n for n, p in model.named_parameters() if p.requires_grad and (p.grad is None or not p.grad.abs().sum())]
+    no_grad = [
+        n
+        for n, p in model.named_parameters()
+        if p.requires_grad and (p.grad is None or not p.grad.abs().sum())
+    ]
     assert no_grad == []
     assert not model.row_interaction.tf_row.rope.freqs.requires_grad  # RoPE frequencies are fixed
 

@@ -12,11 +12,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         "checkpoint-info",
         help="show a ChorusTIC checkpoint's format, configuration, provenance and parameter counts",
         description="Load a ChorusTIC checkpoint (this project's .safetensors format, the released "
-                    "ChorusTIC.ckpt, or an hf://OWNER/REPO/FILE spec from the Hugging Face cache) and "
-                    "print its configuration, provenance and parameter counts per stage.",
+        "ChorusTIC.ckpt, or an hf://OWNER/REPO/FILE spec from the Hugging Face cache) and "
+        "print its configuration, provenance and parameter counts per stage.",
     )
     p.add_argument("checkpoint", help="path or hf:// spec")
-    p.add_argument("--hparams-json", default=None, help="model_hparams_latest.json of a released-format checkpoint")
+    p.add_argument(
+        "--hparams-json", default=None, help="model_hparams_latest.json of a released-format checkpoint"
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     p.set_defaults(func=_info)
 
@@ -62,8 +64,10 @@ def _info(args: argparse.Namespace) -> int:
     print("parameters:")
     for name, n in counts.items():
         print(f"  {name:32s} {n:>12,d}")
-    print(f"derived: d_h={cfg.d_h} d_u={cfg.d_u} slots={cfg.num_slots} patch={cfg.patch_size}  "
-          f"signal encoder frozen: {model.signal_encoder_frozen}")
+    print(
+        f"derived: d_h={cfg.d_h} d_u={cfg.d_u} slots={cfg.num_slots} patch={cfg.patch_size}  "
+        f"signal encoder frozen: {model.signal_encoder_frozen}"
+    )
     print("config:")
     for k, v in cfg.to_dict().items():
         print(f"  {k:28s} {v}")

@@ -12,14 +12,14 @@ from chorustic.inference.oom import BatchSizes, is_oom_error, run_with_oom_retry
 from chorustic.inference.schedules import naive_member_logits, shared_member_logits
 
 __all__ = [
+    "BatchSizes",
     "ChorusTICClassifier",
     "clear_model_cache",
+    "is_oom_error",
     "label_shift_offsets",
+    "naive_member_logits",
+    "run_with_oom_retry",
+    "shared_member_logits",
     "softmax_proba",
     "unshift_logits",
-    "BatchSizes",
-    "is_oom_error",
-    "run_with_oom_retry",
-    "naive_member_logits",
-    "shared_member_logits",
 ]

@@ -100,12 +100,28 @@ class ChorusTICClassifier(ClassifierMixin, BaseEstimator):
         Show a tqdm bar over ensemble members.
     """
 
-    def __init__(self, checkpoint: Any = DEFAULT_CHECKPOINT, *, hparams_json: Any = None, model: Any = None,
-                 n_label_shifts: int = 8, n_rssc_draws: int = 4, temperature: float = 0.9,
-                 label_shift_rule: str = "official", schedule: str = "shared", seed: int = 0,
-                 device: str = "cpu", signal_batch_size: int = 512, task_batch_size: int = 512,
-                 icl_batch_size: int = 8, group_batch_size: int = 256, use_amp: bool = True,
-                 oom_retry: bool = True, n_jobs: int | None = None, progress: bool = False) -> None:
+    def __init__(
+        self,
+        checkpoint: Any = DEFAULT_CHECKPOINT,
+        *,
+        hparams_json: Any = None,
+        model: Any = None,
+        n_label_shifts: int = 8,
+        n_rssc_draws: int = 4,
+        temperature: float = 0.9,
+        label_shift_rule: str = "official",
+        schedule: str = "shared",
+        seed: int = 0,
+        device: str = "cpu",
+        signal_batch_size: int = 512,
+        task_batch_size: int = 512,
+        icl_batch_size: int = 8,
+        group_batch_size: int = 256,
+        use_amp: bool = True,
+        oom_retry: bool = True,
+        n_jobs: int | None = None,
+        progress: bool = False,
+    ) -> None:
         self.checkpoint = checkpoint
         self.hparams_json = hparams_json
         self.model = model
@@ -140,8 +156,10 @@ class ChorusTICClassifier(ClassifierMixin, BaseEstimator):
 
     def _check_X(self, X, what: str) -> np.ndarray:
         if isinstance(X, (list, tuple)):
-            raise ValueError(f"{what}: ChorusTIC needs equal-length series, an array (n, C, L); got a list "
-                             "(resample variable-length series first)")
+            raise ValueError(  # noqa: TRY004 - the harness reports bad input as ValueError
+                f"{what}: ChorusTIC needs equal-length series, an array (n, C, L); got a list "
+                "(resample variable-length series first)"
+            )
         X = np.asarray(X, dtype=np.float32)
         if X.ndim == 2:
             X = X[:, None, :]
@@ -150,7 +168,9 @@ class ChorusTICClassifier(ClassifierMixin, BaseEstimator):
         if X.shape[0] == 0:
             raise ValueError(f"{what}: no samples")
         if not np.isfinite(X).all():
-            raise ValueError(f"{what}: contains NaN or infinite values; replace missing values (e.g. by 0) first")
+            raise ValueError(
+                f"{what}: contains NaN or infinite values; replace missing values (e.g. by 0) first"
+            )
         return X
 
     def _validate_params(self) -> None:
@@ -158,8 +178,14 @@ class ChorusTICClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(f"schedule {self.schedule!r} not in {SCHEDULES}")
         if self.label_shift_rule not in LABEL_SHIFT_RULES:
             raise ValueError(f"label_shift_rule {self.label_shift_rule!r} not in {LABEL_SHIFT_RULES}")
-        for name in ("n_label_shifts", "n_rssc_draws", "signal_batch_size", "task_batch_size", "icl_batch_size",
-                     "group_batch_size"):
+        for name in (
+            "n_label_shifts",
+            "n_rssc_draws",
+            "signal_batch_size",
+            "task_batch_size",
+            "icl_batch_size",
+            "group_batch_size",
+        ):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if not self.temperature > 0:
@@ -171,7 +197,7 @@ class ChorusTICClassifier(ClassifierMixin, BaseEstimator):
         return _cached_model(self.checkpoint, self.hparams_json, self.device)
 
     # ------------------------------------------------------------------------------ sklearn API
-    def fit(self, X, y) -> "ChorusTICClassifier":
+    def fit(self, X, y) -> ChorusTICClassifier:
         """Store the labeled context; load the model (no parameter is updated)."""
         self._validate_params()
         X = self._check_X(X, "fit")
@@ -191,8 +217,10 @@ class ChorusTICClassifier(ClassifierMixin, BaseEstimator):
         check_is_fitted(self, "model_")
         X = self._check_X(X, "predict")
         if X.shape[1:] != (self.n_channels_, self.n_timepoints_):
-            raise ValueError(f"predict: X has shape (n, {X.shape[1]}, {X.shape[2]}) but the context was "
-                             f"(n, {self.n_channels_}, {self.n_timepoints_})")
+            raise ValueError(
+                f"predict: X has shape (n, {X.shape[1]}, {X.shape[2]}) but the context was "
+                f"(n, {self.n_channels_}, {self.n_timepoints_})"
+            )
         k = len(self.classes_)
         if k == 1:
             self.effective_batch_sizes_ = {}
@@ -201,21 +229,45 @@ class ChorusTICClassifier(ClassifierMixin, BaseEstimator):
         device = next(model.parameters()).device
         episode = torch.from_numpy(np.concatenate([self.X_context_, X]))[None].to(device)  # (1, T, C, L)
         y = torch.from_numpy(self.y_context_).to(device)
-        offsets = label_shift_offsets(k, int(self.n_label_shifts), rule=self.label_shift_rule, seed=int(self.seed))
+        offsets = label_shift_offsets(
+            k, int(self.n_label_shifts), rule=self.label_shift_rule, seed=int(self.seed)
+        )
         gen = torch.Generator(device="cpu").manual_seed(int(self.seed))
         mask = torch.ones(1, self.n_channels_, dtype=torch.bool)
         group_idx = model.sample_assignment(mask, n_draws=int(self.n_rssc_draws), generator=gen).to(device)
 
         def compute(sizes: BatchSizes) -> torch.Tensor:
             if self.schedule == "naive":
-                return naive_member_logits(model, episode, y, offsets, group_idx, num_classes=k,
-                                           temperature=self.temperature, progress=self.progress)
-            return shared_member_logits(model, episode, y, offsets, group_idx, num_classes=k, batch=sizes,
-                                        temperature=self.temperature, use_amp=self.use_amp, progress=self.progress)
+                return naive_member_logits(
+                    model,
+                    episode,
+                    y,
+                    offsets,
+                    group_idx,
+                    num_classes=k,
+                    temperature=self.temperature,
+                    progress=self.progress,
+                )
+            return shared_member_logits(
+                model,
+                episode,
+                y,
+                offsets,
+                group_idx,
+                num_classes=k,
+                batch=sizes,
+                temperature=self.temperature,
+                use_amp=self.use_amp,
+                progress=self.progress,
+            )
 
         start = time.perf_counter()
-        sizes = BatchSizes(int(self.signal_batch_size), int(self.task_batch_size), int(self.icl_batch_size),
-                           int(self.group_batch_size))
+        sizes = BatchSizes(
+            int(self.signal_batch_size),
+            int(self.task_batch_size),
+            int(self.icl_batch_size),
+            int(self.group_batch_size),
+        )
         with self._threads():
             members, used, retries = run_with_oom_retry(compute, sizes, enabled=bool(self.oom_retry))
         self.effective_batch_sizes_ = used.as_dict()
@@ -246,7 +298,10 @@ class ChorusTICClassifier(ClassifierMixin, BaseEstimator):
             "n_rssc_draws": self.n_rssc_draws,
             "device": str(self.device),
             "torch_threads": torch.get_num_threads() if self.n_jobs is None else self.n_jobs,
-            "model": {k: v for k, v in getattr(self.model_, "provenance", {}).items()
-                      if k in ("format", "source", "sha256", "git_commit", "created_at")},
+            "model": {
+                k: v
+                for k, v in getattr(self.model_, "provenance", {}).items()
+                if k in ("format", "source", "sha256", "git_commit", "created_at")
+            },
             "pid": os.getpid(),
         }

@@ -19,12 +19,14 @@ import numpy as np
 import torch
 from torch import Tensor
 
-__all__ = ["label_shift_offsets", "shift_labels", "unshift_logits", "softmax_proba"]
+__all__ = ["label_shift_offsets", "shift_labels", "softmax_proba", "unshift_logits"]
 
 LABEL_SHIFT_RULES = ("official", "paper")
 
 
-def label_shift_offsets(num_classes: int, n_shifts: int, *, rule: str = "official", seed: int = 0) -> list[int]:
+def label_shift_offsets(
+    num_classes: int, n_shifts: int, *, rule: str = "official", seed: int = 0
+) -> list[int]:
     """The cyclic label-shift offsets of ``n_shifts`` ensemble members."""
     if n_shifts < 1:
         raise ValueError(f"n_shifts must be >= 1, got {n_shifts}")

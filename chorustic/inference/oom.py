@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import gc
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 import torch
 
@@ -32,7 +33,7 @@ class BatchSizes:
 
     MINIMUM = 1
 
-    def halved(self) -> "BatchSizes | None":
+    def halved(self) -> BatchSizes | None:
         new = BatchSizes(*(max(self.MINIMUM, v // 2) for v in dataclasses.astuple(self)))
         return None if new == self else new
 
@@ -45,8 +46,15 @@ def is_oom_error(exc: BaseException) -> bool:
         return True
     if isinstance(exc, (RuntimeError, MemoryError)):
         msg = str(exc).lower()
-        return isinstance(exc, MemoryError) or any(s in msg for s in (
-            "out of memory", "can't allocate memory", "cublas_status_alloc_failed", "failed to allocate"))
+        return isinstance(exc, MemoryError) or any(
+            s in msg
+            for s in (
+                "out of memory",
+                "can't allocate memory",
+                "cublas_status_alloc_failed",
+                "failed to allocate",
+            )
+        )
     return False
 
 
@@ -56,8 +64,13 @@ def _free_memory() -> None:
         torch.cuda.empty_cache()
 
 
-def run_with_oom_retry(fn: Callable[[BatchSizes], T], sizes: BatchSizes, *, enabled: bool = True,
-                       on_retry: Callable[[BatchSizes, BaseException], None] | None = None) -> tuple[T, BatchSizes, int]:
+def run_with_oom_retry(
+    fn: Callable[[BatchSizes], T],
+    sizes: BatchSizes,
+    *,
+    enabled: bool = True,
+    on_retry: Callable[[BatchSizes, BaseException], None] | None = None,
+) -> tuple[T, BatchSizes, int]:
     """``fn(sizes)``, retried with halved sizes on out-of-memory. Returns ``(result, sizes used, retries)``."""
     retries = 0
     while True:
@@ -69,7 +82,9 @@ def run_with_oom_retry(fn: Callable[[BatchSizes], T], sizes: BatchSizes, *, enab
             smaller = sizes.halved()
             _free_memory()
             if smaller is None:
-                raise RuntimeError(f"out of memory even with the smallest batch sizes {sizes.as_dict()}") from exc
+                raise RuntimeError(
+                    f"out of memory even with the smallest batch sizes {sizes.as_dict()}"
+                ) from exc
             if on_retry is not None:
                 on_retry(smaller, exc)
             sizes, retries = smaller, retries + 1

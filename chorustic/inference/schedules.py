@@ -17,7 +17,7 @@ Both return the un-shifted logits of every member, ``(M_pi, M_R, n_query, K)``.
 from __future__ import annotations
 
 import contextlib
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import torch
 from torch import Tensor
@@ -26,7 +26,7 @@ from tqdm.auto import tqdm
 from chorustic.inference.ensemble import shift_labels, unshift_logits
 from chorustic.inference.oom import BatchSizes
 
-__all__ = ["shared_member_logits", "naive_member_logits", "SCHEDULES"]
+__all__ = ["SCHEDULES", "naive_member_logits", "shared_member_logits"]
 
 SCHEDULES = ("shared", "naive")
 
@@ -48,9 +48,19 @@ def _unique(rows: Sequence) -> tuple[list, list[int]]:
 
 
 @torch.no_grad()
-def shared_member_logits(model, X: Tensor, y_context: Tensor, offsets: Sequence[int], group_idx: Tensor, *,
-                         num_classes: int, batch: BatchSizes | None = None, temperature: float = 0.9,
-                         use_amp: bool = True, progress: bool = False) -> Tensor:
+def shared_member_logits(
+    model,
+    X: Tensor,
+    y_context: Tensor,
+    offsets: Sequence[int],
+    group_idx: Tensor,
+    *,
+    num_classes: int,
+    batch: BatchSizes | None = None,
+    temperature: float = 0.9,
+    use_amp: bool = True,
+    progress: bool = False,
+) -> Tensor:
     """Member logits ``(M_pi, M_R, n_query, K)`` of one episode under the shared schedule.
 
     ``X``: ``(1, T, C, L)`` (context rows first), ``y_context``: ``(n_ctx,)`` labels 0..K-1,
@@ -65,7 +75,9 @@ def shared_member_logits(model, X: Tensor, y_context: Tensor, offsets: Sequence[
     shifts, shift_of = _unique([int(o) % k for o in offsets])
     gi = torch.stack([group_idx[0, draw_of.index(i)] for i in range(len(draws))])[None].to(device)
 
-    H = model.encode_signal(X, gi, row_chunk=batch.signal_rows, group_chunk=batch.group_chunk)  # (1, U, T, d_h)
+    H = model.encode_signal(
+        X, gi, row_chunk=batch.signal_rows, group_chunk=batch.group_chunk
+    )  # (1, U, T, d_h)
     y_tables = torch.stack([shift_labels(y, off, k) for off in shifts])  # (J, n)
     per_draw = []
     bar = tqdm(total=len(draws) * len(shifts), desc="ChorusTIC members", disable=not progress, leave=False)
@@ -76,8 +88,13 @@ def shared_member_logits(model, X: Tensor, y_context: Tensor, offsets: Sequence[
         for j0 in range(0, len(shifts), batch.icl_tables):
             yj = y_tables[j0 : j0 + batch.icl_tables]
             with _autocast(device, use_amp):
-                logits = model.icl_logits(R.expand(yj.shape[0], -1, -1), yj, num_classes=k,
-                                          query_chunk=batch.task_rows, temperature=temperature)
+                logits = model.icl_logits(
+                    R.expand(yj.shape[0], -1, -1),
+                    yj,
+                    num_classes=k,
+                    query_chunk=batch.task_rows,
+                    temperature=temperature,
+                )
             outs.extend(unshift_logits(logits[j].float(), shifts[j0 + j]) for j in range(yj.shape[0]))
             bar.update(yj.shape[0])
         per_draw.append(torch.stack(outs))  # (J, q, K)
@@ -89,14 +106,27 @@ def shared_member_logits(model, X: Tensor, y_context: Tensor, offsets: Sequence[
 
 
 @torch.no_grad()
-def naive_member_logits(model, X: Tensor, y_context: Tensor, offsets: Sequence[int], group_idx: Tensor, *,
-                        num_classes: int, members: Iterable[tuple[int, int]] | None = None,
-                        temperature: float = 0.9, progress: bool = False) -> Tensor:
+def naive_member_logits(
+    model,
+    X: Tensor,
+    y_context: Tensor,
+    offsets: Sequence[int],
+    group_idx: Tensor,
+    *,
+    num_classes: int,
+    members: Iterable[tuple[int, int]] | None = None,
+    temperature: float = 0.9,
+    progress: bool = False,
+) -> Tensor:
     """Member logits under the naive schedule: ``(M_pi, M_R, n_query, K)``, or ``(len(members), n_query, K)``
     for an explicit list of ``(m, a)`` members."""
     y = torch.as_tensor(y_context).long().reshape(-1)
     n_draws = group_idx.shape[1]
-    todo = list(members) if members is not None else [(m, a) for m in range(len(offsets)) for a in range(n_draws)]
+    todo = (
+        list(members)
+        if members is not None
+        else [(m, a) for m in range(len(offsets)) for a in range(n_draws)]
+    )
     outs = []
     for m, a in tqdm(todo, desc="ChorusTIC naive members", disable=not progress, leave=False):
         off = int(offsets[m]) % num_classes

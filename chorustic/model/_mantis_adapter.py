@@ -16,7 +16,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 from mantis.architecture.version1 import TokenGeneratorUnit, TransformerUnit
 
-__all__ = ["MantisTokenGenerator", "MantisTransformerUnit", "MANTIS_VERSION"]
+__all__ = ["MANTIS_VERSION", "MantisTokenGenerator", "MantisTransformerUnit"]
 
 try:
     MANTIS_VERSION = version("mantis-tsfm")
@@ -34,7 +34,24 @@ class MantisTransformerUnit(TransformerUnit):
     Built on CPU; move the whole model with ``.to(device)`` afterwards.
     """
 
-    def __init__(self, *, hidden_dim: int, num_patches: int, depth: int, heads: int, mlp_dim: int,
-                 dim_head: int, dropout: float) -> None:
-        super().__init__(hidden_dim=hidden_dim, num_patches=num_patches, depth=depth, heads=heads,
-                         mlp_dim=mlp_dim, dim_head=dim_head, dropout=dropout, device="cpu")
+    def __init__(
+        self,
+        *,
+        hidden_dim: int,
+        num_patches: int,
+        depth: int,
+        heads: int,
+        mlp_dim: int,
+        dim_head: int,
+        dropout: float,
+    ) -> None:
+        super().__init__(
+            hidden_dim=hidden_dim,
+            num_patches=num_patches,
+            depth=depth,
+            heads=heads,
+            mlp_dim=mlp_dim,
+            dim_head=dim_head,
+            dropout=dropout,
+            device="cpu",
+        )

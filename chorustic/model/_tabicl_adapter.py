@@ -28,7 +28,7 @@ from tabicl._model.encoders import Encoder, SetTransformer
 from tabicl._model.kv_cache import KVCache
 from tabicl._model.layers import OneHotAndLinear
 
-__all__ = ["Encoder", "SetTransformer", "KVCache", "OneHotAndLinear", "TABICL_VERSION"]
+__all__ = ["TABICL_VERSION", "Encoder", "KVCache", "OneHotAndLinear", "SetTransformer"]
 
 try:
     TABICL_VERSION = version("tabicl")

@@ -30,17 +30,17 @@ from chorustic.io import atomic_write_bytes, sha256_file
 from chorustic.model.config import ChorusTICConfig
 
 __all__ = [
+    "DEFAULT_CHECKPOINT",
     "FORMAT_NAME",
     "FORMAT_VERSION",
-    "DEFAULT_CHECKPOINT",
     "CheckpointNotFoundError",
-    "save_checkpoint",
+    "is_chorustic_checkpoint",
     "load_checkpoint",
+    "load_model",
+    "parse_hf_spec",
     "read_checkpoint_metadata",
     "resolve_checkpoint",
-    "parse_hf_spec",
-    "load_model",
-    "is_chorustic_checkpoint",
+    "save_checkpoint",
 ]
 
 FORMAT_NAME = "chorustic-checkpoint"
@@ -58,12 +58,21 @@ class CheckpointNotFoundError(FileNotFoundError):
 def _git_info() -> dict[str, Any]:
     root = Path(__file__).resolve().parents[2]
     try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
-                                timeout=10, check=True).stdout.strip()
-        dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                                    capture_output=True, text=True, timeout=10).stdout.strip())
+        commit = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10, check=True
+        ).stdout.strip()
+        dirty = bool(
+            subprocess.run(
+                ["git", "status", "--porcelain", "--untracked-files=no"],
+                cwd=root,
+                capture_output=True,
+                text=True,
+                timeout=10,
+                check=False,
+            ).stdout.strip()
+        )
         return {"git_commit": commit, "git_dirty": dirty}
-    except Exception:
+    except (OSError, subprocess.SubprocessError):
         return {"git_commit": None, "git_dirty": None}
 
 
@@ -135,15 +144,20 @@ def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
     path = resolve_checkpoint(path)
     meta = read_checkpoint_metadata(path)
     if meta["format_version"] != FORMAT_VERSION:
-        raise CheckpointError(f"{path}: checkpoint format version {meta['format_version']} is not supported "
-                              f"(this package reads version {FORMAT_VERSION})")
+        raise CheckpointError(
+            f"{path}: checkpoint format version {meta['format_version']} is not supported "
+            f"(this package reads version {FORMAT_VERSION})"
+        )
     model = ChorusTIC(ChorusTICConfig.from_dict(meta["config"]))
     state = load_file(str(path))
     own = model.state_dict()
     missing = sorted(set(own) - set(state))
     unexpected = sorted(set(state) - set(own))
-    shapes = [(k, tuple(state[k].shape), tuple(own[k].shape)) for k in sorted(set(own) & set(state))
-              if tuple(state[k].shape) != tuple(own[k].shape)]
+    shapes = [
+        (k, tuple(state[k].shape), tuple(own[k].shape))
+        for k in sorted(set(own) & set(state))
+        if tuple(state[k].shape) != tuple(own[k].shape)
+    ]
     if missing or unexpected or shapes:
         from chorustic.model.official import _mismatch_error
 
@@ -160,7 +174,7 @@ def parse_hf_spec(spec: str) -> tuple[str, str, str | None]:
     """``hf://OWNER/REPO[@REV]/PATH/IN/REPO`` -> ``(repo_id, filename, revision)``."""
     if not spec.startswith("hf://"):
         raise ValueError(f"not an hf:// spec: {spec!r}")
-    parts = spec[len("hf://"):].split("/")
+    parts = spec[len("hf://") :].split("/")
     if len(parts) < 3 or not all(parts):
         raise ValueError(f"hf:// spec must be hf://OWNER/REPO/FILE, got {spec!r}")
     owner, repo = parts[0], parts[1]
@@ -174,8 +188,13 @@ def _offline() -> bool:
     return os.environ.get("HF_HUB_OFFLINE", "0").strip().lower() in ("1", "true", "yes", "on")
 
 
-def resolve_checkpoint(spec: str | os.PathLike, *, local_files_only: bool | None = None,
-                       cache_dir: str | os.PathLike | None = None, endpoint: str | None = None) -> Path:
+def resolve_checkpoint(
+    spec: str | os.PathLike,
+    *,
+    local_files_only: bool | None = None,
+    cache_dir: str | os.PathLike | None = None,
+    endpoint: str | None = None,
+) -> Path:
     """A local path for ``spec``: an existing file, or an ``hf://`` file from the Hugging Face cache
     (downloaded unless offline). Raises :class:`CheckpointNotFoundError` with instructions otherwise."""
     text = os.fspath(spec)
@@ -192,14 +211,22 @@ def resolve_checkpoint(spec: str | os.PathLike, *, local_files_only: bool | None
     try:
         from huggingface_hub import hf_hub_download
 
-        got = hf_hub_download(repo_id=repo_id, filename=filename, revision=revision, cache_dir=cache_dir,
-                              local_files_only=offline, endpoint=endpoint)
+        got = hf_hub_download(
+            repo_id=repo_id,
+            filename=filename,
+            revision=revision,
+            cache_dir=cache_dir,
+            local_files_only=offline,
+            endpoint=endpoint,
+        )
         return Path(got)
     except Exception as exc:  # offline, no network, missing file, auth: all end in the same advice
         from huggingface_hub import constants
 
         where = Path(cache_dir) if cache_dir else Path(constants.HF_HUB_CACHE)
-        reason = "HF_HUB_OFFLINE is set and the file is not cached" if offline else f"{type(exc).__name__}: {exc}"
+        reason = (
+            "HF_HUB_OFFLINE is set and the file is not cached" if offline else f"{type(exc).__name__}: {exc}"
+        )
         raise CheckpointNotFoundError(
             f"cannot get {filename} of the Hugging Face repository {repo_id} ({reason}).\n"
             f"  Either download it on a connected machine: `hf download {repo_id} {filename}` "
@@ -209,8 +236,11 @@ def resolve_checkpoint(spec: str | os.PathLike, *, local_files_only: bool | None
         ) from exc
 
 
-def load_model(spec: str | os.PathLike, hparams_json: str | os.PathLike | dict | None = None,
-               map_location: str | torch.device = "cpu"):
+def load_model(
+    spec: str | os.PathLike,
+    hparams_json: str | os.PathLike | dict | None = None,
+    map_location: str | torch.device = "cpu",
+):
     """Load a ChorusTIC from any supported checkpoint (our format or the released format)."""
     from chorustic.model.official import load_official_checkpoint
 

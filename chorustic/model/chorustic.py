@@ -53,7 +53,7 @@ class ChorusTIC(nn.Module):
         self.provenance: dict[str, Any] = {}
 
     # ------------------------------------------------------------------ freezing / modes
-    def freeze_signal_encoder(self, frozen: bool = True) -> "ChorusTIC":
+    def freeze_signal_encoder(self, frozen: bool = True) -> ChorusTIC:
         """Freeze (or unfreeze) tokenizer, dual-axis encoder and readout: ``requires_grad`` off, eval
         mode even inside ``model.train()`` (dropout off), and encoder calls under ``no_grad``."""
         self._signal_encoder_frozen = bool(frozen)
@@ -69,7 +69,7 @@ class ChorusTIC(nn.Module):
     def signal_encoder_frozen(self) -> bool:
         return self._signal_encoder_frozen
 
-    def train(self, mode: bool = True) -> "ChorusTIC":
+    def train(self, mode: bool = True) -> ChorusTIC:
         super().train(mode)
         if self._signal_encoder_frozen:
             self.signal_encoder.eval()
@@ -102,7 +102,9 @@ class ChorusTIC(nn.Module):
         else:
             channel_mask = torch.as_tensor(channel_mask, device=X.device).bool()
             if tuple(channel_mask.shape) != (b, c):
-                raise ValueError(f"channel_mask must have shape (B={b}, C={c}), got {tuple(channel_mask.shape)}")
+                raise ValueError(
+                    f"channel_mask must have shape (B={b}, C={c}), got {tuple(channel_mask.shape)}"
+                )
             if not bool(channel_mask.any(dim=1).all()):
                 raise ValueError("every episode needs at least one valid channel in channel_mask")
         return resample_length(X, self.config.seq_len), channel_mask
@@ -114,9 +116,8 @@ class ChorusTIC(nn.Module):
             y = y.unsqueeze(0)
         if y.ndim != 2 or y.shape[0] != batch:
             raise ValueError(f"y_context must be (B={batch}, n_ctx), got shape {tuple(y.shape)}")
-        if y.is_floating_point():
-            if not bool((y == y.round()).all()):
-                raise ValueError("y_context must hold integer class ids")
+        if y.is_floating_point() and not bool((y == y.round()).all()):
+            raise ValueError("y_context must hold integer class ids")
         y = y.long()
         if y.shape[1] < 1 or y.shape[1] > n_rows:
             raise ValueError(f"n_ctx = y_context.shape[1] = {y.shape[1]} must be in 1..T={n_rows}")
@@ -141,14 +142,23 @@ class ChorusTIC(nn.Module):
         return ks[0]
 
     # ------------------------------------------------------------------ signal level
-    def sample_assignment(self, channel_mask: Tensor, n_draws: int = 1,
-                          generator: torch.Generator | None = None) -> Tensor:
+    def sample_assignment(
+        self, channel_mask: Tensor, n_draws: int = 1, generator: torch.Generator | None = None
+    ) -> Tensor:
         """RSSC assignments ``(B, n_draws, G, S)`` over the valid channels of each episode."""
         return self.rssc.sample(channel_mask, n_draws=n_draws, generator=generator)
 
-    def encode_signal(self, X: Tensor, group_idx: Tensor, *, dedupe: bool | None = None,
-                      row_chunk: int | None = None, group_chunk: int | None = 256,
-                      token_chunk: int | None = 256, return_intermediates: bool = False):
+    def encode_signal(
+        self,
+        X: Tensor,
+        group_idx: Tensor,
+        *,
+        dedupe: bool | None = None,
+        row_chunk: int | None = None,
+        group_chunk: int | None = 256,
+        token_chunk: int | None = 256,
+        return_intermediates: bool = False,
+    ):
         """``X (B, T, C, L_0)`` (see :meth:`prepare_inputs`), ``group_idx (B, E, G, S)`` -> ``H (B, E, T, d_h)``.
 
         ``dedupe`` (default: whenever no dropout is active) encodes each distinct channel of a group
@@ -163,8 +173,13 @@ class ChorusTIC(nn.Module):
         hs, zs, pres = [], [], []
         for r0 in range(0, t, step):
             with grad_ctx:
-                z = self.signal_encoder.encode_slots(X[:, r0 : r0 + step], group_idx, dedupe=dedupe,
-                                                     group_chunk=group_chunk, token_chunk=token_chunk)
+                z = self.signal_encoder.encode_slots(
+                    X[:, r0 : r0 + step],
+                    group_idx,
+                    dedupe=dedupe,
+                    group_chunk=group_chunk,
+                    token_chunk=token_chunk,
+                )
             h, pre = self.rssc(z, return_prenorm=True)
             hs.append(h)
             if return_intermediates:
@@ -176,8 +191,9 @@ class ChorusTIC(nn.Module):
         return H
 
     # ------------------------------------------------------------------ task level
-    def row_representations(self, H: Tensor, n_ctx: int, *, row_chunk: int | None = None,
-                            return_embeddings: bool = False):
+    def row_representations(
+        self, H: Tensor, n_ctx: int, *, row_chunk: int | None = None, return_embeddings: bool = False
+    ):
         """``H (B, T, d_h)`` -> row representations ``U (B, T, d_u)``.
 
         ``row_chunk=None``: one pass over all rows. Otherwise the context bank of every column is
@@ -194,8 +210,16 @@ class ChorusTIC(nn.Module):
             parts.append(self.row_interaction(cdm.embed_rows(H[:, r0 : r0 + row_chunk], cache)))
         return torch.cat(parts, dim=1)
 
-    def icl_logits(self, R: Tensor, y: Tensor, *, num_classes: int | None = None, query_chunk: int | None = None,
-                   temperature: float = 0.9, trace: dict | None = None) -> Tensor:
+    def icl_logits(
+        self,
+        R: Tensor,
+        y: Tensor,
+        *,
+        num_classes: int | None = None,
+        query_chunk: int | None = None,
+        temperature: float = 0.9,
+        trace: dict | None = None,
+    ) -> Tensor:
         """Query logits ``(B, q, K)`` from row representations ``R (B, T, d_u)`` and labels ``y (B, n_ctx)``.
 
         K <= K_max: the decoder outputs of the K classes. K > K_max: the hierarchical extension,
@@ -225,16 +249,26 @@ class ChorusTIC(nn.Module):
                 rows = rows.to(R_b.device)
                 return raw(R_b, labels.to(R_b.device)[None], ctx_rows=rows)[0]
 
-            p = hierarchical_probabilities(predict, y[b], self.config.max_classes, temperature,
-                                           trace=trace if b == 0 else None)
+            p = hierarchical_probabilities(
+                predict, y[b], self.config.max_classes, temperature, trace=trace if b == 0 else None
+            )
             outs.append(temperature * torch.log(p + HIERARCHICAL_EPS))
         return torch.stack(outs).to(R.dtype)
 
     # ------------------------------------------------------------------ forward
-    def forward(self, X: Tensor, y_context: Tensor, *, channel_mask: Tensor | None = None,
-                group_idx: Tensor | None = None, return_all_classes: bool = False,
-                n_rssc_draws: int = 1, generator: torch.Generator | None = None,
-                temperature: float = 0.9, dedupe: bool | None = None) -> Tensor:
+    def forward(
+        self,
+        X: Tensor,
+        y_context: Tensor,
+        *,
+        channel_mask: Tensor | None = None,
+        group_idx: Tensor | None = None,
+        return_all_classes: bool = False,
+        n_rssc_draws: int = 1,
+        generator: torch.Generator | None = None,
+        temperature: float = 0.9,
+        dedupe: bool | None = None,
+    ) -> Tensor:
         """Query logits of a batch of episodes.
 
         X: ``(B, T, C, L)`` or ``(B, T, L)``; rows ``0..n_ctx-1`` are the context, ``n_ctx =
@@ -263,8 +297,9 @@ class ChorusTIC(nn.Module):
                 raise ValueError(f"training supports at most max_classes={cfg.max_classes} classes, got {k}")
         if group_idx is None:
             group_idx = self.sample_assignment(channel_mask, n_draws=n_rssc_draws, generator=generator)
-        group_idx = check_group_idx(torch.as_tensor(group_idx), b, c, cfg.num_groups, cfg.group_size,
-                                    channel_mask).to(X.device)
+        group_idx = check_group_idx(
+            torch.as_tensor(group_idx), b, c, cfg.num_groups, cfg.group_size, channel_mask
+        ).to(X.device)
         e = group_idx.shape[1]
         H = self.encode_signal(X, group_idx, dedupe=dedupe)  # (B, E, T, d_h)
         R = self.row_representations(H.reshape(b * e, t, cfg.d_h), n)

@@ -68,8 +68,9 @@ class ColumnDistributionModeling(nn.Module):
         if self.mode == "linear":
             return src.transpose(1, 2), None
         cache = KVCache()
-        states = self.tf_col.forward_with_cache(src, col_cache=cache, train_size=H_ctx.shape[1],
-                                                use_cache=False, store_cache=True)
+        states = self.tf_col.forward_with_cache(
+            src, col_cache=cache, train_size=H_ctx.shape[1], use_cache=False, store_cache=True
+        )
         return self._affine(cells, states).transpose(1, 2), cache
 
     def embed_rows(self, H_rows: Tensor, cache: KVCache | None) -> Tensor:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-__all__ = ["ChorusTICConfig", "MANTIS_SCALAR_SCALES"]
+__all__ = ["MANTIS_SCALAR_SCALES", "ChorusTICConfig"]
 
 #: Scales of the multi-scale scalar encoders of the patch tokenizer (Mantis/NuTime default, 9 decades).
 MANTIS_SCALAR_SCALES: tuple[float, ...] = (1e-4, 1e-3, 1e-2, 1e-1, 1.0, 1e1, 1e2, 1e3, 1e4)
@@ -146,12 +146,12 @@ class ChorusTICConfig:
 
     # --- presets ---------------------------------------------------------------------------------
     @classmethod
-    def paper(cls) -> "ChorusTICConfig":
+    def paper(cls) -> ChorusTICConfig:
         """The released ChorusTIC (checkpoint step 6000) exactly."""
         return cls()
 
     @classmethod
-    def small(cls) -> "ChorusTICConfig":
+    def small(cls) -> ChorusTICConfig:
         """A CPU-trainable ChorusTIC: same architecture, narrower and shallower, encoder trainable.
 
         About 1.0 M parameters (d_h = 128, d_u = 128); all slots, groups, the hierarchical extension
@@ -184,7 +184,7 @@ class ChorusTICConfig:
         )
 
     @classmethod
-    def tiny(cls) -> "ChorusTICConfig":
+    def tiny(cls) -> ChorusTICConfig:
         """A few-thousand-parameter configuration for unit tests (runs in milliseconds)."""
         return cls(
             hidden_dim=16,
@@ -220,7 +220,7 @@ class ChorusTICConfig:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "ChorusTICConfig":
+    def from_dict(cls, d: dict[str, Any]) -> ChorusTICConfig:
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(d) - known)
         if unknown:

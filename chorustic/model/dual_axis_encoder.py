@@ -40,7 +40,11 @@ class AxisBlock(nn.Module):
         self.attn = nn.MultiheadAttention(dim, heads, dropout=dropout, batch_first=True)
         self.norm2 = nn.LayerNorm(dim)
         self.mlp = nn.Sequential(
-            nn.Linear(dim, mlp_dim), nn.GELU(), nn.Dropout(dropout), nn.Linear(mlp_dim, dim), nn.Dropout(dropout)
+            nn.Linear(dim, mlp_dim),
+            nn.GELU(),
+            nn.Dropout(dropout),
+            nn.Linear(mlp_dim, dim),
+            nn.Dropout(dropout),
         )
 
     def forward(self, x: Tensor, key_bias: Tensor | None = None) -> Tensor:
@@ -59,12 +63,18 @@ class DualAxisEncoder(nn.Module):
         p, drop = config.hidden_dim, config.dual_axis_dropout
         self.dropout = drop
         self.temporal_blocks = nn.ModuleList(
-            [AxisBlock(p, config.temporal_heads, config.temporal_mlp_dim, drop) for _ in range(config.num_dual_axis_layers)]
+            [
+                AxisBlock(p, config.temporal_heads, config.temporal_mlp_dim, drop)
+                for _ in range(config.num_dual_axis_layers)
+            ]
         )
         self.use_channel_axis_attention = config.use_channel_axis_attention
         if self.use_channel_axis_attention:
             self.channel_blocks = nn.ModuleList(
-                [AxisBlock(p, config.channel_heads, config.channel_mlp_dim, drop) for _ in range(config.num_dual_axis_layers)]
+                [
+                    AxisBlock(p, config.channel_heads, config.channel_mlp_dim, drop)
+                    for _ in range(config.num_dual_axis_layers)
+                ]
             )
 
     def forward(self, tokens: Tensor, channel_bias: Tensor | None = None) -> Tensor:

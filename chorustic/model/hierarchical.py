@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 from torch import Tensor
 
-__all__ = ["balanced_partition", "ClassNode", "build_class_tree", "hierarchical_probabilities"]
+__all__ = ["ClassNode", "balanced_partition", "build_class_tree", "hierarchical_probabilities"]
 
 
 def balanced_partition(num_classes: int, max_classes: int) -> list[int]:
@@ -43,7 +43,7 @@ class ClassNode:
     """Global class ids handled by this node, sorted."""
     rows: Tensor
     """Indices of the context rows whose class belongs to this node."""
-    children: list["ClassNode"] = dataclasses.field(default_factory=list)
+    children: list[ClassNode] = dataclasses.field(default_factory=list)
     group_of_class: dict[int, int] = dataclasses.field(default_factory=dict)
 
     @property
@@ -73,8 +73,9 @@ NodePredictor = Callable[[Tensor, Tensor], Tensor]
 """``(context_rows (n_node,), labels (n_node,)) -> raw logits (n_query, >= k)`` for all queries."""
 
 
-def hierarchical_probabilities(predict: NodePredictor, y: Tensor, max_classes: int, temperature: float = 0.9,
-                               trace: dict | None = None) -> Tensor:
+def hierarchical_probabilities(
+    predict: NodePredictor, y: Tensor, max_classes: int, temperature: float = 0.9, trace: dict | None = None
+) -> Tensor:
     """Class probabilities ``(n_query, K)`` by the chain rule over the class tree of ``y``.
 
     ``trace`` (optional dict) receives the root's group probabilities (``"group_proba"``), every

@@ -53,17 +53,25 @@ class InContextLearning(nn.Module):
         out = self.decoder(self.ln(self.tf_icl(src, train_size=n)))
         return out if return_context else out[:, n:]
 
-    def forward_cached(self, R_ctx: Tensor, y: Tensor, R_query: Tensor, query_chunk: int | None = None) -> Tensor:
+    def forward_cached(
+        self, R_ctx: Tensor, y: Tensor, R_query: Tensor, query_chunk: int | None = None
+    ) -> Tensor:
         """Context once, queries in chunks of ``query_chunk``: ``(B, q, K_max)``."""
         cache = KVCache()
-        self.tf_icl.forward_with_cache(self._with_labels(R_ctx, y), icl_cache=cache, train_size=R_ctx.shape[1],
-                                       use_cache=False, store_cache=True)
+        self.tf_icl.forward_with_cache(
+            self._with_labels(R_ctx, y),
+            icl_cache=cache,
+            train_size=R_ctx.shape[1],
+            use_cache=False,
+            store_cache=True,
+        )
         q = R_query.shape[1]
         step = q if not query_chunk else query_chunk
         outs = []
         for i in range(0, q, max(step, 1)):
-            h = self.tf_icl.forward_with_cache(R_query[:, i : i + step], icl_cache=cache, use_cache=True,
-                                               store_cache=False)
+            h = self.tf_icl.forward_with_cache(
+                R_query[:, i : i + step], icl_cache=cache, use_cache=True, store_cache=False
+            )
             outs.append(self.decoder(self.ln(h)))
         if not outs:
             return R_query.new_zeros(R_query.shape[0], 0, self.max_classes)

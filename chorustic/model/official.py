@@ -31,8 +31,9 @@ from __future__ import annotations
 import json
 import os
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -40,16 +41,16 @@ from torch import Tensor
 from chorustic.model.config import MANTIS_SCALAR_SCALES, ChorusTICConfig
 
 __all__ = [
-    "CheckpointError",
     "OFFICIAL_PREFIX_MAP",
-    "official_to_ours",
-    "ours_to_official",
-    "official_key_shapes",
+    "CheckpointError",
     "config_from_official_hparams",
     "find_official_hparams",
-    "read_checkpoint_file",
     "load_official_checkpoint",
     "load_task_level_from_tabicl",
+    "official_key_shapes",
+    "official_to_ours",
+    "ours_to_official",
+    "read_checkpoint_file",
 ]
 
 HPARAMS_FILENAME = "model_hparams_latest.json"
@@ -79,7 +80,15 @@ TABICL_PREFIX_MAP: tuple[tuple[str, str], ...] = (
     ("row_wise_feature_interaction.", "row_interaction."),
     ("in_context_learning.", "icl."),
 )
-_TABICL_WRAPPERS = ("task_level_chorus.", "tabicl_model.", "tabicl.", "raw_model.", "model.", "module.", "_orig_mod.")
+_TABICL_WRAPPERS = (
+    "task_level_chorus.",
+    "tabicl_model.",
+    "tabicl.",
+    "raw_model.",
+    "model.",
+    "module.",
+    "_orig_mod.",
+)
 
 
 def _clean_key(key: str) -> str:
@@ -93,14 +102,14 @@ def official_to_ours(key: str) -> str | None:
             return None
     for off, ours in OFFICIAL_PREFIX_MAP:
         if key.startswith(off):
-            return ours + key[len(off):]
+            return ours + key[len(off) :]
     raise KeyError(key)
 
 
 def ours_to_official(key: str) -> str:
     for off, ours in OFFICIAL_PREFIX_MAP:
         if key.startswith(ours):
-            return off + key[len(ours):]
+            return off + key[len(ours) :]
     raise KeyError(key)
 
 
@@ -140,7 +149,13 @@ def official_key_shapes(model_or_config, channel_pool_type: str = "gated_mean") 
     if channel_pool_type == "gated_mean":
         shapes.update(unused_official_shapes(model.config))
     else:
-        shapes.update({k: v for k, v in unused_official_shapes(model.config).items() if k.startswith("mantis_model.prj.")})
+        shapes.update(
+            {
+                k: v
+                for k, v in unused_official_shapes(model.config).items()
+                if k.startswith("mantis_model.prj.")
+            }
+        )
     return shapes
 
 
@@ -153,8 +168,11 @@ def _dig(d: Mapping, *path: str) -> Any:
     return d
 
 
-def config_from_official_hparams(hparams: Mapping[str, Any], mantis_args: Mapping[str, Any] | None = None,
-                                 task_override: Mapping[str, Any] | None = None) -> ChorusTICConfig:
+def config_from_official_hparams(
+    hparams: Mapping[str, Any],
+    mantis_args: Mapping[str, Any] | None = None,
+    task_override: Mapping[str, Any] | None = None,
+) -> ChorusTICConfig:
     """Our config from an official ``model_hparams_latest.json`` (as a dict).
 
     ``mantis_args``: MantisDA constructor arguments the JSON does not carry (readout depth/heads/...;
@@ -165,39 +183,71 @@ def config_from_official_hparams(hparams: Mapping[str, Any], mantis_args: Mappin
     if "model_hparams" in hparams and isinstance(hparams["model_hparams"], Mapping):
         mantis_args = mantis_args or hparams.get("mantis_da_constructor_args_not_in_hparams_json")
         hparams = hparams["model_hparams"]
-    sig = (_dig(hparams, "signal_level_chorus") or _dig(hparams, "model_config", "signal_level_chorus")
-           or _dig(hparams, "mantis") or _dig(hparams, "model_config", "mantis"))
-    task = (_dig(hparams, "task_level_chorus") or _dig(hparams, "model_config", "task_level_chorus")
-            or _dig(hparams, "icl_predictor", "config") or _dig(hparams, "orion", "icl_predictor", "config")
-            or _dig(hparams, "model_config", "icl_predictor"))
+    sig = (
+        _dig(hparams, "signal_level_chorus")
+        or _dig(hparams, "model_config", "signal_level_chorus")
+        or _dig(hparams, "mantis")
+        or _dig(hparams, "model_config", "mantis")
+    )
+    task = (
+        _dig(hparams, "task_level_chorus")
+        or _dig(hparams, "model_config", "task_level_chorus")
+        or _dig(hparams, "icl_predictor", "config")
+        or _dig(hparams, "orion", "icl_predictor", "config")
+        or _dig(hparams, "model_config", "icl_predictor")
+    )
     if sig is None:
-        raise CheckpointError("hyperparameters have no signal-level section ('signal_level_chorus' or 'mantis')")
+        raise CheckpointError(
+            "hyperparameters have no signal-level section ('signal_level_chorus' or 'mantis')"
+        )
     if str(sig.get("arch", "da")) != "da" or not sig.get("use_dual_axis", True):
-        raise CheckpointError(f"only the dual-axis signal encoder (arch='da') is supported, got arch={sig.get('arch')!r}")
+        raise CheckpointError(
+            f"only the dual-axis signal encoder (arch='da') is supported, got arch={sig.get('arch')!r}"
+        )
     kw: dict[str, Any] = {}
-    for ours, theirs in (("seq_len", "seq_len"), ("hidden_dim", "hidden_dim"), ("num_patches", "num_patches"),
-                         ("num_dual_axis_layers", "num_dual_axis_layers"), ("temporal_heads", "temporal_heads"),
-                         ("channel_heads", "channel_heads"), ("temporal_mlp_dim", "temporal_mlp_dim"),
-                         ("channel_mlp_dim", "channel_mlp_dim"), ("dual_axis_dropout", "dual_axis_dropout"),
-                         ("use_channel_axis_attention", "use_channel_axis_attention")):
+    for ours, theirs in (
+        ("seq_len", "seq_len"),
+        ("hidden_dim", "hidden_dim"),
+        ("num_patches", "num_patches"),
+        ("num_dual_axis_layers", "num_dual_axis_layers"),
+        ("temporal_heads", "temporal_heads"),
+        ("channel_heads", "channel_heads"),
+        ("temporal_mlp_dim", "temporal_mlp_dim"),
+        ("channel_mlp_dim", "channel_mlp_dim"),
+        ("dual_axis_dropout", "dual_axis_dropout"),
+        ("use_channel_axis_attention", "use_channel_axis_attention"),
+    ):
         if theirs in sig:
             kw[ours] = sig[theirs]
     agg = sig.get("channel_set_aggregator") or {}
     if agg and agg.get("type", "random_subchannel_slot_concat") != "random_subchannel_slot_concat":
         raise CheckpointError(f"channel_set_aggregator type {agg.get('type')!r} is not RSSC")
     rssc = agg.get("random_subchannel_slot_concat") or {}
-    for ours, theirs in (("num_groups", "num_groups"), ("group_size", "group_size"), ("slot_dim", "slot_dim"),
-                         ("slot_projector", "slot_projector_type"), ("rssc_sampling", "sampling"),
-                         ("use_group_embedding", "use_group_embedding"), ("use_slot_embedding", "use_slot_embedding"),
-                         ("rssc_output_norm", "output_norm"), ("freeze_signal_encoder", "freeze_mantis")):
+    for ours, theirs in (
+        ("num_groups", "num_groups"),
+        ("group_size", "group_size"),
+        ("slot_dim", "slot_dim"),
+        ("slot_projector", "slot_projector_type"),
+        ("rssc_sampling", "sampling"),
+        ("use_group_embedding", "use_group_embedding"),
+        ("use_slot_embedding", "use_slot_embedding"),
+        ("rssc_output_norm", "output_norm"),
+        ("freeze_signal_encoder", "freeze_mantis"),
+    ):
         if theirs in rssc:
             kw[ours] = rssc[theirs]
     margs = dict(mantis_args or {})
     for src in (sig, margs):
-        for ours, theirs in (("readout_depth", "transf_depth"), ("readout_heads", "transf_num_heads"),
-                             ("readout_dim_head", "transf_dim_head"), ("readout_mlp_dim", "transf_mlp_dim"),
-                             ("readout_dropout", "transf_dropout"), ("hidden_dim_scalar_enc", "hidden_dim_scalar_enc"),
-                             ("epsilon_scalar_enc", "epsilon_scalar_enc"), ("scalar_scales", "scalar_scales")):
+        for ours, theirs in (
+            ("readout_depth", "transf_depth"),
+            ("readout_heads", "transf_num_heads"),
+            ("readout_dim_head", "transf_dim_head"),
+            ("readout_mlp_dim", "transf_mlp_dim"),
+            ("readout_dropout", "transf_dropout"),
+            ("hidden_dim_scalar_enc", "hidden_dim_scalar_enc"),
+            ("epsilon_scalar_enc", "epsilon_scalar_enc"),
+            ("scalar_scales", "scalar_scales"),
+        ):
             if theirs in src and src[theirs] is not None:
                 kw[ours] = src[theirs]
     task = dict(task or {})
@@ -205,9 +255,24 @@ def config_from_official_hparams(hparams: Mapping[str, Any], mantis_args: Mappin
     aliases = {"nhead": "icl_nhead", "num_blocks": "icl_num_blocks", "dropout": "task_dropout"}
     for theirs, value in task.items():
         ours = aliases.get(theirs, theirs)
-        if ours in ("max_classes", "embed_dim", "col_num_blocks", "col_nhead", "col_num_inds", "row_num_blocks",
-                    "row_nhead", "row_num_cls", "row_rope_base", "icl_num_blocks", "icl_nhead", "ff_factor",
-                    "task_dropout", "activation", "norm_first", "col_embedding_mode"):
+        if ours in (
+            "max_classes",
+            "embed_dim",
+            "col_num_blocks",
+            "col_nhead",
+            "col_num_inds",
+            "row_num_blocks",
+            "row_nhead",
+            "row_num_cls",
+            "row_rope_base",
+            "icl_num_blocks",
+            "icl_nhead",
+            "ff_factor",
+            "task_dropout",
+            "activation",
+            "norm_first",
+            "col_embedding_mode",
+        ):
             kw[ours] = value
     cfg = ChorusTICConfig(**kw)
     if "input_dim" in rssc and int(rssc["input_dim"]) != cfg.hidden_dim:
@@ -243,8 +308,11 @@ def read_checkpoint_file(path: Path) -> Any:
                 f"{path} is not loadable with torch.load(weights_only=True) ({exc}); set "
                 "CHORUSTIC_ALLOW_UNSAFE_PICKLE=1 to trust this file"
             ) from exc
-        warnings.warn(f"{path}: falling back to torch.load(weights_only=False) (the file holds non-tensor objects); "
-                      "only load checkpoints from sources you trust", stacklevel=2)
+        warnings.warn(
+            f"{path}: falling back to torch.load(weights_only=False) (the file holds non-tensor objects); "
+            "only load checkpoints from sources you trust",
+            stacklevel=2,
+        )
         return torch.load(path, map_location="cpu", weights_only=False)
 
 
@@ -256,7 +324,9 @@ def _split_state_dict(obj: Any, source: str) -> tuple[dict[str, Tensor], dict]:
                 return {str(k): v for k, v in obj[key].items()}, dict(cfg or {})
         if obj and all(torch.is_tensor(v) for v in obj.values()):
             return {str(k): v for k, v in obj.items()}, {}
-    raise CheckpointError(f"{source}: no state dict found (expected a dict of tensors or {{'state_dict': ...}})")
+    raise CheckpointError(
+        f"{source}: no state dict found (expected a dict of tensors or {{'state_dict': ...}})"
+    )
 
 
 def _fmt_keys(keys, limit: int = 25) -> str:
@@ -272,14 +342,18 @@ def _mismatch_error(source: str, missing, unexpected, shapes) -> CheckpointError
     if unexpected:
         lines.append(f"  unexpected keys ({len(unexpected)}): {_fmt_keys(unexpected)}")
     if shapes:
-        lines.append(f"  shape mismatches ({len(shapes)}): " + "; ".join(
-            f"{k}: checkpoint {a} vs model {b}" for k, a, b in shapes[:25]))
+        lines.append(
+            f"  shape mismatches ({len(shapes)}): "
+            + "; ".join(f"{k}: checkpoint {a} vs model {b}" for k, a, b in shapes[:25])
+        )
     lines.append("  (check the hyperparameters: pass hparams_json=... matching this checkpoint)")
     return CheckpointError("\n".join(lines))
 
 
 # ----------------------------------------------------------------------------- official loader
-def load_official_checkpoint(path_or_state_dict, hparams_json=None, *, map_location: str | torch.device = "cpu"):
+def load_official_checkpoint(
+    path_or_state_dict, hparams_json=None, *, map_location: str | torch.device = "cpu"
+):
     """Build a :class:`~chorustic.model.ChorusTIC` from the released checkpoint format, strictly.
 
     ``path_or_state_dict``: a path (``.ckpt``/``.pt`` pickle or ``.safetensors``), an ``hf://`` spec
@@ -312,12 +386,18 @@ def load_official_checkpoint(path_or_state_dict, hparams_json=None, *, map_locat
         if hp is not None:
             hparams, hparams_src = json.loads(hp.read_text()), str(hp)
     task_override = ckpt_cfg.get("task_level_chorus") or ckpt_cfg.get("tabicl")
-    if hparams is None and isinstance(ckpt_cfg, Mapping) and (ckpt_cfg.get("signal_level_chorus") or ckpt_cfg.get("model_config")):
+    if (
+        hparams is None
+        and isinstance(ckpt_cfg, Mapping)
+        and (ckpt_cfg.get("signal_level_chorus") or ckpt_cfg.get("model_config"))
+    ):
         hparams, hparams_src = ckpt_cfg, "checkpoint config"
     if hparams is not None:
         config = config_from_official_hparams(hparams, task_override=task_override)
     else:
-        warnings.warn(f"{source}: no {HPARAMS_FILENAME} found; assuming the paper configuration", stacklevel=2)
+        warnings.warn(
+            f"{source}: no {HPARAMS_FILENAME} found; assuming the paper configuration", stacklevel=2
+        )
         config = ChorusTICConfig.paper()
         hparams_src = "paper configuration (assumed)"
 
@@ -329,17 +409,24 @@ def load_official_checkpoint(path_or_state_dict, hparams_json=None, *, map_locat
     if sig and sig.get("channel_pool_type"):
         pool_type = str(sig["channel_pool_type"])
     elif any(k.startswith("mantis_model.channel_pool.") for k in sd) and not any(
-            k.startswith("mantis_model.channel_pool.gate.") for k in sd):
+        k.startswith("mantis_model.channel_pool.gate.") for k in sd
+    ):
         pool_type = "attention"
 
     model = ChorusTIC(config)
     expected = official_key_shapes(model, pool_type)
     provided = set(sd)
     missing = sorted(set(expected) - provided)
-    unexpected = sorted(k for k in provided - set(expected)
-                        if not (pool_type != "gated_mean" and k.startswith("mantis_model.channel_pool.")))
-    shapes = [(k, tuple(sd[k].shape), expected[k]) for k in sorted(provided & set(expected))
-              if tuple(sd[k].shape) != expected[k]]
+    unexpected = sorted(
+        k
+        for k in provided - set(expected)
+        if not (pool_type != "gated_mean" and k.startswith("mantis_model.channel_pool."))
+    )
+    shapes = [
+        (k, tuple(sd[k].shape), expected[k])
+        for k in sorted(provided & set(expected))
+        if tuple(sd[k].shape) != expected[k]
+    ]
     if missing or unexpected or shapes:
         raise _mismatch_error(source, missing, unexpected, shapes)
 
@@ -366,11 +453,20 @@ def load_official_checkpoint(path_or_state_dict, hparams_json=None, *, map_locat
 
 # ----------------------------------------------------------------------------- TabICL task level
 _TABICL_V1_CONFIG_KEYS = {
-    "max_classes": "max_classes", "embed_dim": "embed_dim", "col_num_blocks": "col_num_blocks",
-    "col_nhead": "col_nhead", "col_num_inds": "col_num_inds", "row_num_blocks": "row_num_blocks",
-    "row_nhead": "row_nhead", "row_num_cls": "row_num_cls", "row_rope_base": "row_rope_base",
-    "icl_num_blocks": "icl_num_blocks", "icl_nhead": "icl_nhead", "ff_factor": "ff_factor",
-    "activation": "activation", "norm_first": "norm_first",
+    "max_classes": "max_classes",
+    "embed_dim": "embed_dim",
+    "col_num_blocks": "col_num_blocks",
+    "col_nhead": "col_nhead",
+    "col_num_inds": "col_num_inds",
+    "row_num_blocks": "row_num_blocks",
+    "row_nhead": "row_nhead",
+    "row_num_cls": "row_num_cls",
+    "row_rope_base": "row_rope_base",
+    "icl_num_blocks": "icl_num_blocks",
+    "icl_nhead": "icl_nhead",
+    "ff_factor": "ff_factor",
+    "activation": "activation",
+    "norm_first": "norm_first",
 }
 
 
@@ -392,7 +488,7 @@ def _strip_wrappers(key: str) -> str:
         changed = False
         for w in _TABICL_WRAPPERS:
             if key.startswith(w):
-                key, changed = key[len(w):], True
+                key, changed = key[len(w) :], True
     return key
 
 
@@ -418,9 +514,16 @@ def load_task_level_from_tabicl(model, path_or_state_dict) -> dict[str, Any]:
         cfg = dict(cfg["tabicl"])
 
     stripped = [_strip_wrappers(_clean_key(str(k))) for k in raw_sd]
-    v2_markers = [k for k in stripped if "ssmax" in k or "quantile" in k
-                  or (k.startswith(("col_embedder.", "column_distribution_modeling.")) and "y_encoder" in k)]
-    v2_settings = [f"{k}={cfg[k]!r}" for k, ok in _TABICL_V1_COMPATIBLE.items() if k in cfg and not ok(cfg[k])]
+    v2_markers = [
+        k
+        for k in stripped
+        if "ssmax" in k
+        or "quantile" in k
+        or (k.startswith(("col_embedder.", "column_distribution_modeling.")) and "y_encoder" in k)
+    ]
+    v2_settings = [
+        f"{k}={cfg[k]!r}" for k, ok in _TABICL_V1_COMPATIBLE.items() if k in cfg and not ok(cfg[k])
+    ]
     if v2_markers or v2_settings:
         raise CheckpointError(
             f"{source} is a TabICL v2 checkpoint ({', '.join(v2_settings + v2_markers[:3])}); its architecture "
@@ -435,7 +538,9 @@ def load_task_level_from_tabicl(model, path_or_state_dict) -> dict[str, Any]:
                 continue
             mismatched.append(f"{theirs}: checkpoint {cfg[theirs]!r} vs model {getattr(mc, ours)!r}")
     if mismatched:
-        raise CheckpointError(f"{source}: TabICL configuration differs from the model's task level: " + "; ".join(mismatched))
+        raise CheckpointError(
+            f"{source}: TabICL configuration differs from the model's task level: " + "; ".join(mismatched)
+        )
 
     task_prefixes = ("column_distribution_modeling.", "row_interaction.", "icl.")
     own = {k: v for k, v in model.state_dict().items() if k.startswith(task_prefixes)}
@@ -447,14 +552,17 @@ def load_task_level_from_tabicl(model, path_or_state_dict) -> dict[str, Any]:
             continue  # signal level of a ChorusTIC checkpoint: not part of the task level
         for theirs, ours in TABICL_PREFIX_MAP:
             if key.startswith(theirs):
-                mapped[ours + key[len(theirs):]] = v
+                mapped[ours + key[len(theirs) :]] = v
                 break
         else:
             unexpected.append(str(k))
     unexpected += [k for k in mapped if k not in own]
     missing = sorted(set(own) - set(mapped))
-    shapes = [(k, tuple(mapped[k].shape), tuple(own[k].shape)) for k in sorted(set(own) & set(mapped))
-              if tuple(mapped[k].shape) != tuple(own[k].shape)]
+    shapes = [
+        (k, tuple(mapped[k].shape), tuple(own[k].shape))
+        for k in sorted(set(own) & set(mapped))
+        if tuple(mapped[k].shape) != tuple(own[k].shape)
+    ]
     if missing or unexpected or shapes:
         raise _mismatch_error(source, missing, unexpected, shapes)
     model.load_state_dict({k: mapped[k].to(own[k].dtype) for k in own}, strict=False)
@@ -463,5 +571,5 @@ def load_task_level_from_tabicl(model, path_or_state_dict) -> dict[str, Any]:
     return info
 
 
-__all__ += ["HPARAMS_FILENAME", "UNUSED_OFFICIAL_PREFIXES", "TABICL_PREFIX_MAP", "unused_official_shapes"]
+__all__ += ["HPARAMS_FILENAME", "TABICL_PREFIX_MAP", "UNUSED_OFFICIAL_PREFIXES", "unused_official_shapes"]
 _ = MANTIS_SCALAR_SCALES  # re-exported through config; kept for readers of this module

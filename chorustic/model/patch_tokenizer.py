@@ -30,7 +30,9 @@ def resample_length(x: Tensor, length: int) -> Tensor:
     if x.shape[-1] == length:
         return x
     lead = x.shape[:-1]
-    out = F.interpolate(x.reshape(-1, 1, x.shape[-1]).float(), size=length, mode="linear", align_corners=False)
+    out = F.interpolate(
+        x.reshape(-1, 1, x.shape[-1]).float(), size=length, mode="linear", align_corners=False
+    )
     return out.reshape(*lead, length)
 
 

@@ -27,7 +27,7 @@ from torch import Tensor, nn
 
 from chorustic.model.config import ChorusTICConfig
 
-__all__ = ["sample_rssc_assignment", "RSSC", "check_group_idx"]
+__all__ = ["RSSC", "check_group_idx", "sample_rssc_assignment"]
 
 
 def sample_rssc_assignment(
@@ -73,12 +73,22 @@ def sample_rssc_assignment(
     return out.view(b_count, n_draws, num_groups, group_size).to(channel_mask.device)
 
 
-def check_group_idx(group_idx: Tensor, batch: int, n_channels: int, num_groups: int, group_size: int,
-                    channel_mask: Tensor | None = None) -> Tensor:
+def check_group_idx(
+    group_idx: Tensor,
+    batch: int,
+    n_channels: int,
+    num_groups: int,
+    group_size: int,
+    channel_mask: Tensor | None = None,
+) -> Tensor:
     """Validate an injected assignment; return it as ``(B, E, G, S)`` int64."""
     if group_idx.ndim == 3:
         group_idx = group_idx[:, None]
-    if group_idx.ndim != 4 or group_idx.shape[0] != batch or tuple(group_idx.shape[2:]) != (num_groups, group_size):
+    if (
+        group_idx.ndim != 4
+        or group_idx.shape[0] != batch
+        or tuple(group_idx.shape[2:]) != (num_groups, group_size)
+    ):
         raise ValueError(
             f"group_idx must have shape (B={batch}, G={num_groups}, S={group_size}) or "
             f"(B, n_draws, G, S); got {tuple(group_idx.shape)}"
@@ -121,11 +131,19 @@ class RSSC(nn.Module):
             )
         self.out_norm = nn.LayerNorm(config.d_h) if config.rssc_output_norm else nn.Identity()
 
-    def sample(self, channel_mask: Tensor, n_draws: int = 1, generator: torch.Generator | None = None) -> Tensor:
+    def sample(
+        self, channel_mask: Tensor, n_draws: int = 1, generator: torch.Generator | None = None
+    ) -> Tensor:
         """Assignments for each episode: ``(B, n_draws, G, S)``."""
         c = self.config
-        return sample_rssc_assignment(channel_mask, num_groups=c.num_groups, group_size=c.group_size,
-                                      n_draws=n_draws, mode=c.rssc_sampling, generator=generator)
+        return sample_rssc_assignment(
+            channel_mask,
+            num_groups=c.num_groups,
+            group_size=c.group_size,
+            n_draws=n_draws,
+            mode=c.rssc_sampling,
+            generator=generator,
+        )
 
     def forward(self, z: Tensor, return_prenorm: bool = False) -> Tensor | tuple[Tensor, Tensor]:
         u = z

@@ -19,8 +19,6 @@ Rows never interact here, so callers may process rows in chunks.
 
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import Tensor, nn
 
@@ -52,7 +50,9 @@ class SignalEncoder(nn.Module):
                 return True
         return False
 
-    def encode_groups(self, tokens: Tensor, channel_bias: Tensor | None = None, chunk: int | None = None) -> Tensor:
+    def encode_groups(
+        self, tokens: Tensor, channel_bias: Tensor | None = None, chunk: int | None = None
+    ) -> Tensor:
         """``tokens (N, U, M, P)`` of N group instances -> slot representations ``(N, U, P)``."""
         n, u, m, p = tokens.shape
         if chunk is None or n <= chunk:
@@ -65,8 +65,15 @@ class SignalEncoder(nn.Module):
         return torch.cat(outs, dim=0)
 
     # ------------------------------------------------------------------------------------------
-    def encode_slots(self, X: Tensor, group_idx: Tensor, *, dedupe: bool = True,
-                     group_chunk: int | None = 256, token_chunk: int | None = 256) -> Tensor:
+    def encode_slots(
+        self,
+        X: Tensor,
+        group_idx: Tensor,
+        *,
+        dedupe: bool = True,
+        group_chunk: int | None = 256,
+        token_chunk: int | None = 256,
+    ) -> Tensor:
         """``X (B, T, C, L_0)``, ``group_idx (B, E, G, S)`` -> ``z (B, E, T, G, S, P)``.
 
         ``group_chunk``: group instances per dual-axis/readout call; ``token_chunk``: series per
@@ -78,9 +85,10 @@ class SignalEncoder(nn.Module):
             return self._encode_slots_dedupe(X, group_idx, group_chunk, token_chunk)
         return self._encode_slots_full(X, group_idx, group_chunk, token_chunk)
 
-    def _encode_slots_full(self, X: Tensor, group_idx: Tensor, group_chunk: int | None,
-                           token_chunk: int | None) -> Tensor:
-        b, t, c, length = X.shape
+    def _encode_slots_full(
+        self, X: Tensor, group_idx: Tensor, group_chunk: int | None, token_chunk: int | None
+    ) -> Tensor:
+        b, t, _, length = X.shape
         _, e, g, s = group_idx.shape
         gi = group_idx.to(X.device)
         # gather (B, E, G, S, T, L): every slot of every group of every draw
@@ -92,9 +100,10 @@ class SignalEncoder(nn.Module):
         z = self.encode_groups(tokens.view(b * e * g * t, s, m, p), None, group_chunk)
         return z.view(b, e, g, t, s, p).permute(0, 1, 3, 2, 4, 5).contiguous()
 
-    def _encode_slots_dedupe(self, X: Tensor, group_idx: Tensor, group_chunk: int | None,
-                             token_chunk: int | None) -> Tensor:
-        b, t, c, length = X.shape
+    def _encode_slots_dedupe(
+        self, X: Tensor, group_idx: Tensor, group_chunk: int | None, token_chunk: int | None
+    ) -> Tensor:
+        b, t, _, length = X.shape
         _, e, g, s = group_idx.shape
         device = X.device
         gi = group_idx.detach().cpu().tolist()
