@@ -450,6 +450,17 @@ def test_every_paper_method_is_discovered_with_its_table_metadata(discovery):
     assert discovery.get("tict").info.reported
 
 
+def test_every_paper_method_has_a_conda_environment():
+    import yaml
+
+    from chorustic.methods.contract import repo_root
+
+    for name in EXPECTED:
+        env = yaml.safe_load((repo_root() / "workflow" / "envs" / f"{name}.yaml").read_text())
+        pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
+        assert "-e ../.." in pip and any(p.startswith("torch==") for p in pip), name
+
+
 @pytest.mark.parametrize("name", PLUGINS)
 def test_plugin_passes_the_contract(name, discovery, assets):
     method = discovery.get(name)

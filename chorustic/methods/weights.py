@@ -254,11 +254,12 @@ def download_hub_files(
     the cached copy and raises :class:`WeightsVerificationError`.
     """
     from huggingface_hub import get_hf_file_metadata, hf_hub_download
-    from huggingface_hub.errors import EntryNotFoundError
+    from huggingface_hub.errors import EntryNotFoundError, LocalEntryNotFoundError
 
     log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
     fetch_name = fetch_name or label
     cache = hub_cache_dir(cache_dir)
+    endpoint = endpoint or os.environ.get("HF_ENDPOINT") or None  # read now, not at import time
     if hub_offline():
         missing = [f for f in files if f.required and cached_hub_file(f, cache) is None]
         if missing:
@@ -278,7 +279,13 @@ def download_hub_files(
                 continue
             path = Path(hf_hub_download(repo_id=f.repo_id, filename=f.filename, revision=f.revision,
                                         cache_dir=str(cache), endpoint=endpoint, token=token))
-        except EntryNotFoundError:
+        except EntryNotFoundError as exc:
+            if isinstance(exc, LocalEntryNotFoundError):  # the hub could not be reached
+                raise MethodNotReady(
+                    f"{label}: downloading '{f.filename}' of Hugging Face model '{f.repo_id}' failed: the hub "
+                    f"({endpoint or 'https://huggingface.co'}) could not be reached and the file is not cached. "
+                    + _fix_text(label, [f], param, fetch_name, cache)
+                ) from exc
             if f.required:
                 raise MethodNotReady(
                     f"{label}: Hugging Face model '{f.repo_id}' (revision {f.revision}) has no file "

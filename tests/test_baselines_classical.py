@@ -1,0 +1,76 @@
+"""The classical methods (aeon) on the datasets shipped inside the aeon wheel give sensible accuracies,
+and their documented input rules hold (minimum length, variable length)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import aeon
+import numpy as np
+import pytest
+
+from chorustic.methods import discover
+
+DATA = Path(aeon.__file__).parent / "datasets" / "data"
+
+
+def load(name: str):
+    from aeon.datasets import load_from_ts_file
+
+    X_tr, y_tr = load_from_ts_file(str(DATA / name / f"{name}_TRAIN.ts"))
+    X_te, y_te = load_from_ts_file(str(DATA / name / f"{name}_TEST.ts"))
+    classes = np.unique(y_tr)
+    conv = (lambda X: [np.asarray(x, dtype=np.float32) for x in X]) if isinstance(X_tr, list) else \
+        (lambda X: np.asarray(X, dtype=np.float32))
+    return conv(X_tr), np.searchsorted(classes, y_tr), conv(X_te), np.searchsorted(classes, y_te), len(classes)
+
+
+@pytest.fixture(scope="module")
+def discovery():
+    return discover()
+
+
+# (dataset, chance level): every classical method must be far above chance on these two
+@pytest.mark.slow
+@pytest.mark.parametrize("method", ["minirocket", "multirocket_hydra", "quant", "dtw_1nn"])
+def test_classical_methods_are_accurate_on_gunpoint_and_basicmotions(method, discovery):
+    m = discovery.get(method)
+    for dataset, floor in (("GunPoint", 0.85), ("BasicMotions", 0.9)):
+        X_tr, y_tr, X_te, y_te, k = load(dataset)
+        est = m.build(seed=0, n_jobs=2, **m.params())
+        acc = float((est.fit(X_tr, y_tr).predict(X_te) == y_te).mean())
+        assert acc >= floor, f"{method} on {dataset}: accuracy {acc:.3f} (chance {1 / k:.2f})"
+
+
+def test_short_series_are_zero_padded_to_the_minimum_length(discovery):
+    """PenDigits has 8 points; MiniRocket needs 9 (aeon: 'zero pad shorter series')."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 2, 8)).astype(np.float32)
+    y = np.arange(30) % 3
+    X[y == 1, :, :4] += 3.0
+    for name, min_len in (("minirocket", 9), ("multirocket_hydra", 10), ("quant", None)):  # QUANT runs on 8
+        m = discovery.get(name)
+        est = m.build(seed=0, **m.params({"n_kernels": 840} if name == "minirocket" else {})).fit(X, y)
+        assert est.run_info_["zero_padded_to"] == min_len
+        assert est.predict_proba(X[:5]).shape == (5, 3)
+    est = discovery.get("quant").build(seed=0).fit(rng.normal(size=(10, 1, 2)).astype(np.float32), np.arange(10) % 2)
+    assert est.run_info_["zero_padded_to"] == 4
+
+
+def test_variable_length_japanese_vowels(discovery):
+    """Variable length (7-29 points, 12 channels): resampled to the longest context series for the
+    equal-length methods, compared as is by DTW."""
+    X_tr, y_tr, X_te, y_te, k = load("JapaneseVowels")
+    assert isinstance(X_tr, list)
+    m = discovery.get("minirocket")
+    est = m.build(seed=0, n_jobs=2, **m.params({"n_kernels": 2016})).fit(X_tr, y_tr)
+    assert est.run_info_["variable_length_resampled_to"] == max(x.shape[1] for x in X_tr)
+    acc = float((est.predict(X_te) == y_te).mean())
+    assert acc >= 0.85, acc  # 9 classes, chance 0.11
+    d = discovery.get("dtw_1nn").build(seed=0, n_jobs=2).fit(X_tr[:60], y_tr[:60])
+    assert d.predict_proba(X_te[:10]).shape[0] == 10
+
+
+def test_dtw_window_parameter_is_validated(discovery):
+    with pytest.raises(ValueError, match="window must be a fraction"):
+        discovery.get("dtw_1nn").build(seed=0, window=5)

@@ -1,0 +1,79 @@
+"""Reported ("reported, not reproduced") methods: TiCT from the paper's published column, and the
+generic CSV mechanism for any method a user cannot run."""
+
+from __future__ import annotations
+
+import textwrap
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from chorustic.methods import MethodNotReady, ReportedMethod, discover, register
+from chorustic.methods.contract import CSVReportedMethod, repo_root, reported_method
+
+
+def test_tict_reads_the_papers_ucr_column():
+    m = discover().get("tict")
+    assert isinstance(m, ReportedMethod) and m.info.reported and m.info.display_name == "TiCT"
+    table = m.reported_accuracies(**m.params())
+    assert list(table.columns) == ["dataset", "protocol", "seed", "accuracy"]
+    paper = pd.read_csv(repo_root() / "results/reference/paper_ucr128_per_dataset.csv")
+    assert len(table) == paper["TiCT"].notna().sum() == 128  # UCR only: the UEA table has no TiCT column
+    merged = table.merge(paper[["dataset", "TiCT"]], on="dataset")
+    assert np.allclose(merged["accuracy"], merged["TiCT"])
+    assert set(table["protocol"]) == {"full"} and set(table["seed"]) == {0}
+    assert table["accuracy"].between(0, 1).all()
+
+
+def write_plugin_dir(tmp_path, csv_path):
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    (plugins / "mymethod.py").write_text(textwrap.dedent(f'''
+        from chorustic.methods import register
+        from chorustic.methods.contract import reported_method
+
+        register(reported_method(name="mymethod", display_name="MyMethod", group="Frozen TSFM",
+                                 fits_on_target=True, csv={str(csv_path)!r}))
+    '''))
+    return plugins
+
+
+def test_a_user_adds_a_reported_method_with_a_five_line_plugin(tmp_path):
+    csv = tmp_path / "mine.csv"
+    pd.DataFrame({"dataset": ["GunPoint", "Coffee", "Adiac"], "MyMethod": [0.91, None, 0.5],
+                  "Other": [0.1, 0.2, 0.3]}).to_csv(csv, index=False)
+    d = discover(write_plugin_dir(tmp_path, csv))
+    assert not d.broken
+    m = d.get("mymethod")
+    assert m.info.reported and m.info.fits_on_target
+    table = m.reported_accuracies(**m.params())
+    assert table["dataset"].tolist() == ["GunPoint", "Adiac"]  # an empty cell means "not reported"
+    assert table["accuracy"].tolist() == [0.91, 0.5]
+    other = m.reported_accuracies(**m.params({"column": "Other", "protocol": "fixed5", "seed": 3}))
+    assert other["accuracy"].tolist() == [0.1, 0.2, 0.3] and set(other["protocol"]) == {"fixed5"}
+
+
+def test_bad_reported_files_give_clear_errors(tmp_path):
+    csv = tmp_path / "pct.csv"
+    pd.DataFrame({"dataset": ["A", "B"], "MyMethod": [91.0, 80.0]}).to_csv(csv, index=False)
+    cls = reported_method(name="pct", display_name="MyMethod", group="Classical", csv=str(csv))
+    with pytest.raises(ValueError, match="outside \\[0, 1\\].*not percentages"):
+        cls().reported_accuracies()
+    with pytest.raises(MethodNotReady, match="does not exist"):
+        cls().reported_accuracies(csv=str(tmp_path / "missing.csv"))
+    with pytest.raises(MethodNotReady, match="has a column 'Nope'"):
+        cls().reported_accuracies(column="Nope")
+    with pytest.raises(MethodNotReady, match="no `csv` parameter"):
+        cls().reported_accuracies(csv=[])
+    dup = tmp_path / "dup.csv"
+    pd.DataFrame({"dataset": ["A"], "MyMethod": [0.5]}).to_csv(dup, index=False)
+    ok = tmp_path / "ok.csv"
+    pd.DataFrame({"dataset": ["A"], "MyMethod": [0.6]}).to_csv(ok, index=False)
+    with pytest.raises(ValueError, match="reported twice"):
+        cls().reported_accuracies(csv=[str(dup), str(ok)])
+
+
+def test_reported_method_classes_register_like_plugins():
+    cls = reported_method(name="tmp_reported", display_name="Tmp", group="Generic ICL", csv="x.csv")
+    assert issubclass(cls, CSVReportedMethod) and register(cls) is cls
