@@ -12,7 +12,7 @@ Cost: O(n_context x n_query x L^2); long series (EigenWorms: 17,984 points) need
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -29,8 +29,9 @@ class DTW1NNEstimator(ContractClassifier):
         from aeon.classification.distance_based import KNeighborsTimeSeriesClassifier
 
         params = None if self.window is None else {"window": float(self.window)}
-        return KNeighborsTimeSeriesClassifier(distance="dtw", distance_params=params, n_neighbors=1,
-                                              n_jobs=self.n_jobs)
+        return KNeighborsTimeSeriesClassifier(
+            distance="dtw", distance_params=params, n_neighbors=1, n_jobs=self.n_jobs
+        )
 
     def _fit(self, X, y):
         self.model_ = self._model()
@@ -55,8 +56,8 @@ class DTW1NN(Method):
         description="aeon KNeighborsTimeSeriesClassifier(distance='dtw', n_neighbors=1), full window",
         reference="Bagnall et al. The great time series classification bake off. DMKD 2017",
     )
-    default_params: dict[str, Any] = {"window": None}
-    resources = {"threads": 4, "mem_mb": 8000, "runtime": 2880, "gpu": 0}
+    default_params: ClassVar[dict[str, Any]] = {"window": None}
+    resources: ClassVar[dict[str, Any]] = {"threads": 4, "mem_mb": 8000, "runtime": 2880, "gpu": 0}
 
     def check_ready(self, **params: Any) -> None:
         import aeon.classification.distance_based  # noqa: F401

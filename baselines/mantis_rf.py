@@ -51,8 +51,9 @@ class MantisBackbone:
             return self.network(x).float().cpu().numpy()
 
 
-def load_mantis(version: str, weights_dir: Path, *, layer: int, token: str, device: str, label: str,
-                repo_id: str) -> MantisBackbone:
+def load_mantis(
+    version: str, weights_dir: Path, *, layer: int, token: str, device: str, label: str, repo_id: str
+) -> MantisBackbone:
     """Load a Mantis checkpoint folder strictly with the package's ``from_pretrained`` (cached)."""
     if token not in TOKENS:
         raise ValueError(f"{label}: token must be one of {TOKENS}, not {token!r}")
@@ -81,10 +82,18 @@ def load_mantis(version: str, weights_dir: Path, *, layer: int, token: str, devi
             p.requires_grad_(False)
         net = net.to(dev)
         n_tensors = len(net.state_dict())
-        info = {"weights": str(weights), "repo_id": repo_id, "readout_layer": int(layer), "readout_token": token,
-                "tensors_loaded": n_tensors, "tensors_skipped": 0, "device": str(dev)}
-        return MantisBackbone(net, key=(repo_id, file_key(weights), int(layer), token, str(dev)), info=info,
-                              device=dev)
+        info = {
+            "weights": str(weights),
+            "repo_id": repo_id,
+            "readout_layer": int(layer),
+            "readout_token": token,
+            "tensors_loaded": n_tensors,
+            "tensors_skipped": 0,
+            "device": str(dev),
+        }
+        return MantisBackbone(
+            net, key=(repo_id, file_key(weights), int(layer), token, str(dev)), info=info, device=dev
+        )
 
     return cached(("mantis", version, file_key(weights), int(layer), token, str(dev)), load)
 
@@ -94,12 +103,31 @@ class MantisEmbeddingClassifier(FrozenEmbeddingClassifier):
 
     series_length: ClassVar[int] = 512
 
-    def __init__(self, weights_dir: str = "", version: str = "v1", repo_id: str = "", layer: int = -1,
-                 token: str = "cls_token", *, head: str = "rf", channel_fusion: str = "concat",
-                 batch_size: int = 256, random_state: int = 0, device: str = "cpu", n_jobs: int = 1,
-                 verbose: bool = False):
-        super().__init__(head=head, channel_fusion=channel_fusion, batch_size=batch_size,
-                         random_state=random_state, device=device, n_jobs=n_jobs, verbose=verbose)
+    def __init__(
+        self,
+        weights_dir: str = "",
+        version: str = "v1",
+        repo_id: str = "",
+        layer: int = -1,
+        token: str = "cls_token",
+        *,
+        head: str = "rf",
+        channel_fusion: str = "concat",
+        batch_size: int = 256,
+        random_state: int = 0,
+        device: str = "cpu",
+        n_jobs: int = 1,
+        verbose: bool = False,
+    ):
+        super().__init__(
+            head=head,
+            channel_fusion=channel_fusion,
+            batch_size=batch_size,
+            random_state=random_state,
+            device=device,
+            n_jobs=n_jobs,
+            verbose=verbose,
+        )
         self.weights_dir = weights_dir
         self.version = version
         self.repo_id = repo_id
@@ -107,8 +135,15 @@ class MantisEmbeddingClassifier(FrozenEmbeddingClassifier):
         self.token = token
 
     def _backbone(self) -> MantisBackbone:
-        return load_mantis(self.version, Path(self.weights_dir), layer=self.layer, token=self.token,
-                           device=self.device, label=f"Mantis ({self.repo_id})", repo_id=self.repo_id)
+        return load_mantis(
+            self.version,
+            Path(self.weights_dir),
+            layer=self.layer,
+            token=self.token,
+            device=self.device,
+            label=f"Mantis ({self.repo_id})",
+            repo_id=self.repo_id,
+        )
 
 
 class MantisBase(Method):
@@ -118,41 +153,61 @@ class MantisBase(Method):
     repo_id: ClassVar[str]
     head: ClassVar[str]
     default_params: ClassVar[dict[str, Any]] = {
-        "weights": None,          # a folder with model.safetensors (+ config.json); None: Hugging Face cache
+        "weights": None,  # a folder with model.safetensors (+ config.json); None: Hugging Face cache
         "revision": "main",
-        "layer": -1,              # readout layer (-1: the last one, the model's default)
-        "token": "cls_token",     # readout token: cls_token | mean_token | combined
+        "layer": -1,  # readout layer (-1: the last one, the model's default)
+        "token": "cls_token",  # readout token: cls_token | mean_token | combined
         "channel_fusion": "concat",
         "batch_size": 256,
     }
-    resources = {"threads": 4, "mem_mb": 16000, "runtime": 180, "gpu": 0}
+    resources: ClassVar[dict[str, Any]] = {"threads": 4, "mem_mb": 16000, "runtime": 180, "gpu": 0}
 
     def _label(self) -> str:
         return f"{self.info.display_name} ({self.info.name})"
 
     def _files(self, p: dict[str, Any]) -> list[HubFile]:
-        return [HubFile(self.repo_id, "model.safetensors", revision=p["revision"]),
-                HubFile(self.repo_id, "config.json", revision=p["revision"], required=False)]
+        return [
+            HubFile(self.repo_id, "model.safetensors", revision=p["revision"]),
+            HubFile(self.repo_id, "config.json", revision=p["revision"], required=False),
+        ]
 
     def _dir(self, p: dict[str, Any]) -> Path:
-        found = resolve_hub_files(self._label(), self._files(p), local=p["weights"], param="weights",
-                                  fetch_name=self.info.name)
+        found = resolve_hub_files(
+            self._label(), self._files(p), local=p["weights"], param="weights", fetch_name=self.info.name
+        )
         folder = found["model.safetensors"].parent
         if "config.json" in found and found["config.json"].parent != folder:  # pragma: no cover - hub layout
-            raise MethodNotReady(f"{self._label()}: model.safetensors and config.json are in different folders")
+            raise MethodNotReady(
+                f"{self._label()}: model.safetensors and config.json are in different folders"
+            )
         return folder
 
     def check_ready(self, **params: Any) -> None:
         p = self.params(params)
-        load_mantis(self.version, self._dir(p), layer=int(p["layer"]), token=p["token"], device="cpu",
-                    label=self._label(), repo_id=self.repo_id)
+        load_mantis(
+            self.version,
+            self._dir(p),
+            layer=int(p["layer"]),
+            token=p["token"],
+            device="cpu",
+            label=self._label(),
+            repo_id=self.repo_id,
+        )
 
     def build(self, *, seed: int, device: str = "cpu", n_jobs: int = 1, **params: Any):
         p = self.params(params)
         return MantisEmbeddingClassifier(
-            weights_dir=str(self._dir(p)), version=self.version, repo_id=self.repo_id, layer=int(p["layer"]),
-            token=p["token"], head=self.head, channel_fusion=p["channel_fusion"], batch_size=int(p["batch_size"]),
-            random_state=seed, device=device, n_jobs=n_jobs,
+            weights_dir=str(self._dir(p)),
+            version=self.version,
+            repo_id=self.repo_id,
+            layer=int(p["layer"]),
+            token=p["token"],
+            head=self.head,
+            channel_fusion=p["channel_fusion"],
+            batch_size=int(p["batch_size"]),
+            random_state=seed,
+            device=device,
+            n_jobs=n_jobs,
         )
 
     def fetch_weights(self, **params: Any) -> list[Path]:

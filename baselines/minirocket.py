@@ -17,7 +17,7 @@ of the predicted class.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from chorustic.methods import Method, MethodInfo, register
 from chorustic.methods.contract import AeonContractClassifier
@@ -34,7 +34,9 @@ class MiniRocketEstimator(AeonContractClassifier):
     def _make(self):
         from aeon.classification.convolution_based import MiniRocketClassifier
 
-        return MiniRocketClassifier(n_kernels=self.n_kernels, random_state=self.random_state, n_jobs=self.n_jobs)
+        return MiniRocketClassifier(
+            n_kernels=self.n_kernels, random_state=self.random_state, n_jobs=self.n_jobs
+        )
 
 
 @register
@@ -48,8 +50,8 @@ class MiniRocket(Method):
         description="aeon MiniRocketClassifier (10,000 kernels + ridge CV) on the native series",
         reference="Dempster, Schmidt, Webb. MiniRocket. KDD 2021",
     )
-    default_params: dict[str, Any] = {"n_kernels": 10000}
-    resources = {"threads": 4, "mem_mb": 16000, "runtime": 120, "gpu": 0}
+    default_params: ClassVar[dict[str, Any]] = {"n_kernels": 10000}
+    resources: ClassVar[dict[str, Any]] = {"threads": 4, "mem_mb": 16000, "runtime": 120, "gpu": 0}
 
     def check_ready(self, **params: Any) -> None:
         import aeon.classification.convolution_based  # noqa: F401

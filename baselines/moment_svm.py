@@ -49,8 +49,8 @@ def moment_inputs(series, seq_len: int = SEQ_LEN) -> tuple[np.ndarray, np.ndarra
         if s.shape[0] > seq_len:
             s = resample_linear(s, seq_len)
         n = s.shape[0]
-        x[i, 0, seq_len - n:] = s
-        mask[i, seq_len - n:] = 1.0
+        x[i, 0, seq_len - n :] = s
+        mask[i, seq_len - n :] = 1.0
     return x, mask
 
 
@@ -66,8 +66,11 @@ class MomentBackbone:
 
         x, mask = moment_inputs(series)
         with torch.no_grad():
-            out = self.model.embed(x_enc=torch.as_tensor(x, device=self.device),
-                                   input_mask=torch.as_tensor(mask, device=self.device), reduction="mean")
+            out = self.model.embed(
+                x_enc=torch.as_tensor(x, device=self.device),
+                input_mask=torch.as_tensor(mask, device=self.device),
+                reduction="mean",
+            )
         return out.embeddings.float().cpu().numpy()
 
 
@@ -85,28 +88,40 @@ def load_moment(weights_dir: Path, *, device: str, label: str) -> MomentBackbone
             with safe_open(str(weights), "pt") as fh:
                 file_keys = set(fh.keys())
         except Exception as exc:
-            raise MethodNotReady(f"{label}: {weights} is not a safetensors file ({exc}); use the files of "
-                                 f"https://huggingface.co/{REPO_ID}") from exc
+            raise MethodNotReady(
+                f"{label}: {weights} is not a safetensors file ({exc}); use the files of "
+                f"https://huggingface.co/{REPO_ID}"
+            ) from exc
         try:
             with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
                 warnings.simplefilter("ignore")
-                model = MOMENTPipeline.from_pretrained(str(weights_dir), model_kwargs={"task_name": "embedding"},
-                                                       map_location="cpu")
+                model = MOMENTPipeline.from_pretrained(
+                    str(weights_dir), model_kwargs={"task_name": "embedding"}, map_location="cpu"
+                )
         except Exception as exc:  # a config/weights that do not describe MOMENT fail in many ways
-            raise MethodNotReady(f"{label}: {weights_dir} is not a {REPO_ID} checkpoint "
-                                 f"({' '.join(str(exc).splitlines()[:2])[:400]})") from exc
+            raise MethodNotReady(
+                f"{label}: {weights_dir} is not a {REPO_ID} checkpoint "
+                f"({' '.join(str(exc).splitlines()[:2])[:400]})"
+            ) from exc
         own = set(model.state_dict())
         missing = sorted(k for k in own - file_keys if not k.startswith("head."))
         if missing:
-            raise MethodNotReady(f"{label}: {weights} lacks {len(missing)} tensors of the MOMENT architecture "
-                                 f"(e.g. {missing[:3]}); it is not a {REPO_ID} checkpoint")
+            raise MethodNotReady(
+                f"{label}: {weights} lacks {len(missing)} tensors of the MOMENT architecture "
+                f"(e.g. {missing[:3]}); it is not a {REPO_ID} checkpoint"
+            )
         model.init()  # switch the reconstruction head for the embedding head
         model.eval()
         for p in model.parameters():
             p.requires_grad_(False)
         model = model.to(dev)
-        info = {"weights": str(weights), "repo_id": REPO_ID, "tensors_loaded": len(own & file_keys),
-                "tensors_skipped": len(file_keys - own), "device": str(dev)}
+        info = {
+            "weights": str(weights),
+            "repo_id": REPO_ID,
+            "tensors_loaded": len(own & file_keys),
+            "tensors_skipped": len(file_keys - own),
+            "device": str(dev),
+        }
         return MomentBackbone(model, key=(REPO_ID, file_key(weights), str(dev)), info=info, device=dev)
 
     return cached(("moment", file_key(weights), str(dev)), load)
@@ -115,11 +130,27 @@ def load_moment(weights_dir: Path, *, device: str, label: str) -> MomentBackbone
 class MomentSVMClassifier(FrozenEmbeddingClassifier):
     series_length: ClassVar[int | None] = None  # native input; padding/masking per series in the backbone
 
-    def __init__(self, weights_dir: str = "", *, head: str = "svm", channel_fusion: str = "mean",
-                 batch_size: int = 64, random_state: int = 0, device: str = "cpu", n_jobs: int = 1,
-                 verbose: bool = False):
-        super().__init__(head=head, channel_fusion=channel_fusion, batch_size=batch_size,
-                         random_state=random_state, device=device, n_jobs=n_jobs, verbose=verbose)
+    def __init__(
+        self,
+        weights_dir: str = "",
+        *,
+        head: str = "svm",
+        channel_fusion: str = "mean",
+        batch_size: int = 64,
+        random_state: int = 0,
+        device: str = "cpu",
+        n_jobs: int = 1,
+        verbose: bool = False,
+    ):
+        super().__init__(
+            head=head,
+            channel_fusion=channel_fusion,
+            batch_size=batch_size,
+            random_state=random_state,
+            device=device,
+            n_jobs=n_jobs,
+            verbose=verbose,
+        )
         self.weights_dir = weights_dir
 
     def _backbone(self) -> MomentBackbone:
@@ -139,23 +170,26 @@ class MomentSVM(Method):
         reference="Goswami et al. MOMENT: a family of open time-series foundation models. ICML 2024",
     )
     default_params: ClassVar[dict[str, Any]] = {
-        "weights": None,          # a folder with config.json + model.safetensors; None: Hugging Face cache
+        "weights": None,  # a folder with config.json + model.safetensors; None: Hugging Face cache
         "revision": "main",
         "channel_fusion": "mean",  # MOMENT's embed() default for multichannel input; or "concat"
         "batch_size": 64,
     }
-    resources = {"threads": 4, "mem_mb": 24000, "runtime": 360, "gpu": 1}
+    resources: ClassVar[dict[str, Any]] = {"threads": 4, "mem_mb": 24000, "runtime": 360, "gpu": 1}
 
     def _label(self) -> str:
         return f"{self.info.display_name} ({self.info.name})"
 
     def _files(self, p):
-        return [HubFile(REPO_ID, "config.json", revision=p["revision"]),
-                HubFile(REPO_ID, "model.safetensors", revision=p["revision"])]
+        return [
+            HubFile(REPO_ID, "config.json", revision=p["revision"]),
+            HubFile(REPO_ID, "model.safetensors", revision=p["revision"]),
+        ]
 
     def _dir(self, p) -> Path:
-        found = resolve_hub_files(self._label(), self._files(p), local=p["weights"], param="weights",
-                                  fetch_name=self.info.name)
+        found = resolve_hub_files(
+            self._label(), self._files(p), local=p["weights"], param="weights", fetch_name=self.info.name
+        )
         return found["model.safetensors"].parent
 
     def check_ready(self, **params: Any) -> None:
@@ -163,14 +197,22 @@ class MomentSVM(Method):
         try:
             import momentfm  # noqa: F401
         except ImportError as exc:
-            raise MethodNotReady(f"{self._label()}: the momentfm package is not installed; install it with "
-                                 f"`pip install --no-deps momentfm==0.1.4` (or use workflow/envs/moment_svm.yaml)") from exc
+            raise MethodNotReady(
+                f"{self._label()}: the momentfm package is not installed; install it with "
+                f"`pip install --no-deps momentfm==0.1.4` (or use workflow/envs/moment_svm.yaml)"
+            ) from exc
         load_moment(self._dir(p), device="cpu", label=self._label())
 
     def build(self, *, seed: int, device: str = "cpu", n_jobs: int = 1, **params: Any):
         p = self.params(params)
-        return MomentSVMClassifier(weights_dir=str(self._dir(p)), channel_fusion=p["channel_fusion"],
-                                   batch_size=int(p["batch_size"]), random_state=seed, device=device, n_jobs=n_jobs)
+        return MomentSVMClassifier(
+            weights_dir=str(self._dir(p)),
+            channel_fusion=p["channel_fusion"],
+            batch_size=int(p["batch_size"]),
+            random_state=seed,
+            device=device,
+            n_jobs=n_jobs,
+        )
 
     def fetch_weights(self, **params: Any) -> list[Path]:
         p = self.params(params)

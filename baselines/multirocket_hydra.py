@@ -15,7 +15,7 @@ Probabilities: one-hot of the ridge prediction (aeon's ``predict_proba``).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from chorustic.methods import Method, MethodInfo, register
 from chorustic.methods.contract import AeonContractClassifier
@@ -33,8 +33,12 @@ class MultiRocketHydraEstimator(AeonContractClassifier):
     def _make(self):
         from aeon.classification.convolution_based import MultiRocketHydraClassifier
 
-        return MultiRocketHydraClassifier(n_kernels=self.n_kernels, n_groups=self.n_groups,
-                                          random_state=self.random_state, n_jobs=self.n_jobs)
+        return MultiRocketHydraClassifier(
+            n_kernels=self.n_kernels,
+            n_groups=self.n_groups,
+            random_state=self.random_state,
+            n_jobs=self.n_jobs,
+        )
 
 
 @register
@@ -48,13 +52,14 @@ class MultiRocketHydra(Method):
         description="aeon MultiRocketHydraClassifier (defaults) on the native series",
         reference="Dempster, Schmidt, Webb. Hydra: competing convolutional kernels. DMKD 2023",
     )
-    default_params: dict[str, Any] = {"n_kernels": 8, "n_groups": 64}
-    resources = {"threads": 4, "mem_mb": 32000, "runtime": 360, "gpu": 0}
+    default_params: ClassVar[dict[str, Any]] = {"n_kernels": 8, "n_groups": 64}
+    resources: ClassVar[dict[str, Any]] = {"threads": 4, "mem_mb": 32000, "runtime": 360, "gpu": 0}
 
     def check_ready(self, **params: Any) -> None:
         import torch  # noqa: F401  (aeon's Hydra transform runs on torch)
 
     def build(self, *, seed: int, device: str = "cpu", n_jobs: int = 1, **params: Any):
         p = self.params(params)
-        return MultiRocketHydraEstimator(n_kernels=int(p["n_kernels"]), n_groups=int(p["n_groups"]),
-                                         random_state=seed, n_jobs=n_jobs)
+        return MultiRocketHydraEstimator(
+            n_kernels=int(p["n_kernels"]), n_groups=int(p["n_groups"]), random_state=seed, n_jobs=n_jobs
+        )

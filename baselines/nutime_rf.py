@@ -59,10 +59,12 @@ def authors_state_dict(ckpt: Any) -> dict[str, Any]:
     out = {}
     for k, v in state.items():
         if k.startswith("backbone.") and not k.startswith("backbone.fc."):
-            out[k[len("backbone."):]] = v
-        elif not (k.startswith("backbone.") or k.startswith("fc.")):
+            out[k[len("backbone.") :]] = v
+        elif not (k.startswith(("backbone.", "fc."))):
             out[k] = v
-    return {k: v for k, v in out.items() if not k.startswith("1.fc.")}  # the class head is not part of the features
+    return {
+        k: v for k, v in out.items() if not k.startswith("1.fc.")
+    }  # the class head is not part of the features
 
 
 class NuTimeBackbone:
@@ -79,8 +81,9 @@ class NuTimeBackbone:
         return feats.reshape(feats.shape[0], -1).float().cpu().numpy()
 
 
-def load_nutime(checkout: Path, checkpoint: Path, *, config_file: str, series_length: int,
-                device: str) -> NuTimeBackbone:
+def load_nutime(
+    checkout: Path, checkpoint: Path, *, config_file: str, series_length: int, device: str
+) -> NuTimeBackbone:
     dev = torch_device(device)
     cfg_path = Path(config_file) if Path(config_file).is_absolute() else checkout / config_file
 
@@ -88,8 +91,10 @@ def load_nutime(checkout: Path, checkpoint: Path, *, config_file: str, series_le
         import torch
 
         if not cfg_path.is_file():
-            raise MethodNotReady(f"{LABEL}: configuration file {cfg_path} not found in the checkout; set "
-                                 f"`config_file` to the JSON configuration matching checkpoint_bias9")
+            raise MethodNotReady(
+                f"{LABEL}: configuration file {cfg_path} not found in the checkout; set "
+                f"`config_file` to the JSON configuration matching checkpoint_bias9"
+            )
         settings = json.loads(cfg_path.read_text())
         with checkout_imports(checkout, ("src",), label=LABEL):
             from src.config import Config
@@ -98,28 +103,47 @@ def load_nutime(checkout: Path, checkpoint: Path, *, config_file: str, series_le
 
             config = Config()
             config.update_by_dict(settings)
-            config.update_by_dict({"task": "cls", "num_channels": 1, "num_classes": 2,
-                                   "model_series_size": int(series_length), "transform_size": int(series_length),
-                                   "transformer_mask_type": "none"})
+            config.update_by_dict(
+                {
+                    "task": "cls",
+                    "num_channels": 1,
+                    "num_classes": 2,
+                    "model_series_size": int(series_length),
+                    "transform_size": int(series_length),
+                    "transformer_mask_type": "none",
+                }
+            )
             encoder = get_encoder(config, types.SimpleNamespace(samples=None, targets=None))
             model = get_model(config)
         net = torch.nn.Sequential(encoder, model)
-        report = load_state_dict_report(net, authors_state_dict(load_torch_checkpoint(checkpoint, label=LABEL)))
+        report = load_state_dict_report(
+            net, authors_state_dict(load_torch_checkpoint(checkpoint, label=LABEL))
+        )
         missing = [k for k in report["missing"] if not k.startswith("1.fc.")]
         if report["tensors_loaded"] == 0 or missing:
             raise MethodNotReady(
                 f"{LABEL}: {checkpoint} does not fit the model built from {cfg_path} (loaded "
                 f"{report['tensors_loaded']} tensors; missing e.g. {missing[:3]}, shape mismatches "
-                f"{report['skipped_shape'][:3]}); use ckpt/checkpoint_bias9.pth with its configuration")
+                f"{report['skipped_shape'][:3]}); use ckpt/checkpoint_bias9.pth with its configuration"
+            )
         net.eval()
         for p in net.parameters():
             p.requires_grad_(False)
         net = net.to(dev)
-        info = {"checkout": str(checkout), "checkpoint": str(checkpoint), "config_file": str(cfg_path),
-                "device": str(dev), **{k: v for k, v in report.items() if k.startswith("tensors_")},
-                "skipped": (report["skipped_unexpected"] + report["skipped_shape"])[:10]}
-        return NuTimeBackbone(net, key=("nutime", file_key(checkpoint), str(cfg_path), series_length, str(dev)),
-                              info=info, device=dev)
+        info = {
+            "checkout": str(checkout),
+            "checkpoint": str(checkpoint),
+            "config_file": str(cfg_path),
+            "device": str(dev),
+            **{k: v for k, v in report.items() if k.startswith("tensors_")},
+            "skipped": (report["skipped_unexpected"] + report["skipped_shape"])[:10],
+        }
+        return NuTimeBackbone(
+            net,
+            key=("nutime", file_key(checkpoint), str(cfg_path), series_length, str(dev)),
+            info=info,
+            device=dev,
+        )
 
     return cached(("nutime", file_key(checkpoint), str(cfg_path), int(series_length), str(dev)), load)
 
@@ -127,18 +151,41 @@ def load_nutime(checkout: Path, checkpoint: Path, *, config_file: str, series_le
 class NuTimeRFClassifier(FrozenEmbeddingClassifier):
     series_length: ClassVar[int] = 512
 
-    def __init__(self, checkout: str = "", checkpoint: str = "", config_file: str = "", *, head: str = "rf",
-                 channel_fusion: str = "concat", batch_size: int = 256, random_state: int = 0, device: str = "cpu",
-                 n_jobs: int = 1, verbose: bool = False):
-        super().__init__(head=head, channel_fusion=channel_fusion, batch_size=batch_size,
-                         random_state=random_state, device=device, n_jobs=n_jobs, verbose=verbose)
+    def __init__(
+        self,
+        checkout: str = "",
+        checkpoint: str = "",
+        config_file: str = "",
+        *,
+        head: str = "rf",
+        channel_fusion: str = "concat",
+        batch_size: int = 256,
+        random_state: int = 0,
+        device: str = "cpu",
+        n_jobs: int = 1,
+        verbose: bool = False,
+    ):
+        super().__init__(
+            head=head,
+            channel_fusion=channel_fusion,
+            batch_size=batch_size,
+            random_state=random_state,
+            device=device,
+            n_jobs=n_jobs,
+            verbose=verbose,
+        )
         self.checkout = checkout
         self.checkpoint = checkpoint
         self.config_file = config_file
 
     def _backbone(self):
-        return load_nutime(Path(self.checkout), Path(self.checkpoint), config_file=self.config_file,
-                           series_length=self.series_length, device=self.device)
+        return load_nutime(
+            Path(self.checkout),
+            Path(self.checkpoint),
+            config_file=self.config_file,
+            series_length=self.series_length,
+            device=self.device,
+        )
 
 
 @register
@@ -153,21 +200,29 @@ class NuTimeRF(Method):
         reference="Lin et al. NuTime: numerically multi-scaled embedding for large-scale time-series pretraining. TMLR 2024",
     )
     default_params: ClassVar[dict[str, Any]] = {
-        "checkout": None,      # clone of https://github.com/chenguolin/NuTime; None: $CHORUSTIC_CHECKOUTS/NuTime
-        "checkpoint": None,    # None: <checkout>/ckpt/checkpoint_bias9.pth
+        "checkout": None,  # clone of https://github.com/chenguolin/NuTime; None: $CHORUSTIC_CHECKOUTS/NuTime
+        "checkpoint": None,  # None: <checkout>/ckpt/checkpoint_bias9.pth
         "config_file": "configs/demo_ft_epilepsy.json",  # relative to the checkout
         "channel_fusion": "concat",
         "batch_size": 256,
     }
-    resources = {"threads": 4, "mem_mb": 16000, "runtime": 180, "gpu": 0}
+    resources: ClassVar[dict[str, Any]] = {"threads": 4, "mem_mb": 16000, "runtime": 180, "gpu": 0}
 
     def _paths(self, p) -> tuple[Path, Path]:
-        root = resolve_checkout(LABEL, p["checkout"], default_name="NuTime", required=REQUIRED, repo_url=REPO_URL,
-                                fetch_name=self.info.name)
+        root = resolve_checkout(
+            LABEL,
+            p["checkout"],
+            default_name="NuTime",
+            required=REQUIRED,
+            repo_url=REPO_URL,
+            fetch_name=self.info.name,
+        )
         ckpt = Path(p["checkpoint"]).expanduser() if p["checkpoint"] else root / CKPT_NAME
         if not ckpt.is_file():
-            raise MethodNotReady(f"{LABEL}: checkpoint {ckpt} not found; the authors ship it in their repository as "
-                                 f"{CKPT_NAME}; restore it in {root} or set `params: {{checkpoint: <path>}}` for nutime_rf.")
+            raise MethodNotReady(
+                f"{LABEL}: checkpoint {ckpt} not found; the authors ship it in their repository as "
+                f"{CKPT_NAME}; restore it in {root} or set `params: {{checkpoint: <path>}}` for nutime_rf."
+            )
         return root, ckpt
 
     def check_ready(self, **params: Any) -> None:
@@ -178,9 +233,16 @@ class NuTimeRF(Method):
     def build(self, *, seed: int, device: str = "cpu", n_jobs: int = 1, **params: Any):
         p = self.params(params)
         root, ckpt = self._paths(p)
-        return NuTimeRFClassifier(checkout=str(root), checkpoint=str(ckpt), config_file=p["config_file"],
-                                  channel_fusion=p["channel_fusion"], batch_size=int(p["batch_size"]),
-                                  random_state=seed, device=device, n_jobs=n_jobs)
+        return NuTimeRFClassifier(
+            checkout=str(root),
+            checkpoint=str(ckpt),
+            config_file=p["config_file"],
+            channel_fusion=p["channel_fusion"],
+            batch_size=int(p["batch_size"]),
+            random_state=seed,
+            device=device,
+            n_jobs=n_jobs,
+        )
 
     def fetch_weights(self, **params: Any) -> list[Path]:
         p = self.params(params)

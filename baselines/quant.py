@@ -14,7 +14,7 @@ Probabilities: the extra-trees vote fractions.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from chorustic.methods import Method, MethodInfo, register
 from chorustic.methods.contract import AeonContractClassifier
@@ -23,7 +23,9 @@ from chorustic.methods.contract import AeonContractClassifier
 class QUANTEstimator(AeonContractClassifier):
     min_length = 4
 
-    def __init__(self, interval_depth: int = 6, quantile_divisor: int = 4, random_state: int = 0, n_jobs: int = 1):
+    def __init__(
+        self, interval_depth: int = 6, quantile_divisor: int = 4, random_state: int = 0, n_jobs: int = 1
+    ):
         self.interval_depth = interval_depth
         self.quantile_divisor = quantile_divisor
         self.random_state = random_state
@@ -34,10 +36,19 @@ class QUANTEstimator(AeonContractClassifier):
         from sklearn.ensemble import ExtraTreesClassifier
 
         # aeon's default estimator, with our seed and thread count
-        estimator = ExtraTreesClassifier(n_estimators=200, max_features=0.1, criterion="entropy",
-                                         random_state=self.random_state, n_jobs=self.n_jobs)
-        return QUANTClassifier(interval_depth=self.interval_depth, quantile_divisor=self.quantile_divisor,
-                               estimator=estimator, random_state=self.random_state)
+        estimator = ExtraTreesClassifier(
+            n_estimators=200,
+            max_features=0.1,
+            criterion="entropy",
+            random_state=self.random_state,
+            n_jobs=self.n_jobs,
+        )
+        return QUANTClassifier(
+            interval_depth=self.interval_depth,
+            quantile_divisor=self.quantile_divisor,
+            estimator=estimator,
+            random_state=self.random_state,
+        )
 
 
 @register
@@ -51,13 +62,17 @@ class QUANT(Method):
         description="aeon QUANTClassifier (interval quantiles + extra trees) on the native series",
         reference="Dempster, Schmidt, Webb. QUANT: a minimalist interval method. DMKD 2024",
     )
-    default_params: dict[str, Any] = {"interval_depth": 6, "quantile_divisor": 4}
-    resources = {"threads": 4, "mem_mb": 16000, "runtime": 240, "gpu": 0}
+    default_params: ClassVar[dict[str, Any]] = {"interval_depth": 6, "quantile_divisor": 4}
+    resources: ClassVar[dict[str, Any]] = {"threads": 4, "mem_mb": 16000, "runtime": 240, "gpu": 0}
 
     def check_ready(self, **params: Any) -> None:
         import torch  # noqa: F401  (aeon's QUANT transform runs on torch)
 
     def build(self, *, seed: int, device: str = "cpu", n_jobs: int = 1, **params: Any):
         p = self.params(params)
-        return QUANTEstimator(interval_depth=int(p["interval_depth"]), quantile_divisor=int(p["quantile_divisor"]),
-                              random_state=seed, n_jobs=n_jobs)
+        return QUANTEstimator(
+            interval_depth=int(p["interval_depth"]),
+            quantile_divisor=int(p["quantile_divisor"]),
+            random_state=seed,
+            n_jobs=n_jobs,
+        )

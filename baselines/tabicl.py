@@ -26,7 +26,6 @@ tabicl's disk offloading). The harness records that as a failed run, never as a 
 
 from __future__ import annotations
 
-import math
 import os
 from pathlib import Path
 from typing import Any, ClassVar
@@ -52,9 +51,10 @@ def available_memory_mb() -> float:
     import psutil
 
     avail = psutil.virtual_memory().available / 2**20
-    for limit_f, usage_f in (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
-                             ("/sys/fs/cgroup/memory/memory.limit_in_bytes",
-                              "/sys/fs/cgroup/memory/memory.usage_in_bytes")):
+    for limit_f, usage_f in (
+        ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+        ("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes"),
+    ):
         try:
             limit = Path(limit_f).read_text().strip()
             if limit != "max" and int(limit) < 2**60:
@@ -84,8 +84,10 @@ def load_tabicl_model(path: str | os.PathLike, *, label: str, expected: str):
             model = TabICL(**ckpt["config"])
             model.load_state_dict(ckpt["state_dict"], strict=True)
         except (TypeError, RuntimeError) as exc:
-            raise MethodNotReady(f"{label}: {path} does not match the installed tabicl architecture: "
-                                 f"{str(exc).splitlines()[0]}. Use {expected} from {REPO_ID}.") from exc
+            raise MethodNotReady(
+                f"{label}: {path} does not match the installed tabicl architecture: "
+                f"{str(exc).splitlines()[0]}. Use {expected} from {REPO_ID}."
+            ) from exc
         model.eval()
         for p in model.parameters():
             p.requires_grad_(False)
@@ -102,7 +104,8 @@ def _tabicl_classifier_class():
 
         def _load_model(self) -> None:
             self.model_, self.model_config_ = load_tabicl_model(
-                self.model_path, label="TabICL", expected=self.checkpoint_version)
+                self.model_path, label="TabICL", expected=self.checkpoint_version
+            )
             self.model_path_ = Path(self.model_path)
 
     return PreloadedTabICLClassifier
@@ -111,11 +114,22 @@ def _tabicl_classifier_class():
 class FlattenedTabICLClassifier(ContractClassifier):
     """TabICL on time series flattened to rows (channels concatenated). See the module docstring."""
 
-    def __init__(self, checkpoint_path: str = "", checkpoint_version: str = "", n_estimators: int = 8,
-                 batch_size: int = 8, query_chunk_size: int | None = None, offload_mode: str = "auto",
-                 disk_offload_dir: str | None = None, max_memory_mb: float | None = None,
-                 use_amp: str | bool = "auto", random_state: int = 0, device: str = "cpu", n_jobs: int = 1,
-                 verbose: bool = False):
+    def __init__(
+        self,
+        checkpoint_path: str = "",
+        checkpoint_version: str = "",
+        n_estimators: int = 8,
+        batch_size: int = 8,
+        query_chunk_size: int | None = None,
+        offload_mode: str = "auto",
+        disk_offload_dir: str | None = None,
+        max_memory_mb: float | None = None,
+        use_amp: str | bool = "auto",
+        random_state: int = 0,
+        device: str = "cpu",
+        n_jobs: int = 1,
+        verbose: bool = False,
+    ):
         self.checkpoint_path = checkpoint_path
         self.checkpoint_version = checkpoint_version
         self.n_estimators = n_estimators
@@ -174,24 +188,36 @@ class FlattenedTabICLClassifier(ContractClassifier):
         self.n_context_ = F.shape[0]
         cls = _tabicl_classifier_class()
         self.model_ = cls(
-            n_estimators=self.n_estimators, batch_size=self.batch_size, model_path=self.checkpoint_path,
-            allow_auto_download=False, checkpoint_version=self.checkpoint_version, device=self.device,
-            use_amp=self.use_amp, offload_mode=self.offload_mode, disk_offload_dir=self.disk_offload_dir,
-            random_state=self.random_state, n_jobs=self.n_jobs, verbose=self.verbose,
+            n_estimators=self.n_estimators,
+            batch_size=self.batch_size,
+            model_path=self.checkpoint_path,
+            allow_auto_download=False,
+            checkpoint_version=self.checkpoint_version,
+            device=self.device,
+            use_amp=self.use_amp,
+            offload_mode=self.offload_mode,
+            disk_offload_dir=self.disk_offload_dir,
+            random_state=self.random_state,
+            n_jobs=self.n_jobs,
+            verbose=self.verbose,
         )
         self.model_.fit(F, y)
-        self.run_info_.update({
-            "checkpoint": str(self.checkpoint_path), "checkpoint_version": self.checkpoint_version,
-            "n_features": int(self.n_features_), "series_length": self.length_,
-            "variable_length_resampled": isinstance(X, list),
-        })
+        self.run_info_.update(
+            {
+                "checkpoint": str(self.checkpoint_path),
+                "checkpoint_version": self.checkpoint_version,
+                "n_features": int(self.n_features_),
+                "series_length": self.length_,
+                "variable_length_resampled": isinstance(X, list),
+            }
+        )
 
     def _predict_proba(self, X):
         F = self._rows(X)
         members, chunk = self._plan(F.shape[0])
         self.model_.batch_size = members
         self.run_info_.update({"ensemble_batch": members, "query_chunk": chunk})
-        out = [self.model_.predict_proba(F[s:s + chunk]) for s in range(0, F.shape[0], chunk)]
+        out = [self.model_.predict_proba(F[s : s + chunk]) for s in range(0, F.shape[0], chunk)]
         proba = np.concatenate(out, axis=0)
         cols = np.asarray(self.model_.classes_, dtype=np.int64)
         full = np.zeros((proba.shape[0], len(self.classes_)))
@@ -204,17 +230,17 @@ class TabICLBase(Method):
 
     checkpoint_file: ClassVar[str]
     default_params: ClassVar[dict[str, Any]] = {
-        "checkpoint": None,        # a local checkpoint file or folder; None: the Hugging Face cache
+        "checkpoint": None,  # a local checkpoint file or folder; None: the Hugging Face cache
         "revision": "main",
         "n_estimators": 8,
         "batch_size": 8,
         "query_chunk_size": None,  # None: as many query rows per forward as memory allows
         "offload_mode": "auto",
         "disk_offload_dir": None,
-        "max_memory_mb": None,     # None: the memory available to the job
+        "max_memory_mb": None,  # None: the memory available to the job
         "use_amp": "auto",
     }
-    resources = {"threads": 4, "mem_mb": 32000, "runtime": 360, "gpu": 1}
+    resources: ClassVar[dict[str, Any]] = {"threads": 4, "mem_mb": 32000, "runtime": 360, "gpu": 1}
 
     def _files(self, p: dict[str, Any]) -> list[HubFile]:
         return [HubFile(REPO_ID, self.checkpoint_file, revision=p["revision"])]
@@ -223,8 +249,13 @@ class TabICLBase(Method):
         return f"{self.info.display_name} ({self.info.name})"
 
     def _path(self, p: dict[str, Any]) -> Path:
-        found = resolve_hub_files(self._label(), self._files(p), local=p["checkpoint"], param="checkpoint",
-                                  fetch_name=self.info.name)
+        found = resolve_hub_files(
+            self._label(),
+            self._files(p),
+            local=p["checkpoint"],
+            param="checkpoint",
+            fetch_name=self.info.name,
+        )
         return found[self.checkpoint_file]
 
     def check_ready(self, **params: Any) -> None:
@@ -234,11 +265,18 @@ class TabICLBase(Method):
     def build(self, *, seed: int, device: str = "cpu", n_jobs: int = 1, **params: Any):
         p = self.params(params)
         return FlattenedTabICLClassifier(
-            checkpoint_path=str(self._path(p)), checkpoint_version=self.checkpoint_file,
-            n_estimators=int(p["n_estimators"]), batch_size=int(p["batch_size"]),
-            query_chunk_size=p["query_chunk_size"], offload_mode=p["offload_mode"],
-            disk_offload_dir=p["disk_offload_dir"], max_memory_mb=p["max_memory_mb"], use_amp=p["use_amp"],
-            random_state=seed, device=device, n_jobs=n_jobs,
+            checkpoint_path=str(self._path(p)),
+            checkpoint_version=self.checkpoint_file,
+            n_estimators=int(p["n_estimators"]),
+            batch_size=int(p["batch_size"]),
+            query_chunk_size=p["query_chunk_size"],
+            offload_mode=p["offload_mode"],
+            disk_offload_dir=p["disk_offload_dir"],
+            max_memory_mb=p["max_memory_mb"],
+            use_amp=p["use_amp"],
+            random_state=seed,
+            device=device,
+            n_jobs=n_jobs,
         )
 
     def fetch_weights(self, **params: Any) -> list[Path]:

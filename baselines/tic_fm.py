@@ -66,7 +66,7 @@ def concat_center(X3: np.ndarray, length: int = SEQ_LEN) -> np.ndarray:
     if total < length:
         return np.pad(flat, ((0, 0), (0, length - total))).astype(np.float32)
     start = (total - length) // 2
-    return np.ascontiguousarray(flat[:, start:start + length], dtype=np.float32)
+    return np.ascontiguousarray(flat[:, start : start + length], dtype=np.float32)
 
 
 def _import_script(checkout: Path):
@@ -82,12 +82,20 @@ def _import_script(checkout: Path):
     except BaseException:
         sys.modules.pop(name, None)
         raise
-    needed = ["build_TSEncoder", "TokenMLPAdapter", "_build_icl_predictor_from_hparams",
-              "_TSEncoderAdapterPlusOrionICL", "_extract_full_state_dict", "TSEncoderICLClassifierV2"]
+    needed = [
+        "build_TSEncoder",
+        "TokenMLPAdapter",
+        "_build_icl_predictor_from_hparams",
+        "_TSEncoderAdapterPlusOrionICL",
+        "_extract_full_state_dict",
+        "TSEncoderICLClassifierV2",
+    ]
     lacking = [n for n in needed if not hasattr(module, n)]
     if lacking:
-        raise MethodNotReady(f"{LABEL}: {path} lacks {lacking}; this plugin follows the layout of {REPO_URL} "
-                             f"(update the checkout or adapt baselines/tic_fm.py)")
+        raise MethodNotReady(
+            f"{LABEL}: {path} lacks {lacking}; this plugin follows the layout of {REPO_URL} "
+            f"(update the checkout or adapt baselines/tic_fm.py)"
+        )
     return module
 
 
@@ -103,8 +111,11 @@ def sklearn_compatible(cls):
         check_params.pop("cast_to_ndarray", None)
         return validate_data(self, X, y, reset=reset, **check_params)
 
-    return type(cls.__name__, (cls,), {"_validate_data": _validate_data, "__module__": cls.__module__,
-                                       "__doc__": cls.__doc__})
+    return type(
+        cls.__name__,
+        (cls,),
+        {"_validate_data": _validate_data, "__module__": cls.__module__, "__doc__": cls.__doc__},
+    )
 
 
 def load_tic_fm(checkout: Path, checkpoint: Path, hparams: Path, *, device: str):
@@ -124,39 +135,66 @@ def load_tic_fm(checkout: Path, checkpoint: Path, hparams: Path, *, device: str)
             hidden = int(ts_cfg.get("hidden_dim", 512))
             seq_len = int(ts_cfg.get("seq_len", SEQ_LEN))
             ts_dim = int(ts_cfg.get("tsencoder_dim", hidden))
-            tsencoder = mod.build_TSEncoder(tsencoder_checkpoint=None, device=torch.device("cpu"), hidden_dim=hidden,
-                                            seq_len=seq_len)
+            tsencoder = mod.build_TSEncoder(
+                tsencoder_checkpoint=None, device=torch.device("cpu"), hidden_dim=hidden, seq_len=seq_len
+            )
             ad_cfg = hp.get("adapter", {})
             adapter = mod.TokenMLPAdapter(
-                tsencoder_dim=ts_dim, icl_dim=int(ad_cfg.get("icl_dim", 512)),
+                tsencoder_dim=ts_dim,
+                icl_dim=int(ad_cfg.get("icl_dim", 512)),
                 hidden_dim=None if ad_cfg.get("hidden_dim") is None else int(ad_cfg["hidden_dim"]),
-                dropout=float(ad_cfg.get("dropout", 0.0)), use_layernorm=bool(ad_cfg.get("use_layernorm", True)))
+                dropout=float(ad_cfg.get("dropout", 0.0)),
+                use_layernorm=bool(ad_cfg.get("use_layernorm", True)),
+            )
             icl = mod._build_icl_predictor_from_hparams(hp)
             model = mod._TSEncoderAdapterPlusOrionICL(
-                tsencoder_model=tsencoder, adapter=adapter, icl_predictor=icl, tsencoder_seq_len=seq_len,
-                tsencoder_batch_size=int(ts_cfg.get("batch_size", 64)))
+                tsencoder_model=tsencoder,
+                adapter=adapter,
+                icl_predictor=icl,
+                tsencoder_seq_len=seq_len,
+                tsencoder_batch_size=int(ts_cfg.get("batch_size", 64)),
+            )
         state = mod._extract_full_state_dict(load_torch_checkpoint(checkpoint, label=LABEL))
         try:
             model.load_state_dict(state, strict=True)
         except RuntimeError as exc:
-            raise MethodNotReady(f"{LABEL}: {checkpoint} does not match the model described by {hparams} "
-                                 f"({' '.join(str(exc).splitlines()[:2])[:400]}); use the files of "
-                                 f"https://huggingface.co/{HF_REPO}") from exc
+            raise MethodNotReady(
+                f"{LABEL}: {checkpoint} does not match the model described by {hparams} "
+                f"({' '.join(str(exc).splitlines()[:2])[:400]}); use the files of "
+                f"https://huggingface.co/{HF_REPO}"
+            ) from exc
         model.eval()
         for p in model.parameters():
             p.requires_grad_(False)
         model = model.to(dev)
-        info = {"checkout": str(checkout), "checkpoint": str(checkpoint), "hparams": str(hparams),
-                "tensors_loaded": len(state), "tensors_skipped": 0, "device": str(dev), "seq_len": seq_len}
+        info = {
+            "checkout": str(checkout),
+            "checkpoint": str(checkpoint),
+            "hparams": str(hparams),
+            "tensors_loaded": len(state),
+            "tensors_skipped": 0,
+            "device": str(dev),
+            "seq_len": seq_len,
+        }
         return mod, model, info
 
     return cached(("tic_fm", file_key(checkpoint), file_key(hparams), str(checkout), str(dev)), load)
 
 
 class TICFMClassifier(ContractClassifier):
-    def __init__(self, checkout: str = "", checkpoint: str = "", hparams: str = "", n_estimators: int = 32,
-                 class_shift: bool = True, softmax_temperature: float = 0.9, batch_size: int = 8,
-                 random_state: int = 0, device: str = "cpu", n_jobs: int = 1):
+    def __init__(
+        self,
+        checkout: str = "",
+        checkpoint: str = "",
+        hparams: str = "",
+        n_estimators: int = 32,
+        class_shift: bool = True,
+        softmax_temperature: float = 0.9,
+        batch_size: int = 8,
+        random_state: int = 0,
+        device: str = "cpu",
+        n_jobs: int = 1,
+    ):
         self.checkout = checkout
         self.checkpoint = checkpoint
         self.hparams = hparams
@@ -172,15 +210,25 @@ class TICFMClassifier(ContractClassifier):
         return concat_center(to_fixed_length(X, self.seq_len_), self.seq_len_)
 
     def _fit(self, X, y):
-        mod, model, info = load_tic_fm(Path(self.checkout), Path(self.checkpoint), Path(self.hparams),
-                                       device=self.device)
+        mod, model, info = load_tic_fm(
+            Path(self.checkout), Path(self.checkpoint), Path(self.hparams), device=self.device
+        )
         self.seq_len_ = int(info["seq_len"])
         dev = torch_device(self.device)
         self.clf_ = sklearn_compatible(mod.TSEncoderICLClassifierV2)(
-            n_estimators=int(self.n_estimators), class_shift=bool(self.class_shift), crop_rate_range=(0.0, 0.0),
-            n_augmentations=1, softmax_temperature=float(self.softmax_temperature), use_amp=dev.type == "cuda",
-            batch_size=int(self.batch_size), device=dev, random_state=int(self.random_state), verbose=False,
-            model_path=None, allow_auto_download=False, n_jobs=int(self.n_jobs) if self.n_jobs else None,
+            n_estimators=int(self.n_estimators),
+            class_shift=bool(self.class_shift),
+            crop_rate_range=(0.0, 0.0),
+            n_augmentations=1,
+            softmax_temperature=float(self.softmax_temperature),
+            use_amp=dev.type == "cuda",
+            batch_size=int(self.batch_size),
+            device=dev,
+            random_state=int(self.random_state),
+            verbose=False,
+            model_path=None,
+            allow_auto_download=False,
+            n_jobs=int(self.n_jobs) if self.n_jobs else None,
         )
         self.clf_.model_ = model
         self.clf_.fit(self._rows(X), y)
@@ -210,12 +258,12 @@ class TICFM(Method):
         needs_gpu=True,
         description="TIC-FM (HF Jwpqkh/TIC-FM) in-context, the authors' TSEncoderICLClassifierV2",
         reference="Fang et al. Rethinking zero-shot time series classification: from task-specific classifiers "
-                  "to in-context inference. 2026",
+        "to in-context inference. 2026",
     )
     default_params: ClassVar[dict[str, Any]] = {
-        "checkout": None,      # clone of https://github.com/fangjuntao/TIC-FM; None: $CHORUSTIC_CHECKOUTS/TIC-FM
-        "checkpoint": None,    # full model checkpoint (.pt); None: <checkout>/checkpoints/<file>, else HF cache
-        "hparams": None,       # model hyper-parameter JSON; same resolution
+        "checkout": None,  # clone of https://github.com/fangjuntao/TIC-FM; None: $CHORUSTIC_CHECKOUTS/TIC-FM
+        "checkpoint": None,  # full model checkpoint (.pt); None: <checkout>/checkpoints/<file>, else HF cache
+        "hparams": None,  # model hyper-parameter JSON; same resolution
         "hf_checkpoint_file": "TSEncoder_orion_icl_full.pt",
         "hf_hparams_file": "TSEncoder_orion_icl_model_hparams.json",
         "revision": "main",
@@ -224,11 +272,17 @@ class TICFM(Method):
         "softmax_temperature": 0.9,
         "batch_size": 8,
     }
-    resources = {"threads": 4, "mem_mb": 24000, "runtime": 360, "gpu": 1}
+    resources: ClassVar[dict[str, Any]] = {"threads": 4, "mem_mb": 24000, "runtime": 360, "gpu": 1}
 
     def _checkout(self, p) -> Path:
-        return resolve_checkout(LABEL, p["checkout"], default_name="TIC-FM", required=REQUIRED, repo_url=REPO_URL,
-                                fetch_name=self.info.name)
+        return resolve_checkout(
+            LABEL,
+            p["checkout"],
+            default_name="TIC-FM",
+            required=REQUIRED,
+            repo_url=REPO_URL,
+            fetch_name=self.info.name,
+        )
 
     def _weights(self, p, root: Path) -> tuple[Path, Path]:
         out = {}
@@ -236,14 +290,20 @@ class TICFM(Method):
             if p[param]:
                 path = Path(p[param]).expanduser()
                 if not path.is_file():
-                    raise MethodNotReady(f"{LABEL}: `{param}` points to {path}, which does not exist; download "
-                                         f"{HubFile(HF_REPO, fname).url()} there.")
+                    raise MethodNotReady(
+                        f"{LABEL}: `{param}` points to {path}, which does not exist; download "
+                        f"{HubFile(HF_REPO, fname).url()} there."
+                    )
                 out[param] = path
             elif (root / "checkpoints" / fname).is_file():
                 out[param] = root / "checkpoints" / fname
             else:
-                found = resolve_hub_files(LABEL, [HubFile(HF_REPO, fname, revision=p["revision"])], param=param,
-                                          fetch_name=self.info.name)
+                found = resolve_hub_files(
+                    LABEL,
+                    [HubFile(HF_REPO, fname, revision=p["revision"])],
+                    param=param,
+                    fetch_name=self.info.name,
+                )
                 out[param] = found[fname]
         return out["checkpoint"], out["hparams"]
 
@@ -257,18 +317,31 @@ class TICFM(Method):
         p = self.params(params)
         root = self._checkout(p)
         ckpt, hp = self._weights(p, root)
-        return TICFMClassifier(checkout=str(root), checkpoint=str(ckpt), hparams=str(hp),
-                               n_estimators=int(p["n_estimators"]), class_shift=bool(p["class_shift"]),
-                               softmax_temperature=float(p["softmax_temperature"]), batch_size=int(p["batch_size"]),
-                               random_state=seed, device=device, n_jobs=n_jobs)
+        return TICFMClassifier(
+            checkout=str(root),
+            checkpoint=str(ckpt),
+            hparams=str(hp),
+            n_estimators=int(p["n_estimators"]),
+            class_shift=bool(p["class_shift"]),
+            softmax_temperature=float(p["softmax_temperature"]),
+            batch_size=int(p["batch_size"]),
+            random_state=seed,
+            device=device,
+            n_jobs=n_jobs,
+        )
 
     def fetch_weights(self, **params: Any) -> list[Path]:
         p = self.params(params)
         dest = Path(p["checkout"]).expanduser() if p["checkout"] else default_checkout_root() / "TIC-FM"
         clone_checkout(REPO_URL, dest)
-        files = [HubFile(HF_REPO, p["hf_checkpoint_file"], revision=p["revision"]),
-                 HubFile(HF_REPO, p["hf_hparams_file"], revision=p["revision"])]
-        got = {} if (p["checkpoint"] and p["hparams"]) else download_hub_files(
-            LABEL, files, param="checkpoint", fetch_name=self.info.name)
+        files = [
+            HubFile(HF_REPO, p["hf_checkpoint_file"], revision=p["revision"]),
+            HubFile(HF_REPO, p["hf_hparams_file"], revision=p["revision"]),
+        ]
+        got = (
+            {}
+            if (p["checkpoint"] and p["hparams"])
+            else download_hub_files(LABEL, files, param="checkpoint", fetch_name=self.info.name)
+        )
         self.check_ready(**{**params, "checkout": str(dest)})
         return [dest, *got.values()]

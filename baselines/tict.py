@@ -11,6 +11,8 @@ for any method you cannot run: see :func:`chorustic.methods.contract.reported_me
 
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
 from chorustic.methods import MethodInfo, register
 from chorustic.methods.contract import CSVReportedMethod
 
@@ -27,8 +29,11 @@ class TiCT(CSVReportedMethod):
         description="reported, not reproduced: the paper's published TiCT accuracies (no public implementation)",
         reference="Yeh et al. TiCT: a synthetically pre-trained foundation model for time series classification. 2025",
     )
-    default_params = {
-        "csv": ["results/reference/paper_ucr128_per_dataset.csv", "results/reference/paper_uea30_per_dataset.csv"],
+    default_params: ClassVar[dict[str, Any]] = {
+        "csv": [
+            "results/reference/paper_ucr128_per_dataset.csv",
+            "results/reference/paper_uea30_per_dataset.csv",
+        ],
         "column": "TiCT",
         "protocol": "full",
         "seed": 0,

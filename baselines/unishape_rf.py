@@ -64,8 +64,8 @@ def authors_state_dict(ckpt: Any) -> dict[str, Any]:
     out = {}
     for k, v in state.items():
         if k.startswith("backbone.") and not k.startswith("backbone.fc."):
-            out[k[len("backbone."):]] = v
-        elif not (k.startswith("backbone.") or k.startswith("fc.")):
+            out[k[len("backbone.") :]] = v
+        elif not (k.startswith(("backbone.", "fc."))):
             out[k] = v
     out.pop("transformer_enc.pos_encoder.pe", None)
     return out
@@ -93,42 +93,76 @@ def load_unishape(checkout: Path, checkpoint: Path, *, arch: dict[str, Any], dev
         with checkout_imports(checkout, TOP_LEVEL, label=LABEL):
             from models.unishapemodel_zeroshot import UniShapeModel  # the authors' module
 
-            config = argparse.Namespace(window_size=arch["window_size"], stride=arch["stride"], seq_len=512,
-                                        model_series_size=512)
+            config = argparse.Namespace(
+                window_size=arch["window_size"], stride=arch["stride"], seq_len=512, model_series_size=512
+            )
             model = UniShapeModel(
-                config=config, series_size=512, in_channels=arch["in_channels"],
-                window_emb_dim=arch["window_emb_dim"], out_channels=2, window_size=arch["window_size"],
-                stride=arch["stride"], shape_alpha=arch["shape_alpha"], shape_sparse_ratio=arch["shape_sparse_ratio"],
+                config=config,
+                series_size=512,
+                in_channels=arch["in_channels"],
+                window_emb_dim=arch["window_emb_dim"],
+                out_channels=2,
+                window_size=arch["window_size"],
+                stride=arch["stride"],
+                shape_alpha=arch["shape_alpha"],
+                shape_sparse_ratio=arch["shape_sparse_ratio"],
                 scale_len=arch["scale_len"],
             )
-        report = load_state_dict_report(model, authors_state_dict(
-            load_torch_checkpoint(checkpoint, label=LABEL)))
+        report = load_state_dict_report(
+            model, authors_state_dict(load_torch_checkpoint(checkpoint, label=LABEL))
+        )
         if report["tensors_loaded"] == 0 or report["tensors_missing"] > report["tensors_loaded"]:
             raise MethodNotReady(
                 f"{LABEL}: {checkpoint} does not fit the UniShapeModel of {checkout} (loaded "
                 f"{report['tensors_loaded']} tensors, {report['tensors_missing']} missing, e.g. "
-                f"{report['missing'][:3]}); use unishape_checkpoint_zeroshot.pth from the authors' release")
+                f"{report['missing'][:3]}); use unishape_checkpoint_zeroshot.pth from the authors' release"
+            )
         model.eval()
         for p in model.parameters():
             p.requires_grad_(False)
         model = model.to(dev)
-        info = {"checkout": str(checkout), "checkpoint": str(checkpoint), "device": str(dev),
-                **{k: v for k, v in report.items() if k.startswith("tensors_")},
-                "skipped": (report["skipped_unexpected"] + report["skipped_shape"])[:10]}
-        return UniShapeBackbone(model, key=("unishape", file_key(checkpoint), str(checkout), str(dev)),
-                                info=info, device=dev)
+        info = {
+            "checkout": str(checkout),
+            "checkpoint": str(checkpoint),
+            "device": str(dev),
+            **{k: v for k, v in report.items() if k.startswith("tensors_")},
+            "skipped": (report["skipped_unexpected"] + report["skipped_shape"])[:10],
+        }
+        return UniShapeBackbone(
+            model, key=("unishape", file_key(checkpoint), str(checkout), str(dev)), info=info, device=dev
+        )
 
-    return cached(("unishape", file_key(checkpoint), str(checkout), tuple(sorted(arch.items())), str(dev)), load)
+    return cached(
+        ("unishape", file_key(checkpoint), str(checkout), tuple(sorted(arch.items())), str(dev)), load
+    )
 
 
 class UniShapeRFClassifier(FrozenEmbeddingClassifier):
     series_length: ClassVar[int] = 512
 
-    def __init__(self, checkout: str = "", checkpoint: str = "", arch: dict | None = None, *, head: str = "rf",
-                 channel_fusion: str = "concat", batch_size: int = 64, random_state: int = 0, device: str = "cpu",
-                 n_jobs: int = 1, verbose: bool = False):
-        super().__init__(head=head, channel_fusion=channel_fusion, batch_size=batch_size,
-                         random_state=random_state, device=device, n_jobs=n_jobs, verbose=verbose)
+    def __init__(
+        self,
+        checkout: str = "",
+        checkpoint: str = "",
+        arch: dict | None = None,
+        *,
+        head: str = "rf",
+        channel_fusion: str = "concat",
+        batch_size: int = 64,
+        random_state: int = 0,
+        device: str = "cpu",
+        n_jobs: int = 1,
+        verbose: bool = False,
+    ):
+        super().__init__(
+            head=head,
+            channel_fusion=channel_fusion,
+            batch_size=batch_size,
+            random_state=random_state,
+            device=device,
+            n_jobs=n_jobs,
+            verbose=verbose,
+        )
         self.checkout = checkout
         self.checkpoint = checkpoint
         self.arch = arch
@@ -137,8 +171,9 @@ class UniShapeRFClassifier(FrozenEmbeddingClassifier):
         return to_fixed_length(X, 512, method="linspace")  # the authors' getInteSet
 
     def _backbone(self):
-        return load_unishape(Path(self.checkout), Path(self.checkpoint), arch=dict(self.arch or {}),
-                             device=self.device)
+        return load_unishape(
+            Path(self.checkout), Path(self.checkpoint), arch=dict(self.arch or {}), device=self.device
+        )
 
 
 @register
@@ -153,26 +188,45 @@ class UniShapeRF(Method):
         reference="Liu et al. A unified shape-aware foundation model for time series classification. AAAI 2026",
     )
     default_params: ClassVar[dict[str, Any]] = {
-        "checkout": None,     # clone of https://github.com/ZLiu21/UniShape; None: $CHORUSTIC_CHECKOUTS/UniShape
-        "checkpoint": None,   # None: <checkout>/pretrained_model_ckpt/unishape_checkpoint_zeroshot.pth
-        "in_channels": 128, "window_emb_dim": 128, "window_size": 16, "stride": 16, "scale_len": 4,
-        "shape_alpha": 0.01, "shape_sparse_ratio": 0.6,
+        "checkout": None,  # clone of https://github.com/ZLiu21/UniShape; None: $CHORUSTIC_CHECKOUTS/UniShape
+        "checkpoint": None,  # None: <checkout>/pretrained_model_ckpt/unishape_checkpoint_zeroshot.pth
+        "in_channels": 128,
+        "window_emb_dim": 128,
+        "window_size": 16,
+        "stride": 16,
+        "scale_len": 4,
+        "shape_alpha": 0.01,
+        "shape_sparse_ratio": 0.6,
         "channel_fusion": "concat",
         "batch_size": 64,
     }
-    resources = {"threads": 4, "mem_mb": 16000, "runtime": 240, "gpu": 1}
-    ARCH_KEYS = ("in_channels", "window_emb_dim", "window_size", "stride", "scale_len", "shape_alpha",
-                 "shape_sparse_ratio")
+    resources: ClassVar[dict[str, Any]] = {"threads": 4, "mem_mb": 16000, "runtime": 240, "gpu": 1}
+    ARCH_KEYS = (
+        "in_channels",
+        "window_emb_dim",
+        "window_size",
+        "stride",
+        "scale_len",
+        "shape_alpha",
+        "shape_sparse_ratio",
+    )
 
     def _paths(self, p) -> tuple[Path, Path]:
-        root = resolve_checkout(LABEL, p["checkout"], default_name="UniShape", required=[MODEL_FILE],
-                                repo_url=REPO_URL, fetch_name=self.info.name)
+        root = resolve_checkout(
+            LABEL,
+            p["checkout"],
+            default_name="UniShape",
+            required=[MODEL_FILE],
+            repo_url=REPO_URL,
+            fetch_name=self.info.name,
+        )
         ckpt = Path(p["checkpoint"]).expanduser() if p["checkpoint"] else root / CKPT_NAME
         if not ckpt.is_file():
             raise MethodNotReady(
                 f"{LABEL}: checkpoint {ckpt} not found. The authors distribute unishape_checkpoint_zeroshot.pth "
                 f"separately from the code (see {REPO_URL}); put it at {root / CKPT_NAME} or set "
-                f"`params: {{checkpoint: <path>}}` for unishape_rf in the config.")
+                f"`params: {{checkpoint: <path>}}` for unishape_rf in the config."
+            )
         return root, ckpt
 
     def check_ready(self, **params: Any) -> None:
@@ -183,9 +237,16 @@ class UniShapeRF(Method):
     def build(self, *, seed: int, device: str = "cpu", n_jobs: int = 1, **params: Any):
         p = self.params(params)
         root, ckpt = self._paths(p)
-        return UniShapeRFClassifier(checkout=str(root), checkpoint=str(ckpt), arch={k: p[k] for k in self.ARCH_KEYS},
-                                    channel_fusion=p["channel_fusion"], batch_size=int(p["batch_size"]),
-                                    random_state=seed, device=device, n_jobs=n_jobs)
+        return UniShapeRFClassifier(
+            checkout=str(root),
+            checkpoint=str(ckpt),
+            arch={k: p[k] for k in self.ARCH_KEYS},
+            channel_fusion=p["channel_fusion"],
+            batch_size=int(p["batch_size"]),
+            random_state=seed,
+            device=device,
+            n_jobs=n_jobs,
+        )
 
     def fetch_weights(self, **params: Any) -> list[Path]:
         p = self.params(params)

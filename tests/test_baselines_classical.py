@@ -20,9 +20,18 @@ def load(name: str):
     X_tr, y_tr = load_from_ts_file(str(DATA / name / f"{name}_TRAIN.ts"))
     X_te, y_te = load_from_ts_file(str(DATA / name / f"{name}_TEST.ts"))
     classes = np.unique(y_tr)
-    conv = (lambda X: [np.asarray(x, dtype=np.float32) for x in X]) if isinstance(X_tr, list) else \
-        (lambda X: np.asarray(X, dtype=np.float32))
-    return conv(X_tr), np.searchsorted(classes, y_tr), conv(X_te), np.searchsorted(classes, y_te), len(classes)
+    conv = (
+        (lambda X: [np.asarray(x, dtype=np.float32) for x in X])
+        if isinstance(X_tr, list)
+        else (lambda X: np.asarray(X, dtype=np.float32))
+    )
+    return (
+        conv(X_tr),
+        np.searchsorted(classes, y_tr),
+        conv(X_te),
+        np.searchsorted(classes, y_te),
+        len(classes),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -53,14 +62,18 @@ def test_short_series_are_zero_padded_to_the_minimum_length(discovery):
         est = m.build(seed=0, **m.params({"n_kernels": 840} if name == "minirocket" else {})).fit(X, y)
         assert est.run_info_["zero_padded_to"] == min_len
         assert est.predict_proba(X[:5]).shape == (5, 3)
-    est = discovery.get("quant").build(seed=0).fit(rng.normal(size=(10, 1, 2)).astype(np.float32), np.arange(10) % 2)
+    est = (
+        discovery.get("quant")
+        .build(seed=0)
+        .fit(rng.normal(size=(10, 1, 2)).astype(np.float32), np.arange(10) % 2)
+    )
     assert est.run_info_["zero_padded_to"] == 4
 
 
 def test_variable_length_japanese_vowels(discovery):
     """Variable length (7-29 points, 12 channels): resampled to the longest context series for the
     equal-length methods, compared as is by DTW."""
-    X_tr, y_tr, X_te, y_te, k = load("JapaneseVowels")
+    X_tr, y_tr, X_te, y_te, _ = load("JapaneseVowels")
     assert isinstance(X_tr, list)
     m = discovery.get("minirocket")
     est = m.build(seed=0, n_jobs=2, **m.params({"n_kernels": 2016})).fit(X_tr, y_tr)

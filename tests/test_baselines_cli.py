@@ -10,8 +10,22 @@ import pytest
 
 from chorustic.cli import main
 
-PAPER = {"tabicl", "tabicl_v2", "moment_svm", "mantis_rf", "mantisv2_lr", "mantisv2_rf", "unishape_rf", "nutime_rf",
-         "tic_fm", "tict", "minirocket", "multirocket_hydra", "quant", "dtw_1nn"}
+PAPER = {
+    "tabicl",
+    "tabicl_v2",
+    "moment_svm",
+    "mantis_rf",
+    "mantisv2_lr",
+    "mantisv2_rf",
+    "unishape_rf",
+    "nutime_rf",
+    "tic_fm",
+    "tict",
+    "minirocket",
+    "multirocket_hydra",
+    "quant",
+    "dtw_1nn",
+}
 
 
 def run(argv, capsys):
@@ -41,7 +55,8 @@ def test_broken_plugin_files_are_listed_not_fatal(capsys, tmp_path):
     plugins.mkdir()
     (plugins / "good.py").write_text(
         "from chorustic.methods import register\nfrom chorustic.methods.contract import reported_method\n"
-        "register(reported_method(name='good', display_name='Good', group='Classical', csv='x.csv'))\n")
+        "register(reported_method(name='good', display_name='Good', group='Classical', csv='x.csv'))\n"
+    )
     (plugins / "broken.py").write_text("import a_package_that_does_not_exist\n")
     code, out, _ = run(["methods", "--plugin-dir", str(plugins)], capsys)
     assert code == 1
@@ -52,6 +67,6 @@ def test_broken_plugin_files_are_listed_not_fatal(capsys, tmp_path):
 
 def test_methods_with_a_config_lists_its_runs(capsys):
     pytest.importorskip("chorustic.data.registry")
-    code, out, _ = run(["methods", "--config", "config/demo.yaml", "--no-check"], capsys)
+    _, out, _ = run(["methods", "--config", "config/demo.yaml", "--no-check"], capsys)
     for name in ("minirocket", "multirocket_hydra", "quant", "dtw_1nn"):
         assert name in out

@@ -25,8 +25,19 @@ from chorustic.methods.weights import clear_cache
 # tiny checkpoints in the real formats
 # --------------------------------------------------------------------------------------------------
 
-TABICL_TINY = dict(max_classes=10, embed_dim=16, col_num_blocks=1, col_nhead=2, col_num_inds=8, row_num_blocks=1,
-                   row_nhead=2, row_num_cls=2, icl_num_blocks=1, icl_nhead=2, zero_init=False)
+TABICL_TINY = {
+    "max_classes": 10,
+    "embed_dim": 16,
+    "col_num_blocks": 1,
+    "col_nhead": 2,
+    "col_num_inds": 8,
+    "row_num_blocks": 1,
+    "row_nhead": 2,
+    "row_num_cls": 2,
+    "icl_num_blocks": 1,
+    "icl_nhead": 2,
+    "zero_init": False,
+}
 
 
 def write_tabicl(path: Path, seed: int = 0, **overrides) -> Path:
@@ -45,18 +56,46 @@ def write_mantis(folder: Path, version: str, seed: int = 0) -> Path:
 
     torch.manual_seed(seed)
     if version == "v1":  # the published Mantis-8M checkpoint uses the legacy class (vit_unit.* names)
-        net = Mantis8M(seq_len=512, hidden_dim=32, num_patches=32, transf_depth=1, transf_num_heads=2,
-                       transf_mlp_dim=32, transf_dim_head=16, device="cpu")
+        net = Mantis8M(
+            seq_len=512,
+            hidden_dim=32,
+            num_patches=32,
+            transf_depth=1,
+            transf_num_heads=2,
+            transf_mlp_dim=32,
+            transf_dim_head=16,
+            device="cpu",
+        )
     else:
-        net = MantisV2(hidden_dim=32, num_patches=32, kernel_size=5, transf_depth=2, transf_num_heads=2,
-                       transf_mlp_dim=32, transf_dim_head=16, device="cpu")
+        net = MantisV2(
+            hidden_dim=32,
+            num_patches=32,
+            kernel_size=5,
+            transf_depth=2,
+            transf_num_heads=2,
+            transf_mlp_dim=32,
+            transf_dim_head=16,
+            device="cpu",
+        )
     net.save_pretrained(str(folder))
     return folder
 
 
-MOMENT_T5 = {"d_model": 32, "d_ff": 64, "d_kv": 8, "num_heads": 4, "num_layers": 2, "feed_forward_proj": "gated-gelu",
-             "vocab_size": 32, "relative_attention_num_buckets": 32, "relative_attention_max_distance": 128,
-             "dropout_rate": 0.1, "layer_norm_epsilon": 1e-6, "is_encoder_decoder": True, "model_type": "t5"}
+MOMENT_T5 = {
+    "d_model": 32,
+    "d_ff": 64,
+    "d_kv": 8,
+    "num_heads": 4,
+    "num_layers": 2,
+    "feed_forward_proj": "gated-gelu",
+    "vocab_size": 32,
+    "relative_attention_num_buckets": 32,
+    "relative_attention_max_distance": 128,
+    "dropout_rate": 0.1,
+    "layer_norm_epsilon": 1e-6,
+    "is_encoder_decoder": True,
+    "model_type": "t5",
+}
 
 
 def write_moment(folder: Path, seed: int = 0) -> Path:
@@ -65,9 +104,19 @@ def write_moment(folder: Path, seed: int = 0) -> Path:
     import torch
     from momentfm import MOMENTPipeline
 
-    cfg = {"task_name": "reconstruction", "model_name": "MOMENT", "transformer_type": "encoder_only", "d_model": None,
-           "seq_len": 512, "patch_len": 8, "patch_stride_len": 8, "device": "cpu",
-           "transformer_backbone": "google/flan-t5-base", "model_kwargs": {}, "t5_config": MOMENT_T5}
+    cfg = {
+        "task_name": "reconstruction",
+        "model_name": "MOMENT",
+        "transformer_type": "encoder_only",
+        "d_model": None,
+        "seq_len": 512,
+        "patch_len": 8,
+        "patch_stride_len": 8,
+        "device": "cpu",
+        "transformer_backbone": "google/flan-t5-base",
+        "model_kwargs": {},
+        "t5_config": MOMENT_T5,
+    }
     torch.manual_seed(seed)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -106,7 +155,7 @@ UNISHAPE_FILES = {
 
 NUTIME_FILES = {
     "src/__init__.py": "",
-    "src/config.py": '''
+    "src/config.py": """
         class Config:
             def __init__(self):
                 self.transformer_mask_type = "none"
@@ -114,9 +163,9 @@ NUTIME_FILES = {
             def update_by_dict(self, d):
                 for k, v in d.items():
                     setattr(self, k, v)
-    ''',
+    """,
     "src/models/__init__.py": "",
-    "src/models/build.py": '''
+    "src/models/build.py": """
         import torch
         from torch import nn
 
@@ -139,9 +188,9 @@ NUTIME_FILES = {
             if config.task == "cls":
                 config.out_dim = config.num_classes
             return WinT(config)
-    ''',
+    """,
     "src/models/encoders/__init__.py": "",
-    "src/models/encoders/build.py": '''
+    "src/models/encoders/build.py": """
         from torch import nn
 
         class WindowEncoder(nn.Module):
@@ -157,7 +206,7 @@ NUTIME_FILES = {
             config.num_channels = config.window_emb_dim
             config.model_series_size = config.model_series_size // config.window_size
             return encoder
-    ''',
+    """,
     "configs/demo_ft_epilepsy.json": json.dumps({"window_emb_dim": 16, "window_size": 16, "model": "wint"}),
 }
 
@@ -183,7 +232,7 @@ TICFM_FILES = {
                 logits = -torch.cdist(qry, means)
                 return logits if return_logits else torch.softmax(logits / softmax_temperature, -1)
     ''',
-    "scripts/eval_TSEncoder_orion_icl_classifier_ucr_full.py": '''
+    "scripts/eval_TSEncoder_orion_icl_classifier_ucr_full.py": """
         import random
         import sys
         from pathlib import Path
@@ -267,7 +316,7 @@ TICFM_FILES = {
                 avg = avg / len(members) / self.softmax_temperature
                 e = np.exp(avg - avg.max(1, keepdims=True))
                 return e / e.sum(1, keepdims=True)
-    ''',
+    """,
 }
 
 
@@ -285,7 +334,9 @@ def write_unishape(root: Path) -> Path:
     import torch
 
     write_tree(root, UNISHAPE_FILES)
-    spec = importlib.util.spec_from_file_location("_unishape_standin", root / "models/unishapemodel_zeroshot.py")
+    spec = importlib.util.spec_from_file_location(
+        "_unishape_standin", root / "models/unishapemodel_zeroshot.py"
+    )
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     import argparse
@@ -296,7 +347,9 @@ def write_unishape(root: Path) -> Path:
     state["backbone.fc.weight"] = torch.zeros(3, 3)  # the pretraining head: dropped by the authors' mapping
     state["queue"] = torch.zeros(4)  # pretraining state: unexpected, reported as skipped
     (root / "pretrained_model_ckpt").mkdir(exist_ok=True)
-    torch.save({"epoch": 99, "state_dict": state}, root / "pretrained_model_ckpt/unishape_checkpoint_zeroshot.pth")
+    torch.save(
+        {"epoch": 99, "state_dict": state}, root / "pretrained_model_ckpt/unishape_checkpoint_zeroshot.pth"
+    )
     return root
 
 
@@ -316,8 +369,16 @@ def write_nutime(root: Path) -> Path:
         from src.models.encoders.build import get_encoder
 
         cfg = Config()
-        cfg.update_by_dict({"window_emb_dim": 16, "window_size": 16, "task": "cls", "num_classes": 4,
-                            "num_channels": 1, "model_series_size": 512})
+        cfg.update_by_dict(
+            {
+                "window_emb_dim": 16,
+                "window_size": 16,
+                "task": "cls",
+                "num_classes": 4,
+                "num_channels": 1,
+                "model_series_size": 512,
+            }
+        )
         torch.manual_seed(0)
         net = torch.nn.Sequential(get_encoder(cfg, types.SimpleNamespace(samples=None)), get_model(cfg))
     finally:
@@ -338,9 +399,11 @@ def write_ticfm(root: Path) -> Path:
     import torch
 
     write_tree(root, TICFM_FILES)
-    hp = {"tsencoder": {"hidden_dim": 24, "seq_len": 512, "tsencoder_dim": 24, "batch_size": 64},
-          "adapter": {"icl_dim": 16, "hidden_dim": None, "dropout": 0.0, "use_layernorm": True},
-          "orion": {"icl_predictor": {"config": {"icl_num_blocks": 1, "icl_nhead": 2}}}}
+    hp = {
+        "tsencoder": {"hidden_dim": 24, "seq_len": 512, "tsencoder_dim": 24, "batch_size": 64},
+        "adapter": {"icl_dim": 16, "hidden_dim": None, "dropout": 0.0, "use_layernorm": True},
+        "orion": {"icl_predictor": {"config": {"icl_num_blocks": 1, "icl_nhead": 2}}},
+    }
     (root / "checkpoints").mkdir(exist_ok=True)
     (root / "checkpoints/TSEncoder_orion_icl_model_hparams.json").write_text(json.dumps(hp))
     spec = importlib.util.spec_from_file_location("_ticfm_standin", root / TICFM_SCRIPT)
@@ -348,8 +411,10 @@ def write_ticfm(root: Path) -> Path:
     spec.loader.exec_module(mod)
     torch.manual_seed(0)
     model = mod._TSEncoderAdapterPlusOrionICL(
-        tsencoder_model=mod.build_TSEncoder(hidden_dim=24, seq_len=512), adapter=mod.TokenMLPAdapter(24, 16),
-        icl_predictor=mod._build_icl_predictor_from_hparams(hp))
+        tsencoder_model=mod.build_TSEncoder(hidden_dim=24, seq_len=512),
+        adapter=mod.TokenMLPAdapter(24, 16),
+        icl_predictor=mod._build_icl_predictor_from_hparams(hp),
+    )
     torch.save({"state_dict": model.state_dict()}, root / "checkpoints/TSEncoder_orion_icl_full.pt")
     for k in [k for k in sys.modules if k == "TIC" or k.startswith("TIC.")]:
         del sys.modules[k]
@@ -398,8 +463,16 @@ def assets(tmp_path_factory):
         "quant": {},
         "dtw_1nn": {},
         "_root": root,
-        "_paths": {"tabicl_v1": tab1, "tabicl_v2": tab2, "mantis_v1": m1, "mantis_v2": m2, "moment": mom,
-                   "unishape": uni, "nutime": nut, "ticfm": tic},
+        "_paths": {
+            "tabicl_v1": tab1,
+            "tabicl_v2": tab2,
+            "mantis_v1": m1,
+            "mantis_v2": m2,
+            "moment": mom,
+            "unishape": uni,
+            "nutime": nut,
+            "ticfm": tic,
+        },
     }
 
 
@@ -414,13 +487,29 @@ def make_data(kind: str, n: int, channels: int, seed: int, k: int = 3, variable:
         length = int(rng.integers(40, 90)) if variable else L
         t = np.linspace(0, 1, length)
         base = np.exp(-((t - (0.2 + 0.3 * c)) ** 2) / 0.005)
-        X.append((base[None, :] * (1 + np.arange(channels)[:, None]) + 0.1 * rng.normal(size=(channels, length)))
-                 .astype(np.float32))
+        X.append(
+            (
+                base[None, :] * (1 + np.arange(channels)[:, None]) + 0.1 * rng.normal(size=(channels, length))
+            ).astype(np.float32)
+        )
     return (X if variable else np.stack(X)), y
 
 
-PLUGINS = ["tabicl", "tabicl_v2", "moment_svm", "mantis_rf", "mantisv2_lr", "mantisv2_rf", "unishape_rf",
-           "nutime_rf", "tic_fm", "minirocket", "multirocket_hydra", "quant", "dtw_1nn"]
+PLUGINS = [
+    "tabicl",
+    "tabicl_v2",
+    "moment_svm",
+    "mantis_rf",
+    "mantisv2_lr",
+    "mantisv2_rf",
+    "unishape_rf",
+    "nutime_rf",
+    "tic_fm",
+    "minirocket",
+    "multirocket_hydra",
+    "quant",
+    "dtw_1nn",
+]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -428,25 +517,38 @@ PLUGINS = ["tabicl", "tabicl_v2", "moment_svm", "mantis_rf", "mantisv2_lr", "man
 # --------------------------------------------------------------------------------------------------
 
 EXPECTED = {  # name: (display name, group, fits_on_target) -- the paper's columns (assignment table)
-    "tabicl": ("TabICL", "Generic ICL", False), "tabicl_v2": ("TabICLv2", "Generic ICL", False),
-    "moment_svm": ("MOMENT+SVM", "Frozen TSFM", True), "mantis_rf": ("Mantis+RF", "Frozen TSFM", True),
-    "mantisv2_lr": ("MantisV2+LR", "Frozen TSFM", True), "mantisv2_rf": ("MantisV2+RF", "Frozen TSFM", True),
-    "unishape_rf": ("UniShape+RF", "Frozen TSFM", True), "nutime_rf": ("NuTime+RF", "Frozen TSFM", True),
-    "tic_fm": ("TIC-FM", "Time-series ICL", False), "tict": ("TiCT", "Time-series ICL", False),
-    "minirocket": ("MiniRocket", "Classical", True), "multirocket_hydra": ("MultiRocket-Hydra", "Classical", True),
-    "quant": ("QUANT", "Classical", True), "dtw_1nn": ("1NN-DTW", "Classical", True),
+    "tabicl": ("TabICL", "Generic ICL", False),
+    "tabicl_v2": ("TabICLv2", "Generic ICL", False),
+    "moment_svm": ("MOMENT+SVM", "Frozen TSFM", True),
+    "mantis_rf": ("Mantis+RF", "Frozen TSFM", True),
+    "mantisv2_lr": ("MantisV2+LR", "Frozen TSFM", True),
+    "mantisv2_rf": ("MantisV2+RF", "Frozen TSFM", True),
+    "unishape_rf": ("UniShape+RF", "Frozen TSFM", True),
+    "nutime_rf": ("NuTime+RF", "Frozen TSFM", True),
+    "tic_fm": ("TIC-FM", "Time-series ICL", False),
+    "tict": ("TiCT", "Time-series ICL", False),
+    "minirocket": ("MiniRocket", "Classical", True),
+    "multirocket_hydra": ("MultiRocket-Hydra", "Classical", True),
+    "quant": ("QUANT", "Classical", True),
+    "dtw_1nn": ("1NN-DTW", "Classical", True),
 }
 
 
 def test_every_paper_method_is_discovered_with_its_table_metadata(discovery):
     for name, (display, group, target_fit) in EXPECTED.items():
         m = discovery.get(name)
-        assert (m.info.display_name, m.info.group, m.info.fits_on_target) == (display, group, target_fit), name
+        assert (m.info.display_name, m.info.group, m.info.fits_on_target) == (display, group, target_fit), (
+            name
+        )
         assert m.info.group in GROUPS
         assert discovery.sources[name] == f"{name}.py"
         if isinstance(m, Method):
             res = m.resources
-            assert set(res) == {"threads", "mem_mb", "runtime", "gpu"} and res["threads"] >= 1 and res["runtime"] >= 1
+            assert (
+                set(res) == {"threads", "mem_mb", "runtime", "gpu"}
+                and res["threads"] >= 1
+                and res["runtime"] >= 1
+            )
     assert discovery.get("tict").info.reported
 
 
@@ -470,8 +572,9 @@ def test_plugin_passes_the_contract(name, discovery, assets):
     # UEA-like: 2 channels, 3 classes; the context misses nothing here, the suite drops a class itself
     X, y = make_data(kind, 24, 2, seed=0)
     Xq, _ = make_data(kind, 9, 2, seed=1)
-    observed = check_estimator_contract(lambda seed: method.build(seed=seed, device="cpu", n_jobs=1, **params),
-                                        X, y, Xq)
+    observed = check_estimator_contract(
+        lambda seed: method.build(seed=seed, device="cpu", n_jobs=1, **params), X, y, Xq
+    )
     assert observed["proba_missing_class"].shape == (9, 2)
     est = method.build(seed=0, device="cpu", n_jobs=1, **params).fit(X, y)
     info = getattr(est, "run_info_", {})
@@ -521,7 +624,9 @@ def test_readout_switch_changes_features(discovery, assets):
     method = discovery.get("mantisv2_rf")
     X, _ = make_data("resampled", 4, 1, seed=9)
     base = method.build(seed=0, **method.params(assets["mantisv2_rf"]))
-    combined = method.build(seed=0, **method.params({**assets["mantisv2_rf"], "layer": 0, "token": "combined"}))
+    combined = method.build(
+        seed=0, **method.params({**assets["mantisv2_rf"], "layer": 0, "token": "combined"})
+    )
     assert base.transform(X).shape == (4, 32)
     assert combined.transform(X).shape == (4, 64)  # CLS and mean token concatenated
 

@@ -29,20 +29,23 @@ def test_tict_reads_the_papers_ucr_column():
 def write_plugin_dir(tmp_path, csv_path):
     plugins = tmp_path / "plugins"
     plugins.mkdir()
-    (plugins / "mymethod.py").write_text(textwrap.dedent(f'''
+    (plugins / "mymethod.py").write_text(
+        textwrap.dedent(f"""
         from chorustic.methods import register
         from chorustic.methods.contract import reported_method
 
         register(reported_method(name="mymethod", display_name="MyMethod", group="Frozen TSFM",
                                  fits_on_target=True, csv={str(csv_path)!r}))
-    '''))
+    """)
+    )
     return plugins
 
 
 def test_a_user_adds_a_reported_method_with_a_five_line_plugin(tmp_path):
     csv = tmp_path / "mine.csv"
-    pd.DataFrame({"dataset": ["GunPoint", "Coffee", "Adiac"], "MyMethod": [0.91, None, 0.5],
-                  "Other": [0.1, 0.2, 0.3]}).to_csv(csv, index=False)
+    pd.DataFrame(
+        {"dataset": ["GunPoint", "Coffee", "Adiac"], "MyMethod": [0.91, None, 0.5], "Other": [0.1, 0.2, 0.3]}
+    ).to_csv(csv, index=False)
     d = discover(write_plugin_dir(tmp_path, csv))
     assert not d.broken
     m = d.get("mymethod")

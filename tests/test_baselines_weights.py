@@ -13,8 +13,8 @@ import sys
 import threading
 from pathlib import Path
 
-import numpy as np
 import pytest
+from test_baselines_contract import write_mantis, write_moment, write_nutime, write_tabicl, write_unishape
 
 from chorustic.methods import MethodNotReady, discover
 from chorustic.methods.weights import (
@@ -27,8 +27,6 @@ from chorustic.methods.weights import (
     resolve_checkout,
     resolve_hub_files,
 )
-
-from test_baselines_contract import write_mantis, write_moment, write_nutime, write_tabicl, write_unishape
 
 COMMIT = "c0ffee" + "0" * 34
 
@@ -71,7 +69,11 @@ class FakeHub:
                     etag = hashlib.sha256(body).hexdigest()
                 else:
                     etag = hashlib.sha1(b"blob %d\0" % len(body) + body).hexdigest()
-                sent = bytes(255 - b for b in body) if (hub.corrupt and body_wanted and len(body) > 100) else body
+                sent = (
+                    bytes(255 - b for b in body)
+                    if (hub.corrupt and body_wanted and len(body) > 100)
+                    else body
+                )
                 self.send_response(200)
                 self.send_header("X-Repo-Commit", COMMIT)
                 self.send_header("ETag", f'"{etag}"')
@@ -127,11 +129,13 @@ def discovery():
 def test_missing_weights_name_the_file_the_cache_and_the_fix(discovery, tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    for name, fname, param in [("tabicl", "tabicl-classifier-v1.1-20250506.ckpt", "checkpoint"),
-                               ("tabicl_v2", "tabicl-classifier-v2-20260212.ckpt", "checkpoint"),
-                               ("moment_svm", "model.safetensors", "weights"),
-                               ("mantis_rf", "model.safetensors", "weights"),
-                               ("mantisv2_lr", "model.safetensors", "weights")]:
+    for name, fname, param in [
+        ("tabicl", "tabicl-classifier-v1.1-20250506.ckpt", "checkpoint"),
+        ("tabicl_v2", "tabicl-classifier-v2-20260212.ckpt", "checkpoint"),
+        ("moment_svm", "model.safetensors", "weights"),
+        ("mantis_rf", "model.safetensors", "weights"),
+        ("mantisv2_lr", "model.safetensors", "weights"),
+    ]:
         m = discovery.get(name)
         with pytest.raises(MethodNotReady) as err:
             m.check_ready(**m.params())
@@ -203,7 +207,9 @@ def test_fetch_detects_a_corrupted_download_and_deletes_it(hub, tmp_path):
 def test_fetch_without_network_or_offline_explains_the_manual_route(hub, monkeypatch):
     hub.down = True
     f = HubFile("AutonLab/MOMENT-1-base", "model.safetensors")
-    with pytest.raises(MethodNotReady, match="downloading 'model.safetensors'.*failed.*resolve/main/model.safetensors"):
+    with pytest.raises(
+        MethodNotReady, match="downloading 'model.safetensors'.*failed.*resolve/main/model.safetensors"
+    ):
         download_hub_files("MOMENT+SVM (moment_svm)", [f], fetch_name="moment_svm", log=lambda m: None)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(MethodNotReady, match="HF_HUB_OFFLINE is set.*chorustic fetch-weights moment_svm"):
@@ -217,14 +223,35 @@ def test_fetch_weights_command_end_to_end(hub, tmp_path):
     env = {**os.environ, "HF_ENDPOINT": hub.endpoint, "HF_HUB_CACHE": str(tmp_path / "hf-cache")}
     env.pop("HF_HUB_OFFLINE", None)
     cli = [sys.executable, "-m", "chorustic.cli"]
-    out = subprocess.run(cli + ["fetch-weights", "moment_svm"], env=env, capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        cli + ["fetch-weights", "moment_svm"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert out.returncode == 0, out.stderr
     assert "moment_svm: ok:" in out.stdout and "verified" in out.stderr
     env["HF_HUB_OFFLINE"] = "1"
-    out = subprocess.run(cli + ["methods", "--format", "csv"], env=env, capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        cli + ["methods", "--format", "csv"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     row = next(line for line in out.stdout.splitlines() if line.startswith("moment_svm,"))
     assert ",ready," in row
-    bad = subprocess.run(cli + ["fetch-weights", "no_such_method"], env=env, capture_output=True, text=True, timeout=300)
+    bad = subprocess.run(
+        cli + ["fetch-weights", "no_such_method"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert bad.returncode == 2 and "unknown method 'no_such_method'" in bad.stderr
 
 
@@ -232,7 +259,9 @@ def test_digests_match_git_and_sha256(tmp_path):
     p = tmp_path / "f.json"
     p.write_bytes(b'{"x": 1}\n')
     if shutil.which("git"):
-        expected = subprocess.run(["git", "hash-object", str(p)], capture_output=True, text=True).stdout.strip()
+        expected = subprocess.run(
+            ["git", "hash-object", str(p)], capture_output=True, text=True, check=True
+        ).stdout.strip()
         assert git_blob_sha1(p) == expected
     assert file_matches_etag(p, f'"{git_blob_sha1(p)}"') is True
     assert file_matches_etag(p, hashlib.sha256(p.read_bytes()).hexdigest()) is True
@@ -243,15 +272,22 @@ def test_digests_match_git_and_sha256(tmp_path):
 # -- authors' checkouts -------------------------------------------------------------------------------
 
 
-def test_missing_or_incomplete_checkouts_name_the_repository_and_the_parameter(discovery, tmp_path, monkeypatch):
+def test_missing_or_incomplete_checkouts_name_the_repository_and_the_parameter(
+    discovery, tmp_path, monkeypatch
+):
     monkeypatch.setenv("CHORUSTIC_CHECKOUTS", str(tmp_path / "checkouts"))
-    for name, url in [("unishape_rf", "github.com/ZLiu21/UniShape"), ("nutime_rf", "github.com/chenguolin/NuTime"),
-                      ("tic_fm", "github.com/fangjuntao/TIC-FM")]:
+    for name, url in [
+        ("unishape_rf", "github.com/ZLiu21/UniShape"),
+        ("nutime_rf", "github.com/chenguolin/NuTime"),
+        ("tic_fm", "github.com/fangjuntao/TIC-FM"),
+    ]:
         m = discovery.get(name)
         with pytest.raises(MethodNotReady) as err:
             m.check_ready(**m.params())
         msg = str(err.value)
-        assert "no checkout" in msg and url in msg and str(tmp_path / "checkouts") in msg and "checkout:" in msg
+        assert (
+            "no checkout" in msg and url in msg and str(tmp_path / "checkouts") in msg and "checkout:" in msg
+        )
         (tmp_path / f"empty-{name}").mkdir()
         with pytest.raises(MethodNotReady, match=f"not a checkout of https://{url}: it lacks"):
             m.check_ready(**m.params({"checkout": str(tmp_path / f"empty-{name}")}))
@@ -267,7 +303,9 @@ def test_checkout_without_checkpoint_and_with_a_wrong_checkpoint(discovery, tmp_
     moved = ckpt.rename(tmp_path / "elsewhere.pth")
     with pytest.raises(MethodNotReady, match="unishape_checkpoint_zeroshot.pth.*checkpoint:"):
         m.check_ready(**m.params({"checkout": str(root), **params}))
-    m.check_ready(**m.params({"checkout": str(root), "checkpoint": str(moved), **params}))  # explicit path works
+    m.check_ready(
+        **m.params({"checkout": str(root), "checkpoint": str(moved), **params})
+    )  # explicit path works
     wrong = tmp_path / "wrong.pth"
     torch.save({"state_dict": {"something.else": torch.zeros(2)}}, wrong)
     with pytest.raises(MethodNotReady, match="does not fit the UniShapeModel"):
@@ -289,9 +327,11 @@ def test_checkout_imports_do_not_leak_generic_module_names(tmp_path):
     assert "models" not in sys.modules and str(tmp_path / "a") not in sys.path
     (tmp_path / "c").mkdir()
     (tmp_path / "c" / "needs.py").write_text("import timm_is_not_installed_here\n")
-    with pytest.raises(MethodNotReady, match="needs the Python package 'timm_is_not_installed_here'"):
-        with checkout_imports(tmp_path / "c", ("needs",), label="X"):
-            import needs  # noqa: F401
+    with (
+        pytest.raises(MethodNotReady, match="needs the Python package 'timm_is_not_installed_here'"),
+        checkout_imports(tmp_path / "c", ("needs",), label="X"),
+    ):
+        import needs  # noqa: F401
 
 
 def test_resolve_checkout_accepts_a_complete_folder(tmp_path):
@@ -305,6 +345,9 @@ def test_single_file_local_path_for_a_multi_file_model_is_refused(tmp_path):
     f.write_bytes(b"x")
     with pytest.raises(MethodNotReady, match="set `weights` to a folder"):
         resolve_hub_files("M", [HubFile("r/m", "config.json"), HubFile("r/m", "model.safetensors")], local=f)
-    got = resolve_hub_files("M", [HubFile("r/m", "model.safetensors"), HubFile("r/m", "config.json", required=False)],
-                            local=tmp_path)
+    got = resolve_hub_files(
+        "M",
+        [HubFile("r/m", "model.safetensors"), HubFile("r/m", "config.json", required=False)],
+        local=tmp_path,
+    )
     assert got == {"model.safetensors": f}

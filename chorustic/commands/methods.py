@@ -21,26 +21,59 @@ import io
 import sys
 from typing import Any
 
-COLUMNS = ["name", "plugin", "display_name", "group", "fits_on_target", "input_kind", "needs_gpu", "reported",
-           "threads", "mem_mb", "runtime", "gpu", "status", "detail", "source"]
+COLUMNS = [
+    "name",
+    "plugin",
+    "display_name",
+    "group",
+    "fits_on_target",
+    "input_kind",
+    "needs_gpu",
+    "reported",
+    "threads",
+    "mem_mb",
+    "runtime",
+    "gpu",
+    "status",
+    "detail",
+    "source",
+]
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("methods", help="list the methods (plugins in baselines/), their metadata and readiness",
-                       description=__doc__.split("\n\n")[1] if __doc__ else None)
+    p = sub.add_parser(
+        "methods",
+        help="list the methods (plugins in baselines/), their metadata and readiness",
+        description=__doc__.split("\n\n")[1] if __doc__ else None,
+    )
     p.add_argument("--format", choices=["table", "csv"], default="table")
-    p.add_argument("--config", action="append", default=[], metavar="YAML",
-                   help="list the method runs of this config (merged over config/config.yaml; repeatable)")
-    p.add_argument("--plugin-dir", default=None, help="plugin folder (default: $CHORUSTIC_BASELINES or baselines/)")
+    p.add_argument(
+        "--config",
+        action="append",
+        default=[],
+        metavar="YAML",
+        help="list the method runs of this config (merged over config/config.yaml; repeatable)",
+    )
+    p.add_argument(
+        "--plugin-dir", default=None, help="plugin folder (default: $CHORUSTIC_BASELINES or baselines/)"
+    )
     p.add_argument("--no-check", action="store_true", help="skip readiness checks (no weights are loaded)")
     p.set_defaults(func=_methods)
 
-    p = sub.add_parser("fetch-weights", help="download and verify the weights/code methods need (needs internet)",
-                       description="Download into the Hugging Face cache and verify the files each method needs; "
-                                   "clone authors' checkouts. Without METHOD: every method the configuration evaluates.")
+    p = sub.add_parser(
+        "fetch-weights",
+        help="download and verify the weights/code methods need (needs internet)",
+        description="Download into the Hugging Face cache and verify the files each method needs; "
+        "clone authors' checkouts. Without METHOD: every method the configuration evaluates.",
+    )
     p.add_argument("methods", nargs="*", metavar="METHOD", help="method run names or plugin names")
-    p.add_argument("--config", action="append", default=[], metavar="YAML",
-                   help="config file merged over config/config.yaml (repeatable)")
+    p.add_argument(
+        "--config",
+        action="append",
+        default=[],
+        metavar="YAML",
+        help="config file merged over config/config.yaml (repeatable)",
+    )
     p.add_argument("--plugin-dir", default=None)
     p.set_defaults(func=_fetch)
 
@@ -54,14 +87,23 @@ def _config_runs(config_files: list[str]) -> list[dict[str, Any]]:
     out = []
     for run in cc.evaluated_methods(cfg):
         entry = cc.method_entry(cfg, run)
-        out.append({"name": run, "plugin": entry["plugin"], "display_name": entry["display_name"],
-                    "params": entry["params"], "resources": entry["resources"]})
+        out.append(
+            {
+                "name": run,
+                "plugin": entry["plugin"],
+                "display_name": entry["display_name"],
+                "params": entry["params"],
+                "resources": entry["resources"],
+            }
+        )
     return out
 
 
 def _plugin_runs(discovery) -> list[dict[str, Any]]:
-    return [{"name": n, "plugin": n, "display_name": None, "params": {}, "resources": {}}
-            for n in sorted(discovery.methods)]
+    return [
+        {"name": n, "plugin": n, "display_name": None, "params": {}, "resources": {}}
+        for n in sorted(discovery.methods)
+    ]
 
 
 def _row(run: dict[str, Any], discovery, check: bool) -> dict[str, Any]:
@@ -69,16 +111,30 @@ def _row(run: dict[str, Any], discovery, check: bool) -> dict[str, Any]:
 
     method = discovery.methods.get(run["plugin"])
     if method is None:
-        return {"name": run["name"], "plugin": run["plugin"], "status": "missing plugin",
-                "detail": f"no plugin {run['plugin']!r} in the plugin folder"}
+        return {
+            "name": run["name"],
+            "plugin": run["plugin"],
+            "status": "missing plugin",
+            "detail": f"no plugin {run['plugin']!r} in the plugin folder",
+        }
     info = method.info
     res = dict(getattr(method, "resources", {}) or {})
     res.update(run["resources"])
-    row = {"name": run["name"], "plugin": info.name, "display_name": run["display_name"] or info.display_name,
-           "group": info.group, "fits_on_target": info.fits_on_target, "input_kind": info.input_kind,
-           "needs_gpu": info.needs_gpu, "reported": info.reported,
-           "threads": res.get("threads", ""), "mem_mb": res.get("mem_mb", ""), "runtime": res.get("runtime", ""),
-           "gpu": res.get("gpu", ""), "source": discovery.sources.get(info.name, "")}
+    row = {
+        "name": run["name"],
+        "plugin": info.name,
+        "display_name": run["display_name"] or info.display_name,
+        "group": info.group,
+        "fits_on_target": info.fits_on_target,
+        "input_kind": info.input_kind,
+        "needs_gpu": info.needs_gpu,
+        "reported": info.reported,
+        "threads": res.get("threads", ""),
+        "mem_mb": res.get("mem_mb", ""),
+        "runtime": res.get("runtime", ""),
+        "gpu": res.get("gpu", ""),
+        "source": discovery.sources.get(info.name, ""),
+    }
     if not check:
         row.update(status="unchecked", detail="")
         return row
@@ -92,7 +148,7 @@ def _row(run: dict[str, Any], discovery, check: bool) -> dict[str, Any]:
             row.update(status="ready", detail="")
     except MethodNotReady as exc:
         row.update(status="not ready", detail=str(exc))
-    except Exception as exc:  # a plugin bug must not hide the other methods
+    except Exception as exc:  # noqa: BLE001 - a plugin bug must not hide the other methods
         row.update(status="error", detail=f"{type(exc).__name__}: {exc}")
     return row
 
@@ -110,8 +166,14 @@ def _methods(args: argparse.Namespace) -> int:
         for r in rows:
             w.writerow(r)
         for f, tb in sorted(discovery.broken.items()):
-            w.writerow({"name": "", "source": f, "status": "broken plugin",
-                        "error": tb.strip().splitlines()[-1] if tb.strip() else ""})
+            w.writerow(
+                {
+                    "name": "",
+                    "source": f,
+                    "status": "broken plugin",
+                    "error": tb.strip().splitlines()[-1] if tb.strip() else "",
+                }
+            )
         sys.stdout.write(buf.getvalue())
     else:
         _print_table(rows)
@@ -129,12 +191,30 @@ def _methods(args: argparse.Namespace) -> int:
 
 
 def _print_table(rows: list[dict[str, Any]]) -> None:
-    cols = ["name", "display_name", "group", "fits_on_target", "input_kind", "needs_gpu", "threads", "mem_mb",
-            "runtime", "gpu", "status"]
-    heads = {"fits_on_target": "target_fit", "input_kind": "input", "needs_gpu": "gpu_needed", "runtime": "runtime_min"}
+    cols = [
+        "name",
+        "display_name",
+        "group",
+        "fits_on_target",
+        "input_kind",
+        "needs_gpu",
+        "threads",
+        "mem_mb",
+        "runtime",
+        "gpu",
+        "status",
+    ]
+    heads = {
+        "fits_on_target": "target_fit",
+        "input_kind": "input",
+        "needs_gpu": "gpu_needed",
+        "runtime": "runtime_min",
+    }
     table = [[heads.get(c, c) for c in cols]]
     for r in rows:
-        table.append([("yes" if r.get(c) is True else "no" if r.get(c) is False else str(r.get(c, ""))) for c in cols])
+        table.append(
+            [("yes" if r.get(c) is True else "no" if r.get(c) is False else str(r.get(c, ""))) for c in cols]
+        )
     widths = [max(len(row[i]) for row in table) for i in range(len(cols))]
     for i, row in enumerate(table):
         print("  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip())
@@ -154,7 +234,7 @@ def _fetch(args: argparse.Namespace) -> int:
 
             cfg = cc.load_config(args.config)
             cfg_runs = {n: cc.method_entry(cfg, n) for n in cfg["methods"]}
-        except Exception:  # listing plugins by name works without a valid config
+        except Exception:  # noqa: BLE001 - plugin names work without a valid config
             cfg_runs = {}
         for name in args.methods:
             if name in cfg_runs:
@@ -163,8 +243,10 @@ def _fetch(args: argparse.Namespace) -> int:
             elif name in discovery.methods:
                 runs.append({"name": name, "plugin": name, "params": {}})
             else:
-                print(f"chorustic fetch-weights: unknown method {name!r}; known: {', '.join(sorted(discovery.methods))}",
-                      file=sys.stderr)
+                print(
+                    f"chorustic fetch-weights: unknown method {name!r}; known: {', '.join(sorted(discovery.methods))}",
+                    file=sys.stderr,
+                )
                 return 2
     else:
         runs = _config_runs(args.config)
@@ -184,7 +266,7 @@ def _fetch(args: argparse.Namespace) -> int:
             print(f"{run['name']}: FAILED: {exc}", file=sys.stderr)
             failed += 1
             continue
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - one failing method never stops the others
             print(f"{run['name']}: FAILED: {type(exc).__name__}: {exc}", file=sys.stderr)
             failed += 1
             continue

@@ -33,8 +33,9 @@ import inspect
 import os
 import sys
 import threading
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Iterator, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
@@ -42,29 +43,29 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from chorustic.methods.base import MethodInfo, MethodNotReady, ReportedMethod
 
 __all__ = [
+    "EMBEDDING_CACHE",
+    "AeonContractClassifier",
+    "CSVReportedMethod",
+    "ContractClassifier",
+    "EmbeddingCache",
+    "FrozenEmbeddingClassifier",
+    "MomentSVMHead",
+    "check_estimator_contract",
     "check_series",
+    "fingerprint",
+    "flatten_channels",
+    "import_plugin_module",
+    "make_head",
     "n_channels",
-    "series_lengths",
+    "pad_to_min_length",
+    "repo_root",
+    "reported_method",
     "resample_linear",
     "resample_linspace",
+    "series_lengths",
     "to_fixed_length",
-    "pad_to_min_length",
-    "flatten_channels",
-    "fingerprint",
-    "torch_threads",
     "torch_device",
-    "ContractClassifier",
-    "AeonContractClassifier",
-    "make_head",
-    "MomentSVMHead",
-    "FrozenEmbeddingClassifier",
-    "EmbeddingCache",
-    "EMBEDDING_CACHE",
-    "CSVReportedMethod",
-    "reported_method",
-    "repo_root",
-    "import_plugin_module",
-    "check_estimator_contract",
+    "torch_threads",
 ]
 
 Series = "np.ndarray | list[np.ndarray]"
@@ -163,8 +164,9 @@ def resample_linspace(x: np.ndarray, length: int) -> np.ndarray:
     return (x[..., lo] * (1.0 - w) + x[..., lo + 1] * w).astype(np.float32)
 
 
-def to_fixed_length(X: np.ndarray | list[np.ndarray], length: int | None = None, *,
-                    method: str = "linear") -> np.ndarray:
+def to_fixed_length(
+    X: np.ndarray | list[np.ndarray], length: int | None = None, *, method: str = "linear"
+) -> np.ndarray:
     """An array ``(n, C, length)``: series of another length are resampled on their own.
 
     ``length=None`` keeps an equal-length array as it is and resamples a variable-length list to its
@@ -221,7 +223,7 @@ def torch_threads(n_jobs: int | None) -> Iterator[None]:
         torch.set_num_threads(old)
 
 
-def torch_device(device: str | None) -> "Any":
+def torch_device(device: str | None) -> Any:
     """``"auto"``/None -> cuda when available; a CUDA request without CUDA is a clear error."""
     import torch
 
@@ -248,14 +250,13 @@ class ContractClassifier(ClassifierMixin, BaseEstimator):
     ``run_info_`` collects facts the harness stores with each result (weights used, tensors loaded).
     """
 
-    def fit(self, X: Any, y: Any) -> "ContractClassifier":
+    def fit(self, X: Any, y: Any) -> ContractClassifier:
         y = np.asarray(y)
         if y.ndim != 1:
             raise ValueError(f"y must be one-dimensional, got shape {y.shape}")
         if len(y) != (len(X) if isinstance(X, (list, tuple)) else np.shape(X)[0]):
             raise ValueError(f"X has {len(X)} cases but y has {len(y)} labels")
         self.classes_, y_idx = np.unique(y, return_inverse=True)
-        self.n_features_in_ = None
         self.run_info_: dict[str, Any] = {}
         X = check_series(X, name="X (context)")
         self.n_channels_ = n_channels(X)
@@ -279,8 +280,10 @@ class ContractClassifier(ClassifierMixin, BaseEstimator):
             return np.ones((n, 1), dtype=np.float64)
         proba = np.asarray(self._predict_proba(X), dtype=np.float64)
         if proba.shape != (n, len(self.classes_)):
-            raise RuntimeError(f"{type(self).__name__} produced probabilities of shape {proba.shape}, "
-                               f"expected {(n, len(self.classes_))}")
+            raise RuntimeError(
+                f"{type(self).__name__} produced probabilities of shape {proba.shape}, "
+                f"expected {(n, len(self.classes_))}"
+            )
         if not np.all(np.isfinite(proba)):
             raise RuntimeError(f"{type(self).__name__} produced non-finite probabilities")
         proba = np.clip(proba, 0.0, None)
@@ -325,11 +328,13 @@ class AeonContractClassifier(ContractClassifier):
         X3 = self._equalise(X, fitting=True)
         self.model_ = self._make()
         self.model_.fit(X3, y)
-        self.run_info_.update({
-            "series_length": int(X3.shape[-1]),
-            "variable_length_resampled_to": int(self.length_) if isinstance(X, list) else None,
-            "zero_padded_to": int(self.min_length) if self.length_ < self.min_length else None,
-        })
+        self.run_info_.update(
+            {
+                "series_length": int(X3.shape[-1]),
+                "variable_length_resampled_to": int(self.length_) if isinstance(X, list) else None,
+                "zero_padded_to": int(self.min_length) if self.length_ < self.min_length else None,
+            }
+        )
 
     def _predict_proba(self, X):
         X3 = self._equalise(X, fitting=False)
@@ -348,7 +353,7 @@ class MomentSVMHead:
     one-vs-rest decision values, fixed up so that their argmax is always the SVC's prediction.
     """
 
-    def fit(self, Z: np.ndarray, y: np.ndarray) -> "MomentSVMHead":
+    def fit(self, Z: np.ndarray, y: np.ndarray) -> MomentSVMHead:
         from momentfm.models.statistical_classifiers import fit_svm
 
         self.svm_ = fit_svm(Z, y)
@@ -404,7 +409,7 @@ class EmbeddingCache:
         if max_mb is None:
             max_mb = float(os.environ.get("CHORUSTIC_EMBEDDING_CACHE_MB", "2048"))
         self.max_bytes = int(max_mb * 1024 * 1024)
-        self._data: "collections.OrderedDict[tuple, np.ndarray]" = collections.OrderedDict()
+        self._data: collections.OrderedDict[tuple, np.ndarray] = collections.OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
         self.hits = 0
@@ -455,8 +460,17 @@ class FrozenEmbeddingClassifier(ContractClassifier):
 
     series_length: ClassVar[int | None] = None
 
-    def __init__(self, *, head: str = "rf", channel_fusion: str = "concat", batch_size: int = 256,
-                 random_state: int = 0, device: str = "cpu", n_jobs: int = 1, verbose: bool = False):
+    def __init__(
+        self,
+        *,
+        head: str = "rf",
+        channel_fusion: str = "concat",
+        batch_size: int = 256,
+        random_state: int = 0,
+        device: str = "cpu",
+        n_jobs: int = 1,
+        verbose: bool = False,
+    ):
         self.head = head
         self.channel_fusion = channel_fusion
         self.batch_size = batch_size
@@ -498,9 +512,10 @@ class FrozenEmbeddingClassifier(ContractClassifier):
         chunks = []
         starts = range(0, n * c, bs)
         with torch_threads(self.n_jobs):
-            for s in tqdm(starts, desc=f"{type(self).__name__} embedding", disable=not self.verbose,
-                          mininterval=5.0):
-                chunks.append(np.asarray(backbone.embed(flat[s:s + bs]), dtype=np.float32))
+            for s in tqdm(
+                starts, desc=f"{type(self).__name__} embedding", disable=not self.verbose, mininterval=5.0
+            ):
+                chunks.append(np.asarray(backbone.embed(flat[s : s + bs]), dtype=np.float32))
         Z = np.concatenate(chunks, axis=0).reshape(n, c, -1)
         if self.channel_fusion == "mean":
             return Z.mean(axis=1)
@@ -514,8 +529,9 @@ class FrozenEmbeddingClassifier(ContractClassifier):
         self.n_features_in_ = Z.shape[1]
         backbone = self._backbone()
         self.run_info_.update(getattr(backbone, "info", {}) or {})
-        self.run_info_.update({"embedding_dim": int(Z.shape[1]), "head": self.head,
-                               "channel_fusion": self.channel_fusion})
+        self.run_info_.update(
+            {"embedding_dim": int(Z.shape[1]), "head": self.head, "channel_fusion": self.channel_fusion}
+        )
 
     def _predict_proba(self, X):
         Z = self.transform(X)
@@ -547,8 +563,10 @@ class CSVReportedMethod(ReportedMethod):
     def _paths(self, csv: Any) -> list[Path]:
         items = [csv] if isinstance(csv, (str, os.PathLike)) else list(csv or [])
         if not items:
-            raise MethodNotReady(f"{self.info.display_name} ({self.info.name}): no `csv` parameter; set "
-                                 f"`params: {{csv: <file with columns dataset,{self.info.display_name}>}}`")
+            raise MethodNotReady(
+                f"{self.info.display_name} ({self.info.name}): no `csv` parameter; set "
+                f"`params: {{csv: <file with columns dataset,{self.info.display_name}>}}`"
+            )
         out = []
         for item in items:
             p = Path(item).expanduser()
@@ -578,13 +596,20 @@ class CSVReportedMethod(ReportedMethod):
             acc = pd.to_numeric(table[column], errors="coerce")
             bad = table.loc[acc.notna() & ((acc < 0) | (acc > 1)), "dataset"].tolist()
             if bad:
-                raise ValueError(f"{path}: column {column!r} has accuracies outside [0, 1] for {bad[:5]} "
-                                 f"(give accuracies as fractions, not percentages)")
-            frames.append(pd.DataFrame({"dataset": table["dataset"].astype(str), "accuracy": acc})
-                          .dropna(subset=["accuracy"]))
+                raise ValueError(
+                    f"{path}: column {column!r} has accuracies outside [0, 1] for {bad[:5]} "
+                    f"(give accuracies as fractions, not percentages)"
+                )
+            frames.append(
+                pd.DataFrame({"dataset": table["dataset"].astype(str), "accuracy": acc}).dropna(
+                    subset=["accuracy"]
+                )
+            )
         if not frames:
-            raise MethodNotReady(f"{self.info.display_name} ({self.info.name}): none of the CSV files "
-                                 f"{[str(x) for x in self._paths(p.get('csv'))]} has a column {column!r}")
+            raise MethodNotReady(
+                f"{self.info.display_name} ({self.info.name}): none of the CSV files "
+                f"{[str(x) for x in self._paths(p.get('csv'))]} has a column {column!r}"
+            )
         out = pd.concat(frames, ignore_index=True)
         dup = out["dataset"][out["dataset"].duplicated()].tolist()
         if dup:
@@ -594,24 +619,49 @@ class CSVReportedMethod(ReportedMethod):
         return out[["dataset", "protocol", "seed", "accuracy"]].reset_index(drop=True)
 
 
-def reported_method(*, name: str, display_name: str, group: str, csv: str | Sequence[str],
-                    column: str | None = None, fits_on_target: bool = False, description: str = "",
-                    reference: str = "") -> type[CSVReportedMethod]:
+def reported_method(
+    *,
+    name: str,
+    display_name: str,
+    group: str,
+    csv: str | Sequence[str],
+    column: str | None = None,
+    fits_on_target: bool = False,
+    description: str = "",
+    reference: str = "",
+) -> type[CSVReportedMethod]:
     """Make a reported-method plugin class; a user's whole plugin file is then::
 
-        from chorustic.methods import register
-        from chorustic.methods.contract import reported_method
+    from chorustic.methods import register
+    from chorustic.methods.contract import reported_method
 
-        register(reported_method(name="mymethod", display_name="MyMethod", group="Frozen TSFM",
-                                 csv="results/reference/mymethod.csv"))
+    register(reported_method(name="mymethod", display_name="MyMethod", group="Frozen TSFM",
+                             csv="results/reference/mymethod.csv"))
     """
-    info = MethodInfo(name=name, display_name=display_name, group=group, fits_on_target=fits_on_target,
-                      reported=True, description=description or f"reported accuracies of {display_name}",
-                      reference=reference)
-    params = {"csv": list(csv) if not isinstance(csv, str) else csv, "column": column,
-              "protocol": "full", "seed": 0}
-    cls = type(f"Reported_{name}", (CSVReportedMethod,), {"info": info, "default_params": params,
-                                                          "__module__": sys._getframe(1).f_globals.get("__name__", __name__)})
+    info = MethodInfo(
+        name=name,
+        display_name=display_name,
+        group=group,
+        fits_on_target=fits_on_target,
+        reported=True,
+        description=description or f"reported accuracies of {display_name}",
+        reference=reference,
+    )
+    params = {
+        "csv": list(csv) if not isinstance(csv, str) else csv,
+        "column": column,
+        "protocol": "full",
+        "seed": 0,
+    }
+    cls = type(
+        f"Reported_{name}",
+        (CSVReportedMethod,),
+        {
+            "info": info,
+            "default_params": params,
+            "__module__": sys._getframe(1).f_globals.get("__name__", __name__),
+        },
+    )
     return cls
 
 
@@ -675,13 +725,20 @@ def check_estimator_contract(
     y_context = np.asarray(y_context)
     classes = np.unique(y_context)
     est = build(0)
-    assert hasattr(est, "get_params") and isinstance(est.get_params(), dict), "get_params() must return a dict"
+    assert hasattr(est, "get_params") and isinstance(est.get_params(), dict), (
+        "get_params() must return a dict"
+    )
     sig = inspect.signature(est.predict_proba)
-    required = [p for p in sig.parameters.values()
-                if p.default is inspect.Parameter.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    required = [
+        p
+        for p in sig.parameters.values()
+        if p.default is inspect.Parameter.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
     assert len(required) == 1, f"predict_proba must take only X, signature is {sig}"
     assert est.fit(X_context, y_context) is est, "fit must return self"
-    assert np.array_equal(np.asarray(est.classes_), classes), f"classes_ {est.classes_} != context classes {classes}"
+    assert np.array_equal(np.asarray(est.classes_), classes), (
+        f"classes_ {est.classes_} != context classes {classes}"
+    )
     proba = np.asarray(est.predict_proba(X_query))
     nq = _n(X_query)
     assert proba.shape == (nq, len(classes)), f"predict_proba shape {proba.shape} != {(nq, len(classes))}"
@@ -689,20 +746,24 @@ def check_estimator_contract(
     assert np.all(proba >= -atol), "probabilities must be non-negative"
     assert np.allclose(proba.sum(axis=1), 1.0, atol=1e-5), f"rows must sum to 1: {proba.sum(axis=1)[:5]}"
     pred = np.asarray(est.predict(X_query))
-    assert np.array_equal(pred, np.asarray(est.classes_)[np.argmax(proba, axis=1)]), "predict != classes_[argmax]"
+    assert np.array_equal(pred, np.asarray(est.classes_)[np.argmax(proba, axis=1)]), (
+        "predict != classes_[argmax]"
+    )
 
     est2 = build(0).fit(X_context, y_context)
     proba2 = np.asarray(est2.predict_proba(X_query))
-    assert np.allclose(proba, proba2, atol=atol, rtol=0), \
+    assert np.allclose(proba, proba2, atol=atol, rtol=0), (
         f"same seed gave different probabilities (max diff {np.abs(proba - proba2).max():.2e})"
+    )
     assert np.array_equal(pred, np.asarray(est2.predict(X_query))), "same seed gave different predictions"
 
     observed: dict[str, Any] = {"proba": proba, "classes": classes}
     if check_query_order:
         perm = np.random.default_rng(1).permutation(nq)
         proba_p = np.asarray(est.predict_proba(_take(X_query, perm)))
-        assert np.allclose(proba_p, proba[perm], atol=1e-4, rtol=0), \
+        assert np.allclose(proba_p, proba[perm], atol=1e-4, rtol=0), (
             "predictions depend on the order or composition of the query set"
+        )
     if check_missing_class and len(classes) >= 3:
         drop = classes[1]
         keep = np.flatnonzero(y_context != drop)

@@ -37,30 +37,31 @@ import sys
 import tempfile
 import threading
 import warnings
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 from chorustic.methods.base import MethodNotReady
 
 __all__ = [
     "HubFile",
-    "hub_cache_dir",
-    "hub_offline",
-    "hub_url",
+    "WeightsVerificationError",
+    "cached",
     "cached_hub_file",
-    "resolve_hub_files",
+    "checkout_imports",
+    "clear_cache",
+    "clone_checkout",
+    "default_checkout_root",
     "download_hub_files",
     "file_matches_etag",
     "git_blob_sha1",
-    "WeightsVerificationError",
-    "default_checkout_root",
-    "resolve_checkout",
-    "clone_checkout",
-    "checkout_imports",
-    "load_torch_checkpoint",
+    "hub_cache_dir",
+    "hub_offline",
+    "hub_url",
     "load_state_dict_report",
-    "cached",
-    "clear_cache",
+    "load_torch_checkpoint",
+    "resolve_checkout",
+    "resolve_hub_files",
 ]
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
@@ -119,7 +120,9 @@ def cached_hub_file(file: HubFile, cache_dir: str | os.PathLike | None = None) -
     from huggingface_hub import try_to_load_from_cache
 
     found = try_to_load_from_cache(
-        repo_id=file.repo_id, filename=file.filename, revision=file.revision,
+        repo_id=file.repo_id,
+        filename=file.filename,
+        revision=file.revision,
         cache_dir=str(hub_cache_dir(cache_dir)),
     )
     if isinstance(found, str) and Path(found).is_file():
@@ -128,7 +131,6 @@ def cached_hub_file(file: HubFile, cache_dir: str | os.PathLike | None = None) -
 
 
 def _fix_text(label: str, files: Sequence[HubFile], param: str, fetch_name: str, cache: Path) -> str:
-    names = ", ".join(f"'{f.filename}'" for f in files)
     urls = "; ".join(f.url() for f in files)
     repo = files[0].repo_id
     where = "a folder holding them" if len(files) > 1 else "its path (or a folder holding it)"
@@ -275,10 +277,20 @@ def download_hub_files(
                 if p is None:
                     continue  # optional and absent
                 out[f.filename] = p
-                log(f"{label}: {f.repo_id}/{f.filename} found in the cache (offline, not verified against the hub)")
+                log(
+                    f"{label}: {f.repo_id}/{f.filename} found in the cache (offline, not verified against the hub)"
+                )
                 continue
-            path = Path(hf_hub_download(repo_id=f.repo_id, filename=f.filename, revision=f.revision,
-                                        cache_dir=str(cache), endpoint=endpoint, token=token))
+            path = Path(
+                hf_hub_download(
+                    repo_id=f.repo_id,
+                    filename=f.filename,
+                    revision=f.revision,
+                    cache_dir=str(cache),
+                    endpoint=endpoint,
+                    token=token,
+                )
+            )
         except EntryNotFoundError as exc:
             if isinstance(exc, LocalEntryNotFoundError):  # the hub could not be reached
                 raise MethodNotReady(
@@ -366,8 +378,13 @@ def resolve_checkout(
     return root
 
 
-def clone_checkout(repo_url: str, dest: str | os.PathLike, *, revision: str | None = None,
-                   log: Callable[[str], None] | None = None) -> Path:
+def clone_checkout(
+    repo_url: str,
+    dest: str | os.PathLike,
+    *,
+    revision: str | None = None,
+    log: Callable[[str], None] | None = None,
+) -> Path:
     """``git clone`` ``repo_url`` into ``dest`` (cloned next to it, then renamed: never half-written)."""
     log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
     dest = Path(dest).expanduser()
@@ -383,8 +400,13 @@ def clone_checkout(repo_url: str, dest: str | os.PathLike, *, revision: str | No
         cmd = [git, "clone", "--quiet", repo_url, str(tmp / "repo")]
         subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=1800)
         if revision:
-            subprocess.run([git, "-C", str(tmp / "repo"), "checkout", "--quiet", revision],
-                           check=True, capture_output=True, text=True, timeout=600)
+            subprocess.run(
+                [git, "-C", str(tmp / "repo"), "checkout", "--quiet", revision],
+                check=True,
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
         os.replace(tmp / "repo", dest)
     except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as exc:
         detail = getattr(exc, "stderr", "") or str(exc)
@@ -462,12 +484,17 @@ def load_torch_checkpoint(path: str | os.PathLike, *, label: str = "", allow_pic
             f"{label + ': ' if label else ''}{path} is not a plain tensor checkpoint ({first}); it needs "
             f"weights_only=False loading, which is disabled (allow_pickle=False)."
         )
-    warnings.warn(f"{label + ': ' if label else ''}{path} contains pickled objects; loading it with "
-                  f"weights_only=False (only use checkpoints from trusted sources)", stacklevel=2)
+    warnings.warn(
+        f"{label + ': ' if label else ''}{path} contains pickled objects; loading it with "
+        f"weights_only=False (only use checkpoints from trusted sources)",
+        stacklevel=2,
+    )
     try:
         return torch.load(path, map_location="cpu", weights_only=False)
     except Exception as exc:
-        raise MethodNotReady(f"{label + ': ' if label else ''}{path} is not a PyTorch checkpoint: {exc}") from exc
+        raise MethodNotReady(
+            f"{label + ': ' if label else ''}{path} is not a PyTorch checkpoint: {exc}"
+        ) from exc
 
 
 def load_state_dict_report(module: Any, state_dict: Mapping[str, Any]) -> dict[str, Any]:
@@ -499,7 +526,7 @@ def load_state_dict_report(module: Any, state_dict: Mapping[str, Any]) -> dict[s
     }
 
 
-_CACHE: "collections.OrderedDict[Any, Any]" = collections.OrderedDict()
+_CACHE: collections.OrderedDict[Any, Any] = collections.OrderedDict()
 _CACHE_LOCK = threading.Lock()
 _CACHE_SIZE = 2
 
