@@ -5,7 +5,6 @@ rule download:
         test=f"{DATA_DIR}/{{dataset}}/{{dataset}}_TEST.ts",
     params:
         offline="--offline" if config["data"]["offline"] else "",
-        sources=" ".join(f"--local-dir {d}" for d in config["data"].get("local_dirs") or []),
         mirrors=" ".join(f"--mirror {m}" for m in config["data"].get("mirrors") or []),
     log:
         f"{LOGS}/download/{{dataset}}.log",
@@ -14,5 +13,5 @@ rule download:
     resources:
         downloads=1,
     shell:
-        "chorustic download {wildcards.dataset} --data-dir {DATA_DIR} {params.offline} {params.sources} "
+        "chorustic download {wildcards.dataset} --data-dir {DATA_DIR} {params.offline} "
         "{params.mirrors} --no-progress > {log} 2>&1"

@@ -10,4 +10,4 @@ rule preprocess:
         f"{LOGS}/benchmarks/preprocess/{{dataset}}.tsv"
     shell:
         "chorustic preprocess {wildcards.dataset} --data-dir {DATA_DIR} --cache-dir {CACHE_DIR} "
-        "--summary {output} > {log} 2>&1"
+        "--offline --no-progress --json {output} > {log} 2>&1"

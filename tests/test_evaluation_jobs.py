@@ -1,0 +1,241 @@
+"""Evaluation jobs: every context runs, failures are recorded (never fatal, never a result file),
+memory/time limits and crashes become recorded failures, test labels never reach a method,
+same seed -> identical predictions, and the aggregate table reflects every run."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from chorustic.evaluation.aggregate import COLUMNS, aggregate_manifests
+from chorustic.evaluation.job import JobSpec, clear_job_outputs, manifest_path, run_job
+from chorustic.evaluation.results import read_result_file, result_path
+from chorustic.evaluation.supervisor import run_supervised
+from chorustic.methods import discover
+from chorustic.protocols.contexts import build_contexts, write_contexts
+
+PLUGINS = {
+    "centroid.py": '''
+        import numpy as np
+        from chorustic.methods import Method, MethodInfo, register
+
+        class Centroid:
+            """Nearest class centroid on the flattened 512-length series (deterministic)."""
+            def __init__(self, seed=0):
+                self.seed = seed
+            def get_params(self, deep=True):
+                return {"seed": self.seed}
+            def fit(self, X, y):
+                X = np.asarray(X).reshape(len(X), -1)
+                self.classes_ = np.unique(y)
+                self.centroids_ = np.stack([X[y == c].mean(0) for c in self.classes_])
+                return self
+            def predict_proba(self, X):
+                X = np.asarray(X).reshape(len(X), -1)
+                d = ((X[:, None, :] - self.centroids_[None]) ** 2).sum(-1)
+                e = np.exp(-(d - d.min(1, keepdims=True)) / d.std())
+                return e / e.sum(1, keepdims=True)
+            def predict(self, X):
+                return self.classes_[self.predict_proba(X).argmax(1)]
+
+        @register
+        class CentroidMethod(Method):
+            info = MethodInfo(name="centroid", display_name="Centroid", group="Classical", fits_on_target=True)
+            def build(self, *, seed, device="cpu", n_jobs=1, **params):
+                return Centroid(seed)
+    ''',
+    "flaky.py": '''
+        import numpy as np
+        from chorustic.methods import Method, MethodInfo, register
+        from chorustic_plugins.centroid import Centroid
+
+        class Flaky(Centroid):
+            def fit(self, X, y):
+                if len(y) < 20:
+                    raise ValueError("too few examples for this method")
+                return super().fit(X, y)
+
+        @register
+        class FlakyMethod(Method):
+            info = MethodInfo(name="flaky", display_name="Flaky", group="Classical", fits_on_target=True)
+            def build(self, *, seed, device="cpu", n_jobs=1, **params):
+                return Flaky(seed)
+    ''',
+    "hog.py": '''
+        import numpy as np
+        from chorustic.methods import Method, MethodInfo, register
+        from chorustic_plugins.centroid import Centroid
+
+        class Hog(Centroid):
+            def fit(self, X, y):
+                if len(y) > 20:  # the full context: allocate far beyond the job's memory limit
+                    self.blob_ = [np.ones(50_000_000) for _ in range(40)]
+                return super().fit(X, y)
+
+        @register
+        class HogMethod(Method):
+            info = MethodInfo(name="hog", display_name="Hog", group="Classical", fits_on_target=True)
+            def build(self, *, seed, device="cpu", n_jobs=1, **params):
+                return Hog(seed)
+    ''',
+    "crash.py": '''
+        import os, signal
+        from chorustic.methods import Method, MethodInfo, register
+        from chorustic_plugins.centroid import Centroid
+
+        class Crash(Centroid):
+            def fit(self, X, y):
+                if len(y) > 20:  # the full context: die like a segfault / OOM kill would
+                    os.kill(os.getpid(), signal.SIGKILL)
+                return super().fit(X, y)
+
+        @register
+        class CrashMethod(Method):
+            info = MethodInfo(name="crash", display_name="Crash", group="Classical", fits_on_target=True)
+            def build(self, *, seed, device="cpu", n_jobs=1, **params):
+                return Crash(seed)
+    ''',
+    "spy.py": '''
+        import json, os
+        import numpy as np
+        from chorustic.methods import Method, MethodInfo, register
+        from chorustic_plugins.centroid import Centroid
+
+        class Spy(Centroid):
+            def fit(self, X, y):
+                with open(os.environ["SPY_LOG"], "a") as fh:
+                    fh.write(json.dumps({"call": "fit", "n": len(y)}) + "\\n")
+                return super().fit(X, y)
+            def predict_proba(self, X, *args, **kwargs):
+                with open(os.environ["SPY_LOG"], "a") as fh:
+                    fh.write(json.dumps({"call": "predict_proba", "n": len(X), "args": len(args),
+                                         "kwargs": sorted(kwargs)}) + "\\n")
+                return super().predict_proba(X)
+
+        @register
+        class SpyMethod(Method):
+            info = MethodInfo(name="spy", display_name="Spy", group="Classical", fits_on_target=True)
+            def build(self, *, seed, device="cpu", n_jobs=1, **params):
+                return Spy(seed)
+    ''',
+    "broken.py": "this is not python (\n",
+}
+
+
+@pytest.fixture(scope="module")
+def plugin_dir(tmp_path_factory):
+    d = tmp_path_factory.mktemp("plugins")
+    for name, src in PLUGINS.items():
+        (d / name).write_text(textwrap.dedent(src))
+    return d
+
+
+@pytest.fixture(scope="module")
+def gunpoint(tmp_path_factory):
+    from chorustic.data import load_dataset
+
+    root = tmp_path_factory.mktemp("gp")
+    data_dir, cache_dir = root / "raw", root / "cache"
+    ds = load_dataset("GunPoint", data_dir, cache_dir=cache_dir, offline=True)
+    ctx = root / "contexts" / "GunPoint.json"
+    write_contexts(ctx, build_contexts(ds.y_train, dataset="GunPoint", archive="UCR"))
+    return {"ds": ds, "data_dir": str(data_dir), "cache_dir": str(cache_dir), "contexts": str(ctx)}
+
+
+def _spec(gunpoint, plugin_dir, results, plugin, protocols=("full", "fixed5", "fixed10", "prop20")):
+    return JobSpec(method=plugin, plugin=plugin, dataset="GunPoint", archive="UCR", results_dir=str(results),
+                   contexts_file=gunpoint["contexts"], data_dir=gunpoint["data_dir"],
+                   cache_dir=gunpoint["cache_dir"], protocols=list(protocols), plugin_dir=str(plugin_dir))
+
+
+def test_broken_plugin_file_is_reported_and_skipped(plugin_dir):
+    disc = discover(plugin_dir)
+    assert "broken.py" in disc.broken and "SyntaxError" in disc.broken["broken.py"]
+    assert {"centroid", "flaky", "hog", "crash", "spy"} <= set(disc.methods)
+
+
+def test_job_runs_every_context_and_writes_tsml_files(gunpoint, plugin_dir, tmp_path):
+    manifest = run_job(_spec(gunpoint, plugin_dir, tmp_path, "centroid"))
+    runs = {(r["protocol"], r["seed"]): r for r in manifest["runs"]}
+    assert set(runs) == {("full", 0), ("prop20", 0)} | {(f"fixed{k}", s) for k in (5, 10) for s in range(5)}
+    assert all(r["status"] == "ok" for r in runs.values())
+    assert runs[("fixed5", 0)]["n_context"] == 10 and runs[("full", 0)]["n_context"] == 50
+    f = read_result_file(result_path(tmp_path, "fixed5", "centroid", "GunPoint", 3))
+    assert f.accuracy == pytest.approx(np.mean(f.y_pred == f.y_true))
+    np.testing.assert_array_equal(f.y_true, gunpoint["ds"].y_test)
+    assert f.accuracy == runs[("fixed5", 3)]["accuracy"]
+    assert f.info["class_labels"] == ["1", "2"]
+    assert 0.6 < runs[("full", 0)]["accuracy"] <= 1.0
+    assert json.loads(manifest_path(tmp_path, "centroid", "GunPoint").read_text()) == manifest
+
+
+def test_same_seed_same_predictions(gunpoint, plugin_dir, tmp_path):
+    a = run_job(_spec(gunpoint, plugin_dir, tmp_path / "a", "centroid", ["fixed5"]))
+    b = run_job(_spec(gunpoint, plugin_dir, tmp_path / "b", "centroid", ["fixed5"]))
+    for ra, rb in zip(a["runs"], b["runs"]):
+        fa, fb = read_result_file(ra["result_file"]), read_result_file(rb["result_file"])
+        np.testing.assert_array_equal(fa.proba, fb.proba)
+
+
+def test_failing_contexts_are_recorded_without_result_files(gunpoint, plugin_dir, tmp_path):
+    manifest = run_job(_spec(gunpoint, plugin_dir, tmp_path, "flaky"))
+    runs = {(r["protocol"], r["seed"]): r for r in manifest["runs"]}
+    assert runs[("fixed5", 0)]["status"] == "failed"
+    assert "ValueError: too few examples" in runs[("fixed5", 0)]["error"]
+    assert not result_path(tmp_path, "fixed5", "flaky", "GunPoint", 0).exists()
+    assert runs[("full", 0)]["status"] == "ok"  # one failure never stops the others
+    assert result_path(tmp_path, "full", "flaky", "GunPoint", 0).exists()
+
+
+def test_method_only_ever_sees_test_features(gunpoint, plugin_dir, tmp_path, monkeypatch):
+    log = tmp_path / "spy.jsonl"
+    monkeypatch.setenv("SPY_LOG", str(log))
+    run_job(_spec(gunpoint, plugin_dir, tmp_path, "spy", ["full", "fixed5"]))
+    calls = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [c["call"] for c in calls] == ["fit", "predict_proba"] * 6
+    assert all(c["n"] == 150 and c["args"] == 0 and c["kwargs"] == [] for c in calls if c["call"] == "predict_proba")
+
+
+def test_rerun_removes_files_of_an_unfinished_attempt(gunpoint, plugin_dir, tmp_path):
+    stale = result_path(tmp_path, "fixed5", "centroid", "GunPoint", 4)
+    stale.parent.mkdir(parents=True)
+    stale.write_text("half-written garbage")
+    assert stale in clear_job_outputs(tmp_path, "centroid", "GunPoint")
+    assert not stale.exists()
+
+
+@pytest.mark.slow
+def test_supervisor_records_memory_limit_and_continues(gunpoint, plugin_dir, tmp_path):
+    m = run_supervised(_spec(gunpoint, plugin_dir, tmp_path, "hog", ["full", "fixed5"]), mem_mb=1500)
+    runs = {(r["protocol"], r["seed"]): r for r in m["runs"]}
+    assert runs[("full", 0)]["status"] == "failed"
+    assert "exceeded the memory limit of 1500 MB" in runs[("full", 0)]["error"]
+    assert not result_path(tmp_path, "full", "hog", "GunPoint", 0).exists()
+    assert all(runs[("fixed5", s)]["status"] == "ok" for s in range(5))
+    assert manifest_path(tmp_path, "hog", "GunPoint").exists()
+
+
+@pytest.mark.slow
+def test_supervisor_records_a_killed_worker(gunpoint, plugin_dir, tmp_path):
+    m = run_supervised(_spec(gunpoint, plugin_dir, tmp_path, "crash", ["fixed5", "full", "prop20"]))
+    runs = {(r["protocol"], r["seed"]): r for r in m["runs"]}
+    assert runs[("full", 0)]["status"] == "failed" and "SIGKILL" in runs[("full", 0)]["error"]
+    assert runs[("prop20", 0)]["status"] == "ok" and runs[("fixed5", 2)]["status"] == "ok"
+
+
+def test_aggregate_table_has_one_row_per_run(gunpoint, plugin_dir, tmp_path):
+    run_job(_spec(gunpoint, plugin_dir, tmp_path, "centroid", ["full", "fixed10"]))
+    run_job(_spec(gunpoint, plugin_dir, tmp_path, "flaky", ["full", "fixed5"]))
+    df = aggregate_manifests(sorted((tmp_path / "runs").glob("*/*.json")))
+    assert list(df.columns) == COLUMNS
+    assert len(df) == 1 + 5 + 1 + 5
+    failed = df[df.status == "failed"]
+    assert set(failed.method) == {"flaky"} and failed.accuracy.isna().all()
+    ok = df[df.status == "ok"]
+    assert ok.accuracy.notna().all() and set(ok.family) == {"full", "fixed_shot"}
+    assert df.loc[df.protocol == "fixed10", "budget"].eq(10).all()
+    assert pd.isna(df.loc[df.protocol == "full", "budget"]).all()
