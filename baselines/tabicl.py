@@ -47,10 +47,18 @@ REPO_ID = "jingang/TabICL"
 
 
 def available_memory_mb() -> float:
-    """Memory this process may still use: min(available RAM, cgroup limit - cgroup usage)."""
+    """Memory this process may still use: the minimum of available RAM, the cgroup's remaining limit and,
+    when the harness exports it (``$CHORUSTIC_MEM_LIMIT_MB``, the job's ``mem_mb``), that limit minus
+    this process' resident memory."""
     import psutil
 
     avail = psutil.virtual_memory().available / 2**20
+    job_limit = os.environ.get("CHORUSTIC_MEM_LIMIT_MB")
+    if job_limit:
+        try:
+            avail = min(avail, float(job_limit) - psutil.Process().memory_info().rss / 2**20)
+        except ValueError:
+            pass
     for limit_f, usage_f in (
         ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
         ("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes"),

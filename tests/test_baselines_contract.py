@@ -648,6 +648,15 @@ def test_tabicl_chunks_queries_to_fit_memory_and_refuses_impossible_tables(disco
         method.build(seed=0, **{**params, "max_memory_mb": 0.01}).fit(X, y).predict_proba(Xq)
 
 
+def test_tabicl_respects_the_job_memory_limit_exported_by_the_harness(discovery, assets, monkeypatch):
+    method = discovery.get("tabicl")
+    X, y = make_data("native", 20, 2, seed=10)
+    est = method.build(seed=0, **method.params(assets["tabicl"])).fit(X, y)
+    monkeypatch.setenv("CHORUSTIC_MEM_LIMIT_MB", "1")  # far below this process' resident memory
+    with pytest.raises(MemoryError, match="more memory"):
+        est.predict_proba(X[:3])
+
+
 def test_single_class_context_predicts_that_class(discovery, assets):
     method = discovery.get("minirocket")
     X, _ = make_data("native", 6, 1, seed=12)
@@ -663,3 +672,20 @@ def test_unknown_parameter_is_rejected(discovery):
 def test_caches_can_be_cleared():
     clear_cache()
     EMBEDDING_CACHE.clear()
+
+
+def test_resampling_helpers_match_torch_and_scipy():
+    import torch
+    from scipy.interpolate import interp1d
+
+    from chorustic.methods.contract import resample_linear, resample_linspace, to_fixed_length
+
+    x = np.random.default_rng(0).normal(size=(3, 2, 37)).astype(np.float32)
+    for n in (8, 37, 512):
+        ref = torch.nn.functional.interpolate(torch.from_numpy(x), size=n, mode="linear", align_corners=False)
+        assert np.allclose(resample_linear(x, n), ref.numpy(), atol=1e-5)
+        ref2 = interp1d(np.linspace(0, 1, 37), x, kind="linear", axis=-1)(np.linspace(0, 1, n))
+        assert np.allclose(resample_linspace(x, n), ref2, atol=1e-5)
+    ragged = [x[0][:, :10], x[1][:, :20]]
+    assert to_fixed_length(ragged).shape == (2, 2, 20)
+    assert np.array_equal(to_fixed_length(ragged)[1], x[1][:, :20])
