@@ -158,7 +158,7 @@ class FlattenedTabICLClassifier(ContractClassifier):
     def _budget_mb(self) -> float:
         if self.max_memory_mb:
             return float(self.max_memory_mb)
-        return available_memory_mb()
+        return max(0.0, available_memory_mb())
 
     def _plan(self, n_query: int) -> tuple[int, int]:
         """(ensemble members per forward, query rows per forward) that fit the memory budget."""
