@@ -123,6 +123,9 @@ def run_supervised(
     os.close(fd)
     Path(spec_file).write_text(json.dumps(spec.__dict__))
     env = thread_env(threads)
+    if mem_mb is not None:
+        # Methods that plan their own batching (TabICL) size it to the job's limit, not the machine's.
+        env["CHORUSTIC_MEM_LIMIT_MB"] = str(int(mem_mb))
     try:
         for attempt in range(max_restarts + 1):
             cmd = [sys.executable, "-m", "chorustic.evaluation.worker", spec_file]
