@@ -4,6 +4,8 @@ rule aggregate:
         MANIFESTS,
     output:
         ACCURACIES,
+    conda:
+        "../envs/chorustic.yaml"
     log:
         f"{LOGS}/aggregate.log",
     script:

@@ -55,3 +55,10 @@ def method_checkpoint_inputs(wildcards):
     if isinstance(ckpt, str) and "://" not in ckpt and ckpt:
         return [ckpt]
     return []
+
+
+def method_conda_env(method):
+    """workflow/envs/<plugin>.yaml when the plugin has its own environment, else the workflow's."""
+    plugin = cc.method_entry(config, method)["plugin"]
+    own = Path(workflow.basedir) / "workflow" / "envs" / f"{plugin}.yaml"
+    return f"../envs/{plugin}.yaml" if own.exists() else "../envs/chorustic.yaml"

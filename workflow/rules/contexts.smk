@@ -6,6 +6,8 @@ rule contexts:
         f"{RESULTS}/contexts/{{dataset}}.json",
     params:
         protocols=json.dumps(config["protocols"]),
+    conda:
+        "../envs/chorustic.yaml"
     log:
         f"{LOGS}/contexts/{{dataset}}.log",
     shell:

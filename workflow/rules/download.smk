@@ -6,6 +6,8 @@ rule download:
     params:
         offline="--offline" if config["data"]["offline"] else "",
         mirrors=" ".join(f"--mirror {m}" for m in config["data"].get("mirrors") or []),
+    conda:
+        "../envs/chorustic.yaml"
     log:
         f"{LOGS}/download/{{dataset}}.log",
     benchmark:

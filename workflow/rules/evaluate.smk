@@ -6,6 +6,8 @@ rule evaluate:
         checkpoint=method_checkpoint_inputs,
     output:
         f"{RESULTS}/runs/{{method}}/{{dataset}}.json",
+    conda:
+        lambda w: method_conda_env(w.method)
     log:
         f"{LOGS}/evaluate/{{method}}/{{dataset}}.log",
     benchmark:

@@ -4,6 +4,8 @@ rule preprocess:
         rules.download.output,
     output:
         f"{CACHE_DIR}/summaries/{{dataset}}.json",
+    conda:
+        "../envs/chorustic.yaml"
     log:
         f"{LOGS}/preprocess/{{dataset}}.log",
     benchmark:

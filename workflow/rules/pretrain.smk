@@ -7,6 +7,8 @@ rule pretrain:
         train_config=lambda w: config["pretrain"][w.run]["train_config"],
         extra=lambda w: " ".join(config["pretrain"][w.run].get("args") or []),
         out_dir=lambda w: f"{MODELS}/{w.run}",
+    conda:
+        "../envs/chorustic.yaml"
     log:
         f"{LOGS}/pretrain/{{run}}.log",
     benchmark:

@@ -6,6 +6,8 @@ rule report:
         REPORT_INDEX,
     params:
         reference=config["reports"].get("reference_method", "chorustic"),
+    conda:
+        "../envs/chorustic.yaml"
     log:
         f"{LOGS}/report.log",
     shell:
