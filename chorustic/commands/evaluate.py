@@ -101,7 +101,8 @@ def _aggregate(args: argparse.Namespace) -> int:
     from chorustic.evaluation.snakemake_glue import method_metadata
 
     cfg = cc.load_config(args.config)
-    paths = sorted(Path(args.results_dir).glob("runs/*/*.json"))
+    # Finished manifests only: hidden files are progress/spec files of jobs that are running or were killed.
+    paths = sorted(p for p in Path(args.results_dir).glob("runs/*/*.json") if not p.name.startswith("."))
     df = aggregate_manifests(paths, metadata=method_metadata(cfg))
     out = args.out or str(Path(args.results_dir) / "accuracies.csv")
     write_accuracies(df, out)
