@@ -1,0 +1,135 @@
+"""``chorustic pretrain``: episodic pretraining of ChorusTIC on the synthetic prior."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from pathlib import Path
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "pretrain",
+        help="pretrain ChorusTIC on the labeled episodic prior (checkpoints, exact resume, curves)",
+        description="Pretrain ChorusTIC on episodes of the synthetic prior. Writes OUT/run.json, OUT/log.jsonl, "
+                    "OUT/state/step_*.pt (resume states), OUT/model.safetensors (the model in the model "
+                    "package's format), OUT/summary.json and OUT/curve.png.",
+    )
+    p.add_argument("--model-config", default="small",
+                   help="paper | small | tiny | a JSON file of ChorusTICConfig fields (default: small)")
+    p.add_argument("--train-config", default=None,
+                   help="paper | small | tiny | a JSON file of TrainConfig fields (default: same name as "
+                        "--model-config when it is a preset, else small)")
+    p.add_argument("--out", type=Path, required=True, help="run directory")
+    p.add_argument("--resume", action="store_true", help="continue the run in --out from its newest state")
+    p.add_argument("--overwrite", action="store_true", help="start over in an --out that holds a run")
+    p.add_argument("--steps", type=int, default=None, help="override the number of steps")
+    p.add_argument("--seed", type=int, default=None, help="override the training seed")
+    p.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    p.add_argument("--max-minutes", type=float, default=None,
+                   help="stop (with a checkpoint) after this much wall time; continue later with --resume")
+    p.add_argument("--checkpoint-every", type=int, default=None)
+    p.add_argument("--val-every", type=int, default=None)
+    p.add_argument("--log-every", type=int, default=None)
+    p.add_argument("--no-progress", action="store_true", help="no tqdm progress bar")
+    ab = p.add_argument_group("ablations (paper Table 4)")
+    ab.add_argument("--no-channel-axis-attention", action="store_true",
+                    help="identity instead of channel-axis attention (temporal attention kept)")
+    ab.add_argument("--no-calibration", action="store_true",
+                    help="no task-conditioned column calibration (col_embedding_mode=linear)")
+    ab.add_argument("--no-cross-channel-rules", action="store_true",
+                    help="prior: multivariate episodes with channel-wise temporal rules only")
+    ini = p.add_argument_group("initialization")
+    fz = ini.add_mutually_exclusive_group()
+    fz.add_argument("--freeze-signal-encoder", dest="freeze", action="store_true", default=None,
+                    help="freeze tokenizer, dual-axis encoder and readout (the released configuration did)")
+    fz.add_argument("--train-signal-encoder", dest="freeze", action="store_false",
+                    help="train the signal encoder (default of the small config)")
+    ini.add_argument("--init-from", default=None,
+                     help="initialize parts from a checkpoint: our .safetensors, the released ChorusTIC.ckpt, "
+                          "or hf://JTF2000/ChorusTIC/ChorusTIC.ckpt")
+    ini.add_argument("--init-parts", default="all",
+                     help="comma-separated parts for --init-from: all, signal, encoder, task, or stage names "
+                          "(signal_encoder, rssc, column_distribution_modeling, row_interaction, icl)")
+    ini.add_argument("--init-hparams", default=None, help="model_hparams_latest.json for a released checkpoint")
+    ini.add_argument("--init-task-level-from-tabicl", default=None, metavar="CKPT",
+                     help="initialize the task level from a TabICL v1/v1.1 checkpoint "
+                          "(e.g. tabicl-classifier-v1.1-0506.ckpt)")
+    p.set_defaults(func=_run)
+
+
+def _model_config(spec: str):
+    from chorustic.model import ChorusTICConfig
+
+    presets = {"paper": ChorusTICConfig.paper, "small": ChorusTICConfig.small, "tiny": ChorusTICConfig.tiny}
+    if spec in presets:
+        return presets[spec]()
+    path = Path(spec)
+    if not path.is_file():
+        raise ValueError(f"--model-config {spec!r} is neither a preset ({sorted(presets)}) nor a JSON file")
+    data = json.loads(path.read_text())
+    return ChorusTICConfig.from_dict(data.get("model_config", data))
+
+
+def _run(args: argparse.Namespace) -> int:
+    import torch
+
+    from chorustic.training import Trainer, TrainConfig, TrainingAborted
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    try:
+        if args.resume:
+            for flag in ("no_channel_axis_attention", "no_calibration", "no_cross_channel_rules", "init_from",
+                         "init_task_level_from_tabicl", "seed"):
+                if getattr(args, flag):
+                    raise ValueError(f"--{flag.replace('_', '-')} cannot be combined with --resume "
+                                     f"(the run's settings are in {args.out / 'run.json'})")
+            trainer = Trainer.resume(args.out, device=args.device, progress=not args.no_progress,
+                                     overrides={"steps": args.steps, "checkpoint_every": args.checkpoint_every,
+                                                "val_every": args.val_every, "log_every": args.log_every})
+        else:
+            mcfg = _model_config(args.model_config)
+            tspec = args.train_config or (args.model_config if args.model_config in ("paper", "small", "tiny")
+                                          else "small")
+            tcfg = TrainConfig.resolve(tspec)
+            if args.no_channel_axis_attention:
+                mcfg = dataclasses.replace(mcfg, use_channel_axis_attention=False)
+            if args.no_calibration:
+                mcfg = dataclasses.replace(mcfg, col_embedding_mode="linear")
+            if args.freeze is not None:
+                mcfg = dataclasses.replace(mcfg, freeze_signal_encoder=args.freeze)
+            if args.no_cross_channel_rules:
+                tcfg = dataclasses.replace(tcfg, prior=dataclasses.replace(tcfg.prior, cross_channel_rules=False))
+            overrides = {k: v for k, v in {"steps": args.steps, "seed": args.seed,
+                                           "checkpoint_every": args.checkpoint_every, "val_every": args.val_every,
+                                           "log_every": args.log_every}.items() if v is not None}
+            if overrides:
+                tcfg = dataclasses.replace(tcfg, **overrides)
+            init = []
+            if args.init_from:
+                init.append({"kind": "checkpoint", "spec": args.init_from,
+                             "parts": [s.strip() for s in args.init_parts.split(",") if s.strip()],
+                             "hparams": args.init_hparams})
+            if args.init_task_level_from_tabicl:
+                init.append({"kind": "tabicl", "path": args.init_task_level_from_tabicl})
+            notes = {"command": " ".join(sys.argv), "model_config_spec": args.model_config,
+                     "train_config_spec": tspec}
+            trainer = Trainer(mcfg, tcfg, args.out, device=args.device, init=init, progress=not args.no_progress,
+                              overwrite=args.overwrite, notes=notes)
+    except (ValueError, FileNotFoundError, FileExistsError) as exc:
+        print(f"chorustic pretrain: {exc}", file=sys.stderr)
+        return 2
+    try:
+        summary = trainer.train(max_minutes=args.max_minutes, handle_signals=True)
+    except TrainingAborted as exc:
+        trainer.checkpoint()
+        print(f"chorustic pretrain: aborted: {exc}", file=sys.stderr)
+        return 1
+    print(json.dumps({k: summary[k] for k in ("step", "planned_steps", "episodes_seen", "wall_time_s", "validation")},
+                     indent=2))
+    print(f"model: {args.out / 'model.safetensors'}")
+    return 0

@@ -1,0 +1,22 @@
+"""Episodic pretraining (paper Sec. 3.3 and App. C.3).
+
+>>> from chorustic.model import ChorusTICConfig
+>>> from chorustic.training import Trainer, TrainConfig
+>>> trainer = Trainer(ChorusTICConfig.small(), TrainConfig.small(), "runs/small")
+>>> trainer.train()                      # checkpoints in runs/small/state, model in runs/small/model.safetensors
+>>> Trainer.resume("runs/small").train() # exact continuation
+
+Modules: :mod:`~chorustic.training.config` (``paper`` / ``small`` / ``tiny`` presets),
+:mod:`~chorustic.training.trainer` (loop, checkpoints, exact resume), :mod:`~chorustic.training.loss`
+(query cross-entropy), :mod:`~chorustic.training.validation` (the fixed 64-episode validation set),
+:mod:`~chorustic.training.init` (initialization from the released ChorusTIC or TabICL v1.1),
+:mod:`~chorustic.training.curves` (curve PNG), :mod:`~chorustic.training.rng` (RNG state capture).
+"""
+
+from chorustic.training.config import TRAIN_PRESETS, TrainConfig
+from chorustic.training.loss import query_cross_entropy
+from chorustic.training.trainer import Trainer, TrainingAborted, resolve_device
+from chorustic.training.validation import build_validation_set, evaluate
+
+__all__ = ["TrainConfig", "TRAIN_PRESETS", "Trainer", "TrainingAborted", "resolve_device",
+           "query_cross_entropy", "build_validation_set", "evaluate"]

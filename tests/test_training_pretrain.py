@@ -1,0 +1,170 @@
+"""Pretraining: the loss falls, resume is exact, checkpoints/logs/curves are written, options work."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from chorustic.cli import main
+from chorustic.model import ChorusTICConfig, load_checkpoint, save_checkpoint
+from chorustic.model.chorustic import ChorusTIC
+from chorustic.prior import PriorConfig
+from chorustic.training import Trainer, TrainConfig, TrainingAborted, build_validation_set, evaluate
+from chorustic.training.loss import query_cross_entropy
+
+#: a micro model: 4 RSSC slots, 32-sample inputs (the architecture of every stage is intact)
+MICRO = dataclasses.replace(ChorusTICConfig.tiny(), seq_len=32, num_patches=4, num_groups=2, group_size=2,
+                            slot_dim=4)
+MICRO_PRIOR = PriorConfig(min_rows=12, max_rows=16, min_length=32, max_length=64, max_channels=3, max_classes=2,
+                          difficulty=(0.0, 0.3), dirichlet_alpha=0.3)
+
+
+def micro_train(**kw) -> TrainConfig:
+    base = dict(name="micro", steps=6, batch_size=8, micro_batch_size=4, lr=3e-3, checkpoint_every=3,
+                val_every=3, val_episodes=8, val_batch_size=4, log_every=1, prior=MICRO_PRIOR)
+    base.update(kw)
+    return TrainConfig(**base)
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Single-threaded torch: deterministic and far faster on a shared 2-core machine."""
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)
+
+
+def test_training_loss_falls_within_a_minute(tmp_path):
+    tr = Trainer(MICRO, micro_train(steps=60, micro_batch_size=8, val_episodes=16, val_batch_size=8,
+                                    checkpoint_every=1000, val_every=1000, log_every=1000), tmp_path,
+                 progress=False)
+    before = tr.validate()["val_loss"]
+    losses = [tr.train_step()["loss"] for _ in range(60)]
+    after = tr.validate()["val_loss"]
+    first, last = np.mean(losses[:10]), np.mean(losses[-10:])
+    assert last < first - 0.1, (first, last)
+    assert after < before - 0.05, (before, after)
+
+
+def test_resume_reproduces_the_uninterrupted_run_exactly(tmp_path):
+    cfg = micro_train()
+    a = Trainer(MICRO, cfg, tmp_path / "a", progress=False)
+    uninterrupted = [a.train_step()["loss"] for _ in range(6)]
+
+    b = Trainer(MICRO, cfg, tmp_path / "b", progress=False)
+    b.train(steps=3)  # validates at steps 0 and 3 and checkpoints at step 3
+    del b
+    resumed = Trainer.resume(tmp_path / "b", progress=False)
+    assert resumed.step == 3 and resumed.episodes_seen == 24
+    after = [resumed.train_step()["loss"] for _ in range(3)]
+    assert after == uninterrupted[3:]  # exactly, not approximately
+    # and the weights are identical too
+    for (ka, va), (kb, vb) in zip(a.model.state_dict().items(), resumed.model.state_dict().items()):
+        assert ka == kb and torch.equal(va, vb), ka
+
+
+def test_run_directory_log_curve_and_model_checkpoint(tmp_path):
+    tr = Trainer(MICRO, micro_train(), tmp_path, progress=False, notes={"purpose": "test"})
+    summary = tr.train()
+    assert summary["step"] == 6 and summary["episodes_seen"] == 48
+    for name in ("run.json", "log.jsonl", "summary.json", "curve.png", "model.safetensors"):
+        assert (tmp_path / name).is_file(), name
+    assert sorted(p.name for p in (tmp_path / "state").glob("*.pt")) == ["step_0000003.pt", "step_0000006.pt"]
+    recs = [json.loads(line) for line in (tmp_path / "log.jsonl").read_text().splitlines()]
+    train = [r for r in recs if r["kind"] == "train"]
+    val = [r for r in recs if r["kind"] == "val"]
+    assert [r["step"] for r in train] == [1, 2, 3, 4, 5, 6]
+    assert [r["step"] for r in val] == [0, 3, 6]
+    assert all(np.isfinite(r["loss"]) and 0 <= r["acc"] <= 1 and r["episodes_per_s"] > 0 for r in train)
+    model = load_checkpoint(tmp_path / "model.safetensors")
+    assert model.config == MICRO
+    prov = model.provenance["training"]
+    assert prov["step"] == 6 and prov["episodes_seen"] == 48 and prov["validation"]["val_acc"] == val[-1]["val_acc"]
+    for k, v in model.state_dict().items():
+        assert torch.equal(v, tr.model.state_dict()[k].cpu()), k
+    with pytest.raises(FileExistsError, match="--resume"):
+        Trainer(MICRO, micro_train(), tmp_path, progress=False)
+
+
+def test_validation_set_is_fixed_and_evaluation_does_not_touch_training_rngs():
+    v1 = build_validation_set(MICRO_PRIOR, 8, 4, seed=5)
+    v2 = build_validation_set(MICRO_PRIOR, 8, 4, seed=5)
+    assert all(np.array_equal(a.X, b.X) and np.array_equal(a.y, b.y) for a, b in zip(v1, v2))
+    torch.manual_seed(0)
+    model = ChorusTIC(dataclasses.replace(MICRO, seq_len=512))
+    state = torch.get_rng_state()
+    r1 = evaluate(model, v1, seed=3)
+    assert torch.equal(state, torch.get_rng_state())
+    assert evaluate(model, v1, seed=3) == r1
+    assert set(r1) >= {"val_loss", "val_acc"} and 0 <= r1["val_acc"] <= 1
+
+
+def test_query_cross_entropy_masks_labels_beyond_k():
+    torch.manual_seed(0)
+    logits = torch.randn(3, 5, 10)
+    y = torch.tensor([[0, 1, 1, 0, 1], [2, 0, 1, 2, 2], [3, 3, 0, 1, 2]])
+    k = torch.tensor([2, 3, 4])
+    loss, correct = query_cross_entropy(logits, y, k)
+    for b in range(3):
+        ref = torch.nn.functional.cross_entropy(logits[b, :, : k[b]], y[b])
+        assert torch.allclose(loss[b], ref)
+        assert correct[b] == (logits[b, :, : k[b]].argmax(-1) == y[b]).sum()
+    unmasked, _ = query_cross_entropy(logits, y, k, mask_unused=False)
+    assert (unmasked > loss).all()
+
+
+def test_frozen_signal_encoder_and_partial_initialization(tmp_path):
+    torch.manual_seed(123)
+    donor = ChorusTIC(MICRO)
+    src = save_checkpoint(tmp_path / "donor.safetensors", donor, provenance={"note": "random donor"})
+    frozen = dataclasses.replace(MICRO, freeze_signal_encoder=True)
+    tr = Trainer(frozen, micro_train(steps=2), tmp_path / "run", progress=False,
+                 init=[{"kind": "checkpoint", "spec": str(src), "parts": ["encoder"]}])
+    enc0 = {k: v.clone() for k, v in tr.model.signal_encoder.state_dict().items()}
+    icl0 = {k: v.clone() for k, v in tr.model.icl.state_dict().items()}
+    for k, v in donor.signal_encoder.state_dict().items():
+        assert torch.equal(enc0[k], v), k  # initialized from the donor
+    assert not all(torch.equal(icl0[k], v) for k, v in donor.icl.state_dict().items())  # not copied
+    tr.train()
+    for k, v in tr.model.signal_encoder.state_dict().items():
+        assert torch.equal(enc0[k], v), k  # frozen: unchanged by training
+    assert not all(torch.equal(icl0[k], v) for k, v in tr.model.icl.state_dict().items())  # trained
+    bad = dataclasses.replace(MICRO, hidden_dim=32)
+    with pytest.raises(ValueError, match="architecture differs"):
+        Trainer(bad, micro_train(), tmp_path / "bad", progress=False,
+                init=[{"kind": "checkpoint", "spec": str(src), "parts": ["signal"]}])
+
+
+def test_non_finite_losses_abort_with_a_clear_error(tmp_path, monkeypatch):
+    tr = Trainer(MICRO, micro_train(max_consecutive_bad_steps=2), tmp_path, progress=False)
+    monkeypatch.setattr(tr.model, "forward", lambda X, y, **kw: torch.full((X.shape[0], X.shape[1] - y.shape[1],
+                                                                            10), float("nan")))
+    tr.train_step()
+    with pytest.raises(TrainingAborted, match="non-finite"):
+        tr.train_step()
+
+
+def test_pretrain_cli_with_ablations_then_resume(tmp_path, capsys):
+    mcfg = tmp_path / "micro.json"
+    mcfg.write_text(json.dumps(MICRO.to_dict()))
+    tcfg = tmp_path / "train.json"
+    tcfg.write_text(json.dumps(micro_train(steps=2, checkpoint_every=1, val_every=2).to_dict()))
+    out = tmp_path / "run"
+    args = ["pretrain", "--model-config", str(mcfg), "--train-config", str(tcfg), "--out", str(out),
+            "--no-channel-axis-attention", "--no-calibration", "--no-cross-channel-rules", "--no-progress",
+            "--threads", "1"]
+    assert main(args) == 0
+    info = json.loads((out / "run.json").read_text())
+    assert info["model_config"]["use_channel_axis_attention"] is False
+    assert info["model_config"]["col_embedding_mode"] == "linear"
+    assert info["train_config"]["prior"]["cross_channel_rules"] is False
+    assert main(["pretrain", "--out", str(out), "--resume", "--steps", "3", "--no-progress"]) == 0
+    assert json.loads((out / "summary.json").read_text())["step"] == 3
+    assert main(args) == 2  # refuses to overwrite an existing run
+    assert "already holds a training run" in capsys.readouterr().err
+    assert main(["pretrain", "--out", str(tmp_path / "none"), "--resume"]) == 2
