@@ -317,7 +317,7 @@ class Trainer:
                 raise TrainingAborted(f"{self.bad_steps} consecutive steps with a non-finite loss or gradient "
                                       f"at step {self.step}; lower the learning rate or check the inputs")
         with warnings.catch_warnings():  # a skipped step still advances the schedule (step counter)
-            warnings.filterwarnings("ignore", message="Detected call of `lr_scheduler.step()`")
+            warnings.filterwarnings("ignore", message="Detected call of", category=UserWarning)
             self.scheduler.step()
         self.step += 1
         self.episodes_seen += cfg.batch_size
