@@ -60,8 +60,8 @@ class PriorConfig:
     background_families: tuple[str, ...] = tuple(BACKGROUND_FAMILIES)
     background_weights: tuple[float, ...] | None = None  # lambda; None = uniform
     difficulty: tuple[float, float] = (0.0, 1.0)  # d ~ U(difficulty)
-    amplitude: tuple[float, float] = (3.0, 0.6)  # class margin (robust-std units) at d = 0 and d = 1
-    severity: tuple[float, float] = (0.05, 1.0)  # nuisance severity at d = 0 and d = 1
+    amplitude: tuple[float, float] = (3.0, 0.8)  # class margin (robust-std units) at d = 0 and d = 1
+    severity: tuple[float, float] = (0.05, 0.85)  # nuisance severity at d = 0 and d = 1
     background_variation: tuple[float, float] = (0.5, 0.35)  # (probability, max weight) of per-instance
     # background variation drawn from the same process (keeps the shared structure, varies details)
     channel_scale_log10: float = 0.5  # per-episode channel scale 10**U(-x, x)
