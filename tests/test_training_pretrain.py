@@ -168,3 +168,31 @@ def test_pretrain_cli_with_ablations_then_resume(tmp_path, capsys):
     assert main(args) == 2  # refuses to overwrite an existing run
     assert "already holds a training run" in capsys.readouterr().err
     assert main(["pretrain", "--out", str(tmp_path / "none"), "--resume"]) == 2
+
+
+def test_task_level_initialized_from_a_tabicl_v1_checkpoint(tmp_path):
+    """A TabICL v1-layout checkpoint (random weights here; the real one is tabicl-classifier-v1.1-0506.ckpt)
+    initializes the task level through the model package's loader; the signal level is untouched."""
+    from tabicl._model.tabicl import TabICL
+
+    c = MICRO
+    kw = dict(max_classes=c.max_classes, embed_dim=c.embed_dim, col_num_blocks=c.col_num_blocks,
+              col_nhead=c.col_nhead, col_num_inds=c.col_num_inds, col_affine=True, col_feature_group=False,
+              col_target_aware=False, col_ssmax=False, row_num_blocks=c.row_num_blocks, row_nhead=c.row_nhead,
+              row_num_cls=c.row_num_cls, row_rope_base=c.row_rope_base, icl_num_blocks=c.icl_num_blocks,
+              icl_nhead=c.icl_nhead, icl_ssmax=False, ff_factor=c.ff_factor, zero_init=False)
+    torch.manual_seed(7)
+    tab = TabICL(**kw)
+    torch.save({"config": kw, "state_dict": tab.state_dict()}, tmp_path / "tabicl-v1.ckpt")
+    tr = Trainer(MICRO, micro_train(steps=1), tmp_path / "run", progress=False,
+                 init=[{"kind": "tabicl", "path": str(tmp_path / "tabicl-v1.ckpt")}])
+    torch.manual_seed(0)
+    ref = ChorusTIC(MICRO)
+    from chorustic.model import load_task_level_from_tabicl
+
+    load_task_level_from_tabicl(ref, tmp_path / "tabicl-v1.ckpt")
+    for part in ("column_distribution_modeling", "row_interaction", "icl"):
+        for k, v in getattr(ref, part).state_dict().items():
+            assert torch.equal(getattr(tr.model, part).state_dict()[k], v), (part, k)
+    info = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert info["init"][0]["kind"] == "tabicl" and info["init_info"][0]["parts"][-1] == "icl"
