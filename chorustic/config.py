@@ -154,7 +154,7 @@ def pretrain_run_of(entry: dict) -> str | None:
 
 def checkpoint_path(cfg: dict, pretrain_run: str) -> str:
     """Where the pretrain rule writes the checkpoint of ``pretrain_run``."""
-    return str(Path(cfg["paths"]["models_dir"]) / pretrain_run / "checkpoint.ckpt")
+    return str(Path(cfg["paths"]["models_dir"]) / pretrain_run / "model.safetensors")
 
 
 def resolved_params(cfg: dict, run: str) -> dict[str, Any]:

@@ -1,7 +1,11 @@
 rule pretrain:
-    """Pretrain ChorusTIC on the synthetic episodic prior (GPU strongly recommended for `paper`)."""
+    """Pretrain ChorusTIC on the synthetic episodic prior (GPU strongly recommended for `paper`).
+
+    An interrupted run resumes exactly from its newest state in the run folder (model, optimizer,
+    scheduler, RNG and prior states) instead of starting over.
+    """
     output:
-        f"{MODELS}/{{run}}/checkpoint.ckpt",
+        f"{MODELS}/{{run}}/model.safetensors",
     params:
         model_config=lambda w: config["pretrain"][w.run]["model_config"],
         train_config=lambda w: config["pretrain"][w.run]["train_config"],
@@ -18,5 +22,9 @@ rule pretrain:
         gpu=1,
         runtime=24 * 60,
     shell:
-        "chorustic pretrain --model-config {params.model_config} --train-config {params.train_config} "
-        "{params.extra} --out {params.out_dir} --resume --checkpoint-name checkpoint.ckpt > {log} 2>&1"
+        "if [ -f {params.out_dir}/run.json ]; then "
+        "  chorustic pretrain --out {params.out_dir} --resume --threads {threads} --no-progress > {log} 2>&1; "
+        "else "
+        "  chorustic pretrain --model-config {params.model_config} --train-config {params.train_config} "
+        "  {params.extra} --out {params.out_dir} --threads {threads} --no-progress > {log} 2>&1; "
+        "fi"
