@@ -123,6 +123,8 @@ def test_frozen_signal_encoder_and_partial_initialization(tmp_path):
     donor = ChorusTIC(MICRO)
     src = save_checkpoint(tmp_path / "donor.safetensors", donor, provenance={"note": "random donor"})
     frozen = dataclasses.replace(MICRO, freeze_signal_encoder=True)
+    with pytest.warns(UserWarning, match="stays at its random initialization"):
+        Trainer(frozen, micro_train(steps=2), tmp_path / "random_frozen", progress=False)
     tr = Trainer(frozen, micro_train(steps=2), tmp_path / "run", progress=False,
                  init=[{"kind": "checkpoint", "spec": str(src), "parts": ["encoder"]}])
     enc0 = {k: v.clone() for k, v in tr.model.signal_encoder.state_dict().items()}

@@ -107,6 +107,12 @@ class Trainer:
         self._seed_everything(self.cfg.seed)
         self.model = ChorusTIC(model_config).to(self.device)
         self.init_info = [self._apply_init(spec) for spec in self.init_specs]
+        if model_config.freeze_signal_encoder and not self._encoder_initialized():
+            msg = ("the signal encoder is frozen but not initialized from a checkpoint: it stays at its random "
+                   "initialization. The released model froze an encoder pretrained beforehand; pass "
+                   "--init-from <checkpoint> --init-parts encoder, or train it with --train-signal-encoder.")
+            warnings.warn(msg, stacklevel=2)
+            self.notes.setdefault("warnings", []).append(msg)
         self.model.train()
         params = [p for p in self.model.parameters() if p.requires_grad]
         if not params:
@@ -139,6 +145,12 @@ class Trainer:
         random.seed(seed)
         np.random.seed(seed % 2**32)
         torch.manual_seed(seed)
+
+    def _encoder_initialized(self) -> bool:
+        from chorustic.training.init import expand_parts
+
+        return any(spec.get("kind") == "checkpoint" and "signal_encoder" in expand_parts(spec.get("parts", ("all",)))
+                   for spec in self.init_specs)
 
     def _apply_init(self, spec: dict) -> dict:
         from chorustic.training.init import init_from_checkpoint, init_task_level_from_tabicl
