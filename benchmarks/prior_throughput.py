@@ -28,7 +28,7 @@ def main() -> None:
     args = ap.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-    from chorustic.prior import ALL_RULES, BACKGROUND_FAMILIES, EpisodePrior, PriorConfig
+    from chorustic.prior import ALL_RULES, BACKGROUND_FAMILIES, EpisodePrior
     from chorustic.training.config import TrainConfig
 
     cfg = TrainConfig.preset(args.config).prior

@@ -138,7 +138,7 @@ def test_background_families_are_finite_robustly_normalized_and_clipped(family):
 
 
 def test_difficulty_increases_nuisance_distance_to_the_prototype():
-    rng = np.random.default_rng(0)
+    np.random.default_rng(0)
     proto = np.sin(np.linspace(0, 6 * np.pi, 128))[None, None].repeat(200, 0)
     dist = []
     for sev in (0.0, 0.5, 1.0):

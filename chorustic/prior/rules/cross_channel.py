@@ -10,7 +10,6 @@ correlation pattern) depends on the class.
 from __future__ import annotations
 
 import itertools
-import math
 
 import numpy as np
 

@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from chorustic.prior.motifs import MOTIF_KINDS, make_motif, sample_motif_kinds
-from chorustic.prior.rules.base import Rule, RuleContext, RuleOutput, deterministic, sample_region
+from chorustic.prior.rules.base import Rule, RuleContext, RuleOutput, sample_region
 
 __all__ = ["MotifShapeRule", "PolarityRule", "PositionRule", "OrderRule", "LocalDeviationRule",
            "DEVIATION_TYPES"]
