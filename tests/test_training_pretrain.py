@@ -14,6 +14,7 @@ from chorustic.model import ChorusTICConfig, load_checkpoint, save_checkpoint
 from chorustic.model.chorustic import ChorusTIC
 from chorustic.prior import PriorConfig
 from chorustic.training import Trainer, TrainConfig, TrainingAborted, build_validation_set, evaluate
+from chorustic.training.validation import reference_accuracies
 from chorustic.training.loss import query_cross_entropy
 
 #: a micro model: 4 RSSC slots, 32-sample inputs (the architecture of every stage is intact)
@@ -102,6 +103,21 @@ def test_validation_set_is_fixed_and_evaluation_does_not_touch_training_rngs():
     assert torch.equal(state, torch.get_rng_state())
     assert evaluate(model, v1, seed=3) == r1
     assert set(r1) >= {"val_loss", "val_acc"} and 0 <= r1["val_acc"] <= 1
+    refs = reference_accuracies(v1)
+    assert 0 < refs["context_majority"] <= 1 and 0 < refs["one_nn"] <= 1
+
+
+def test_reference_accuracies_on_a_hand_made_episode():
+    from chorustic.prior import EpisodeBatch
+
+    t = np.linspace(0, 1, 16)
+    shapes = [np.sin(2 * np.pi * t), np.cos(2 * np.pi * t)]
+    y = np.array([[0, 0, 1, 0, 1, 1]])  # context 0,0,1 (majority 0); queries 0,1,1
+    X = np.stack([shapes[k] + 0.01 * i for i, k in enumerate(y[0])])[None, :, None, :].astype(np.float32)
+    X = np.concatenate([X, np.zeros_like(X)], axis=2)  # a padding channel, masked out
+    batch = EpisodeBatch(X, y, np.array([[True, False]]), 3, np.array([2]), [None])
+    refs = reference_accuracies([batch])
+    assert refs["context_majority"] == pytest.approx(1 / 3) and refs["one_nn"] == 1.0
 
 
 def test_query_cross_entropy_masks_labels_beyond_k():

@@ -35,8 +35,10 @@ def _smooth(y: np.ndarray, k: int) -> np.ndarray:
     return np.convolve(pad, np.ones(k) / k, mode="valid")
 
 
-def plot_curves(log_path: str | Path, png_path: str | Path, title: str = "") -> Path | None:
-    """Training loss and accuracy (raw and smoothed) and validation loss/accuracy against steps."""
+def plot_curves(log_path: str | Path, png_path: str | Path, title: str = "",
+                references: dict[str, float] | None = None) -> Path | None:
+    """Training loss and accuracy (raw and smoothed) and validation loss/accuracy against steps.
+    ``references``: accuracies of parameter-free predictors on the validation set (horizontal lines)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -62,6 +64,9 @@ def plot_curves(log_path: str | Path, png_path: str | Path, title: str = "") -> 
             pts = [(r["step"], r[key]) for r in val if key in r]
             if pts:
                 ax2.plot(*zip(*pts), style, color="tab:red", lw=1, label=key.replace("val_acc_", "validation, "))
+    names = {"context_majority": "context majority (validation)", "one_nn": "1-NN (validation)"}
+    for (key, value), color in zip((references or {}).items(), ("0.4", "tab:green", "tab:purple")):
+        ax2.axhline(value, ls="--", lw=1, color=color, label=names.get(key, key))
     ax1.set_xlabel("step")
     ax1.set_ylabel("query cross-entropy")
     ax2.set_xlabel("step")

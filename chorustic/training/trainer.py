@@ -38,7 +38,7 @@ from chorustic.training.config import TrainConfig
 from chorustic.training.curves import plot_curves, read_log
 from chorustic.training.loss import query_cross_entropy
 from chorustic.training.rng import capture_rng_state, restore_rng_state
-from chorustic.training.validation import build_validation_set, evaluate
+from chorustic.training.validation import build_validation_set, evaluate, reference_accuracies
 
 __all__ = ["Trainer", "TrainingAborted", "resolve_device"]
 
@@ -127,6 +127,7 @@ class Trainer:
         self.prior = EpisodePrior(self.prior_config, seed=np.random.default_rng([self.cfg.seed, 1]))
         self.val_set = build_validation_set(self.prior_config, self.cfg.val_episodes, self.cfg.val_batch_size,
                                             self.cfg.val_seed)
+        self.val_references = reference_accuracies(self.val_set)
         self.step = 0
         self.episodes_seen = 0
         self.elapsed_s = 0.0
@@ -175,6 +176,7 @@ class Trainer:
             "device": str(self.device),
             "torch_threads": torch.get_num_threads(),
             "parameters": self.model.parameter_counts(),
+            "validation_references": self.val_references,
             "notes": self.notes,
             **_git_info(),
         }
@@ -365,6 +367,7 @@ class Trainer:
             "device": str(self.device),
             "cross_channel_rules": self.prior_config.cross_channel_rules,
             "validation": self.last_val,
+            "validation_references": self.val_references,
             "init": self.init_info,
             "notes": self.notes,
         }
@@ -374,7 +377,8 @@ class Trainer:
         self.export_model()
         atomic_write_json(self.out / "summary.json", self.training_summary())
         try:
-            plot_curves(self.out / "log.jsonl", self.out / "curve.png", title=self._curve_title())
+            plot_curves(self.out / "log.jsonl", self.out / "curve.png", title=self._curve_title(),
+                        references=self.val_references)
         except Exception as exc:  # a figure must never stop training
             print(f"warning: could not draw the training curve: {exc}")
 

@@ -12,7 +12,7 @@ import torch
 from chorustic.prior import EpisodeBatch, EpisodePrior, PriorConfig
 from chorustic.training.loss import query_cross_entropy
 
-__all__ = ["build_validation_set", "evaluate"]
+__all__ = ["build_validation_set", "evaluate", "reference_accuracies"]
 
 
 def build_validation_set(prior: PriorConfig, n_episodes: int = 64, batch_size: int = 8,
@@ -56,3 +56,21 @@ def evaluate(model, batches: list[EpisodeBatch], *, device: Any = "cpu", seed: i
         if (kinds_a == k).any():
             out[f"val_acc_{k}"] = float(accs_a[kinds_a == k].mean())
     return out
+
+
+def reference_accuracies(batches: list[EpisodeBatch]) -> dict[str, float]:
+    """Accuracies of two parameter-free predictors on the same episodes, to read the model's numbers
+    against: the context-majority class, and 1-nearest-neighbour (Euclidean on per-row z-normalized
+    series, valid channels only)."""
+    maj, nn = [], []
+    for b in batches:
+        n = b.n_context
+        for i in range(b.batch_size):
+            c = int(b.channel_mask[i].sum())
+            X = b.X[i][:, :c].reshape(b.X.shape[1], -1).astype(np.float64)
+            X = (X - X.mean(axis=1, keepdims=True)) / (X.std(axis=1, keepdims=True) + 1e-8)
+            yc, yq = b.y[i, :n], b.y[i, n:]
+            maj.append(float(np.mean(yq == np.bincount(yc).argmax())))
+            d = ((X[n:, None, :] - X[None, :n, :]) ** 2).sum(-1)
+            nn.append(float(np.mean(yc[d.argmin(axis=1)] == yq)))
+    return {"context_majority": float(np.mean(maj)), "one_nn": float(np.mean(nn))}
