@@ -214,3 +214,27 @@ def test_task_level_initialized_from_a_tabicl_v1_checkpoint(tmp_path):
             assert torch.equal(getattr(tr.model, part).state_dict()[k], v), (part, k)
     info = json.loads((tmp_path / "run" / "run.json").read_text())
     assert info["init"][0]["kind"] == "tabicl" and info["init_info"][0]["parts"][-1] == "icl"
+
+
+def test_curriculum_widens_difficulty_and_classes_then_uses_the_full_prior(tmp_path):
+    cfg = micro_train(curriculum_steps=4, curriculum_start_difficulty=0.1, curriculum_start_classes=2,
+                      prior=dataclasses.replace(MICRO_PRIOR, max_classes=6, difficulty=(0.0, 1.0)))
+    assert cfg.prior_at(0).difficulty == (0.0, 0.1) and cfg.prior_at(0).max_classes == 2
+    assert cfg.prior_at(2).difficulty == (0.0, pytest.approx(0.55)) and cfg.prior_at(2).max_classes == 4
+    assert cfg.prior_at(4) == cfg.prior and cfg.prior_at(100) == cfg.prior
+    tr = Trainer(MICRO, cfg, tmp_path, progress=False)
+    seen = []
+    orig = tr.prior.sample_batch
+
+    def spy(n):
+        b = orig(n)
+        seen.append((tr.step, b.omegas))
+        return b
+
+    tr.prior.sample_batch = spy
+    for _ in range(5):
+        tr.train_step()
+    for step, omegas in seen:
+        bound = cfg.prior_at(step)
+        assert all(o.difficulty <= bound.difficulty[1] and o.n_classes <= bound.max_classes for o in omegas)
+    assert max(o.n_classes for s, oms in seen if s == 0 for o in oms) == 2

@@ -46,6 +46,12 @@ class TrainConfig:
     val_batch_size: int = 8
     val_seed: int = 1_000_003  # the fixed synthetic validation set (independent of the training stream)
     max_consecutive_bad_steps: int = 20  # non-finite losses/gradients in a row before aborting
+    #: curriculum (not in the paper; 0 = off): over the first ``curriculum_steps`` steps the prior's upper
+    #: difficulty bound rises linearly from ``curriculum_start_difficulty`` to ``prior.difficulty[1]`` and
+    #: the largest class count from ``curriculum_start_classes`` to ``prior.max_classes``; the full prior after
+    curriculum_steps: int = 0
+    curriculum_start_difficulty: float = 0.3
+    curriculum_start_classes: int = 4
     prior: PriorConfig = dataclasses.field(default_factory=PriorConfig)
 
     def __post_init__(self) -> None:
@@ -62,6 +68,10 @@ class TrainConfig:
             problems.append("val_episodes must be a multiple of val_batch_size")
         if self.checkpoint_every < 1 or self.log_every < 1 or self.val_every < 1:
             problems.append("checkpoint_every, log_every and val_every must be >= 1")
+        if self.curriculum_steps < 0 or not 0 <= self.curriculum_start_difficulty <= 1:
+            problems.append("curriculum_steps must be >= 0 and curriculum_start_difficulty in [0, 1]")
+        if self.curriculum_start_classes < self.prior.min_classes:
+            problems.append("curriculum_start_classes must be >= prior.min_classes")
         if problems:
             raise ValueError("invalid TrainConfig: " + "; ".join(problems))
 
@@ -80,7 +90,10 @@ class TrainConfig:
         micro-batches of 6) instead of 36 so that a budget of a few tens of thousands of episodes gives
         more optimizer steps; ~1 M parameters instead of 53 M, so a larger peak learning rate (1e-3)
         with 100 warm-up steps and a cosine decay to 1e-4 over 2000 steps. Weight decay 0 and gradient
-        clipping 1.0 as in the paper; the prior is the paper's (all families, 0.2 univariate).
+        clipping 1.0 as in the paper; the prior is the paper's (all families, 0.2 univariate), reached through
+        a curriculum over the first 1000 steps (difficulty <= 0.3 and at most 4 classes at the start): without
+        it, a first run learned almost nothing in 320 steps (validation accuracy 0.28, below the 0.36 of
+        predicting the context-majority class), the full prior being too hard a signal for so few episodes.
         """
         return cls(
             name="small",
@@ -95,6 +108,9 @@ class TrainConfig:
             keep_checkpoints=3,
             log_every=5,
             val_every=100,
+            curriculum_steps=1000,
+            curriculum_start_difficulty=0.3,
+            curriculum_start_classes=4,
             prior=PriorConfig(min_rows=32, max_rows=64),
         )
 
@@ -159,6 +175,17 @@ class TrainConfig:
         if "betas" in d:
             d["betas"] = tuple(d["betas"])
         return cls(**d)
+
+    def prior_at(self, step: int) -> PriorConfig:
+        """The prior used at optimizer step ``step`` (the curriculum, or ``prior`` itself)."""
+        if self.curriculum_steps <= 0 or step >= self.curriculum_steps:
+            return self.prior
+        f = step / self.curriculum_steps
+        lo, hi = self.prior.difficulty
+        d_hi = max(lo, self.curriculum_start_difficulty + f * (hi - self.curriculum_start_difficulty))
+        k0 = min(self.curriculum_start_classes, self.prior.max_classes)
+        k = int(round(k0 + f * (self.prior.max_classes - k0)))
+        return dataclasses.replace(self.prior, difficulty=(lo, min(d_hi, hi)), max_classes=max(k, self.prior.min_classes))
 
     @property
     def micro_batches(self) -> list[int]:

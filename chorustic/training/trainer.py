@@ -287,6 +287,12 @@ class Trainer:
                 for r in keep:
                     fh.write(json.dumps(r) + "\n")
 
+    def _prior_at(self, step: int):
+        """The training prior at ``step`` (curriculum), at the model's input length and class limit."""
+        p = self.cfg.prior_at(step)
+        return dataclasses.replace(p, output_length=self.prior_config.output_length,
+                                   max_classes=min(p.max_classes, self.prior_config.max_classes))
+
     # ------------------------------------------------------------------ one step
     def train_step(self) -> dict[str, float]:
         """One optimizer step over ``batch_size`` freshly generated episodes."""
@@ -295,6 +301,7 @@ class Trainer:
         self.optimizer.zero_grad(set_to_none=True)
         tot_loss, tot_correct, tot_q, prior_t = 0.0, 0, 0, 0.0
         finite = True
+        self.prior.config = self._prior_at(self.step)
         for n_eps in cfg.micro_batches:
             t0 = time.perf_counter()
             batch = self.prior.sample_batch(n_eps)
