@@ -44,7 +44,7 @@ class ChorusTICMethod(Method):
         "temperature": 0.9,
         "label_shift_rule": "official",
         "schedule": "shared",
-        "signal_batch_size": 512,
+        "signal_batch_size": 128,
         "task_batch_size": 512,
         "icl_batch_size": 8,
         "group_batch_size": 256,

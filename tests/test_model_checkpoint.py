@@ -27,6 +27,17 @@ from chorustic.model import (
 from chorustic.model.checkpoint import parse_hf_spec, read_checkpoint_metadata
 from chorustic.model.official import official_key_shapes
 
+
+@pytest.fixture(autouse=True, scope="module")
+def _single_thread():
+    """Tiny models gain nothing from intra-op threads, and on a busy machine every op then waits for the
+    other thread (measured: 80x slower); the tests run single-threaded."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 DATA = Path(__file__).parent / "data"
 GOLDEN = DATA / "official_golden"
 GOLDEN_CONFIG = json.loads((GOLDEN / "config.json").read_text())
@@ -54,7 +65,6 @@ def test_key_map_covers_exactly_the_released_state_dict():
     assert official_key_shapes(ChorusTICConfig.paper()) == tsv
 
 
-@pytest.mark.slow
 def test_released_key_set_loads_strictly():
     """A state dict with exactly the official keys and shapes (random values) loads into the paper model."""
     gen = torch.Generator().manual_seed(0)

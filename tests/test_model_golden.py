@@ -20,6 +20,17 @@ from safetensors.torch import load_file
 from chorustic.inference import label_shift_offsets, naive_member_logits, shared_member_logits, softmax_proba
 from chorustic.model import load_official_checkpoint, sample_rssc_assignment
 
+
+@pytest.fixture(autouse=True, scope="module")
+def _single_thread():
+    """Tiny models gain nothing from intra-op threads, and on a busy machine every op then waits for the
+    other thread (measured: 80x slower); the tests run single-threaded."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 GOLDEN = Path(__file__).parent / "data" / "official_golden"
 CONFIG = json.loads((GOLDEN / "config.json").read_text())
 CASES = {c["name"]: c for c in CONFIG["cases"]}
@@ -137,6 +148,7 @@ def test_seeded_rssc_draws_match_the_official_rng(case):
 
 @pytest.mark.parametrize("schedule", ["shared", "naive"])
 def test_label_shift_ensemble(model, case, schedule):
+    """Both schedules reproduce the official label-shift ensemble (members and average)."""
     meta, d = case
     k = meta["n_classes"]
     offsets = label_shift_offsets(k, 4, rule="official", seed=0)

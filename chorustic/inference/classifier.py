@@ -21,7 +21,6 @@ Example::
 from __future__ import annotations
 
 import contextlib
-import os
 import threading
 import time
 from typing import Any
@@ -113,7 +112,7 @@ class ChorusTICClassifier(ClassifierMixin, BaseEstimator):
         schedule: str = "shared",
         seed: int = 0,
         device: str = "cpu",
-        signal_batch_size: int = 512,
+        signal_batch_size: int = 128,
         task_batch_size: int = 512,
         icl_batch_size: int = 8,
         group_batch_size: int = 256,
@@ -222,8 +221,14 @@ class ChorusTICClassifier(ClassifierMixin, BaseEstimator):
                 f"(n, {self.n_channels_}, {self.n_timepoints_})"
             )
         k = len(self.classes_)
-        if k == 1:
-            self.effective_batch_sizes_ = {}
+        if k == 1:  # one class in the context: nothing to decide, the model is not run
+            self.effective_batch_sizes_, self.oom_retries_, self.predict_seconds_, self.offsets_ = (
+                {},
+                0,
+                0.0,
+                [],
+            )
+            self.run_info_ = self._run_info()
             return np.zeros((X.shape[0], 1))
         model = self.model_
         device = next(model.parameters()).device
@@ -275,6 +280,7 @@ class ChorusTICClassifier(ClassifierMixin, BaseEstimator):
         self.predict_seconds_ = time.perf_counter() - start
         self.offsets_ = offsets
         self.rssc_assignments_ = group_idx[0].cpu().numpy()
+        self.run_info_ = self._run_info()
         return members.mean(dim=(0, 1)).double().cpu().numpy()
 
     def predict_proba(self, X) -> np.ndarray:
@@ -286,22 +292,22 @@ class ChorusTICClassifier(ClassifierMixin, BaseEstimator):
     def predict(self, X) -> np.ndarray:
         return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
 
-    def run_info(self) -> dict[str, Any]:
-        """What the harness records next to results: effective batch sizes, retries, timing, device."""
-        check_is_fitted(self, "model_")
+    def _run_info(self) -> dict[str, Any]:
+        """What the harness records next to the results (``run_info_``): effective batch sizes after
+        out-of-memory retries, timing, ensemble and model provenance."""
+        prov = getattr(self.model_, "provenance", {})
         return {
-            "effective_batch_sizes": getattr(self, "effective_batch_sizes_", None),
-            "oom_retries": getattr(self, "oom_retries_", None),
-            "predict_seconds": getattr(self, "predict_seconds_", None),
+            "effective_batch_sizes": self.effective_batch_sizes_,
+            "oom_retries": self.oom_retries_,
+            "predict_seconds": round(self.predict_seconds_, 4),
             "schedule": self.schedule,
-            "n_label_shifts": self.n_label_shifts,
-            "n_rssc_draws": self.n_rssc_draws,
+            "n_label_shifts": int(self.n_label_shifts),
+            "n_rssc_draws": int(self.n_rssc_draws),
+            "label_shift_offsets": [int(o) for o in self.offsets_],
+            "temperature": float(self.temperature),
             "device": str(self.device),
-            "torch_threads": torch.get_num_threads() if self.n_jobs is None else self.n_jobs,
+            "torch_threads": torch.get_num_threads() if self.n_jobs is None else int(self.n_jobs),
             "model": {
-                k: v
-                for k, v in getattr(self.model_, "provenance", {}).items()
-                if k in ("format", "source", "sha256", "git_commit", "created_at")
+                k: prov[k] for k in ("format", "source", "sha256", "git_commit", "created_at") if k in prov
             },
-            "pid": os.getpid(),
         }

@@ -22,7 +22,7 @@ T = TypeVar("T")
 
 @dataclasses.dataclass
 class BatchSizes:
-    signal_rows: int = 512
+    signal_rows: int = 128
     """Episode rows per signal-level chunk."""
     task_rows: int = 512
     """Rows per column/row-stage chunk and queries per ICL chunk."""

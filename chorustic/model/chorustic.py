@@ -253,7 +253,7 @@ class ChorusTIC(nn.Module):
                 predict, y[b], self.config.max_classes, temperature, trace=trace if b == 0 else None
             )
             outs.append(temperature * torch.log(p + HIERARCHICAL_EPS))
-        return torch.stack(outs).to(R.dtype)
+        return torch.stack(outs)  # float32 log-probabilities (also under AMP)
 
     # ------------------------------------------------------------------ forward
     def forward(
