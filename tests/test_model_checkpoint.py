@@ -53,6 +53,77 @@ def _tsv_shapes() -> dict[str, tuple[int, ...]]:
     return shapes
 
 
+def _paper_hparams() -> dict:
+    """``model_config`` of the released ``model_hparams_latest.json`` (values from the fact sheet, sec. 1.0)."""
+    return {
+        "model": "ChorusTIC",
+        "signal_level_chorus": {
+            "arch": "da",
+            "seq_len": 512,
+            "hidden_dim": 512,
+            "num_patches": 32,
+            "num_channels": 1,
+            "use_dual_axis": True,
+            "num_dual_axis_layers": 3,
+            "temporal_heads": 8,
+            "channel_heads": 4,
+            "temporal_mlp_dim": 512,
+            "channel_mlp_dim": 512,
+            "dual_axis_dropout": 0.1,
+            "use_channel_mask": True,
+            "use_channel_axis_attention": True,
+            "channel_pool_type": "gated_mean",
+            "channel_set_aggregator": {
+                "type": "random_subchannel_slot_concat",
+                "dropout": 0.1,
+                "random_subchannel_slot_concat": {
+                    "input_dim": 512,
+                    "output_dim": 512,
+                    "num_groups": 4,
+                    "group_size": 4,
+                    "slot_dim": 32,
+                    "slot_projector_type": "linear",
+                    "sampling": "coverage",
+                    "train_resample": True,
+                    "use_group_embedding": True,
+                    "use_slot_embedding": True,
+                    "freeze_mantis": True,
+                    "no_grad_mantis": True,
+                    "mantis_batch_size": 36,
+                    "group_chunk_size": 1,
+                    "output_norm": True,
+                },
+            },
+        },
+        "adapter": {"icl_dim": 512},
+        "task_level_chorus": {
+            "max_classes": 10,
+            "embed_dim": 128,
+            "col_num_blocks": 3,
+            "col_nhead": 4,
+            "col_num_inds": 128,
+            "row_num_blocks": 3,
+            "row_nhead": 8,
+            "row_num_cls": 4,
+            "row_rope_base": 100000,
+            "icl_num_blocks": 12,
+            "icl_nhead": 4,
+            "ff_factor": 2,
+            "dropout": 0,
+            "activation": "gelu",
+            "norm_first": True,
+            "col_embedding_mode": "distribution_aware",
+        },
+    }
+
+
+def test_released_hparams_give_the_paper_config():
+    from chorustic.model.official import config_from_official_hparams
+
+    assert config_from_official_hparams({"model_config": _paper_hparams()}) == ChorusTICConfig.paper()
+    assert config_from_official_hparams(_paper_hparams()) == ChorusTICConfig.paper()
+
+
 def _golden_sd() -> dict[str, torch.Tensor]:
     return load_file(str(GOLDEN / "state_dict.safetensors"))
 
@@ -80,6 +151,20 @@ def test_released_key_set_loads_strictly():
         sd["mantis_model.vit_unit.transformer.layers.5.0.fn.to_qkv.weight"],
     )
     assert torch.equal(ours["icl.decoder.2.bias"], sd["task_level_chorus.in_context_learning.decoder.2.bias"])
+
+
+def test_released_key_set_minus_or_plus_one_key_fails():
+    gen = torch.Generator().manual_seed(0)
+    full = {k: torch.randn(s, generator=gen) for k, s in _tsv_shapes().items()}
+    missing = dict(full)
+    del missing["mantis_model.vit_unit.pos_encoder.pe"]
+    with pytest.raises(CheckpointError, match=r"missing keys \(1\): mantis_model.vit_unit.pos_encoder.pe"):
+        load_official_checkpoint(missing, {"model_config": _paper_hparams()})
+    extra = {**full, "task_level_chorus.in_context_learning.decoder.3.weight": torch.zeros(2)}
+    with pytest.raises(
+        CheckpointError, match=r"unexpected keys \(1\): task_level_chorus.in_context_learning.decoder.3"
+    ):
+        load_official_checkpoint(extra, {"model_config": _paper_hparams()})
 
 
 def test_missing_key_fails_with_clear_message():
