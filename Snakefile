@@ -3,14 +3,19 @@
 #   demo profile (offline):   snakemake --cores all --workflow-profile workflow/profiles/demo
 # download -> preprocess -> contexts -> evaluate (method x dataset) -> aggregate -> report,
 # plus pretrain (ChorusTIC checkpoints) feeding the evaluations that use them.
+from pathlib import Path
+
 from snakemake.utils import min_version, validate
 
 min_version("9.0")
 
-configfile: "config/config.yaml"
+
+# The repository's config (paths inside it are relative to the working directory, by default the
+# repository itself; `snakemake -d DIR` puts data/, results/, reports/ ... under DIR).
+configfile: str(Path(workflow.basedir) / "config" / "config.yaml")
 
 
-validate(config, "workflow/schema/config.schema.yaml")
+validate(config, str(Path(workflow.basedir) / "workflow" / "schema" / "config.schema.yaml"))
 
 
 include: "workflow/rules/common.smk"

@@ -49,10 +49,14 @@ def method_resources(method):
 
 
 def method_checkpoint_inputs(wildcards):
-    """The checkpoint file of a method run, when it is a local file or produced by a pretrain run."""
-    params = cc.resolved_params(config, wildcards.method)
-    ckpt = params.get("checkpoint")
-    if isinstance(ckpt, str) and "://" not in ckpt and ckpt:
+    """The checkpoint of a method run as an input: produced by a pretrain run, or an existing local file
+    (so a changed checkpoint re-runs the evaluation). A missing local file is not an input: the job runs
+    and records the method as failed with the reason, instead of the whole DAG refusing to start."""
+    entry = cc.method_entry(config, wildcards.method)
+    if cc.pretrain_run_of(entry) is not None:
+        return [cc.resolved_params(config, wildcards.method)["checkpoint"]]
+    ckpt = entry["params"].get("checkpoint")
+    if isinstance(ckpt, str) and ckpt and "://" not in ckpt and Path(ckpt).is_file():
         return [ckpt]
     return []
 
