@@ -28,8 +28,12 @@ include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/report.smk"
 
 
+# The run manifests are requested directly (not only through the aggregate table): the table and the
+# reports are committed for reviewers, the manifests and prediction files are not, so a fresh clone
+# re-runs every evaluation instead of finding the committed table "up to date".
 rule all:
     input:
+        MANIFESTS,
         ACCURACIES,
         REPORT_INDEX,
     default_target: True
