@@ -186,6 +186,15 @@ def test_pretrain_cli_with_ablations_then_resume(tmp_path, capsys):
     assert main(args) == 2  # refuses to overwrite an existing run
     assert "already holds a training run" in capsys.readouterr().err
     assert main(["pretrain", "--out", str(tmp_path / "none"), "--resume"]) == 2
+    # --auto-resume: continues the same run (to the new step count), refuses different settings
+    base = ["pretrain", "--model-config", str(mcfg), "--train-config", str(tcfg), "--no-progress", "--auto-resume"]
+    auto = tmp_path / "auto"
+    assert main(base + ["--out", str(auto)]) == 0
+    assert main(base + ["--out", str(auto), "--steps", "3"]) == 2  # steps is part of the settings
+    assert "other settings" in capsys.readouterr().err
+    assert main(base + ["--out", str(auto)]) == 0  # same settings: resumes (nothing left to do)
+    assert json.loads((auto / "summary.json").read_text())["step"] == 2
+    assert main(base + ["--out", str(auto), "--no-calibration"]) == 2
 
 
 def test_task_level_initialized_from_a_tabicl_v1_checkpoint(tmp_path):

@@ -25,6 +25,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--out", type=Path, required=True, help="run directory")
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its newest state")
     p.add_argument("--overwrite", action="store_true", help="start over in an --out that holds a run")
+    p.add_argument("--auto-resume", action="store_true",
+                   help="resume when --out holds a run with the same settings, start one otherwise (for workflow "
+                        "rules that may be re-run after an interruption); a run with other settings is an error")
     p.add_argument("--steps", type=int, default=None, help="override the number of steps")
     p.add_argument("--seed", type=int, default=None, help="override the training seed")
     p.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N")
@@ -77,7 +80,7 @@ def _model_config(spec: str):
 def _run(args: argparse.Namespace) -> int:
     import torch
 
-    from chorustic.training import Trainer, TrainConfig, TrainingAborted
+    from chorustic.training import Trainer, TrainConfig
 
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -118,11 +121,36 @@ def _run(args: argparse.Namespace) -> int:
                 init.append({"kind": "tabicl", "path": args.init_task_level_from_tabicl})
             notes = {"command": " ".join(sys.argv), "model_config_spec": args.model_config,
                      "train_config_spec": tspec}
+            if args.auto_resume and (args.out / "run.json").exists() and not args.overwrite:
+                _check_same_run(args.out, mcfg, tcfg, init)
+                trainer = Trainer.resume(args.out, device=args.device, progress=not args.no_progress)
+                return _train(trainer, args)
             trainer = Trainer(mcfg, tcfg, args.out, device=args.device, init=init, progress=not args.no_progress,
                               overwrite=args.overwrite, notes=notes)
     except (ValueError, FileNotFoundError, FileExistsError) as exc:
         print(f"chorustic pretrain: {exc}", file=sys.stderr)
         return 2
+    return _train(trainer, args)
+
+
+def _check_same_run(out: Path, mcfg, tcfg, init: list) -> None:
+    info = json.loads((out / "run.json").read_text())
+    diffs = []
+    for key, want in (("model_config", mcfg.to_dict()), ("train_config", tcfg.to_dict())):
+        have = json.loads(json.dumps(info.get(key, {})))
+        want = json.loads(json.dumps(want))
+        diffs += [f"{key}.{k}: run {have.get(k)!r} vs requested {want.get(k)!r}"
+                  for k in sorted(set(have) | set(want)) if have.get(k) != want.get(k)]
+    if json.loads(json.dumps(info.get("init", []))) != json.loads(json.dumps(init)):
+        diffs.append("initialization differs")
+    if diffs:
+        raise ValueError(f"{out} holds a run with other settings; use another --out or --overwrite:\n  "
+                         + "\n  ".join(diffs[:10]))
+
+
+def _train(trainer, args: argparse.Namespace) -> int:
+    from chorustic.training import TrainingAborted
+
     try:
         summary = trainer.train(max_minutes=args.max_minutes, handle_signals=True)
     except TrainingAborted as exc:
@@ -131,5 +159,5 @@ def _run(args: argparse.Namespace) -> int:
         return 1
     print(json.dumps({k: summary[k] for k in ("step", "planned_steps", "episodes_seen", "wall_time_s", "validation")},
                      indent=2))
-    print(f"model: {args.out / 'model.safetensors'}")
+    print(f"model: {trainer.out / 'model.safetensors'}")
     return 0
