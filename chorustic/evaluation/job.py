@@ -196,7 +196,7 @@ def run_job(spec: JobSpec, *, resume: bool = False, log=None) -> dict[str, Any]:
             log(f"[{spec.method}/{spec.dataset}] removed {len(removed)} file(s) of an earlier unfinished attempt")
     done = {(r["protocol"], r["seed"]) for r in prior_runs}
 
-    discovery = discover(spec.plugin_dir)
+    discovery = discover(spec.plugin_dir, only=spec.plugin)
     method = discovery.get(spec.plugin)
     info = method.info
     params = method.params(spec.params)

@@ -74,8 +74,40 @@ class Discovery:
             ) from None
 
 
-def discover(plugin_dir: str | os.PathLike | None = None) -> Discovery:
-    """Import every plugin file in ``plugin_dir`` and return the methods it registered."""
+def _load_plugin_file(path: Path, methods: dict, broken: dict, sources: dict) -> None:
+    """Import one plugin file and record what it registered (or why it failed)."""
+    before = dict(_REGISTERED)
+    module_name = f"chorustic_plugins.{path.stem}"
+    try:
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        spec.loader.exec_module(module)
+    except Exception:
+        sys.modules.pop(module_name, None)
+        for name in set(_REGISTERED) - set(before):  # roll back a partially imported file
+            del _REGISTERED[name]
+        broken[path.name] = traceback.format_exc()
+        return
+    new = {n: c for n, c in _REGISTERED.items() if n not in before or before[n] is not c}
+    if not new:
+        new = {n: c for n, c in _REGISTERED.items() if getattr(c, "__module__", None) == module_name}
+    for name, cls in new.items():
+        try:
+            methods[name] = cls()
+            sources[name] = path.name
+        except Exception:
+            broken[path.name] = traceback.format_exc()
+
+
+def discover(plugin_dir: str | os.PathLike | None = None, only: str | None = None) -> Discovery:
+    """Import every plugin file in ``plugin_dir`` and return the methods it registered.
+
+    With ``only``, first try just ``<plugin_dir>/<only>.py`` (the convention for a plugin named like
+    its file): an evaluation job needs one method, and importing every plugin's dependencies costs
+    seconds per job. If that file does not register ``only``, every file is imported as usual.
+    """
     plugin_dir = Path(plugin_dir) if plugin_dir is not None else default_plugin_dir()
     methods: dict[str, Method | ReportedMethod] = {}
     broken: dict[str, str] = {}
@@ -83,30 +115,13 @@ def discover(plugin_dir: str | os.PathLike | None = None) -> Discovery:
     if not plugin_dir.is_dir():
         broken[str(plugin_dir)] = f"plugin folder {plugin_dir} does not exist"
         return Discovery(methods, broken, sources)
+    if only is not None and (plugin_dir / f"{only}.py").is_file():
+        _load_plugin_file(plugin_dir / f"{only}.py", methods, broken, sources)
+        if only in methods:
+            return Discovery(methods, broken, sources)
+        methods, broken, sources = {}, {}, {}
     for path in sorted(plugin_dir.glob("*.py")):
         if path.name.startswith("_"):
             continue
-        before = dict(_REGISTERED)
-        module_name = f"chorustic_plugins.{path.stem}"
-        try:
-            spec = importlib.util.spec_from_file_location(module_name, path)
-            assert spec is not None and spec.loader is not None
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[module_name] = module
-            spec.loader.exec_module(module)
-        except Exception:
-            sys.modules.pop(module_name, None)
-            for name in set(_REGISTERED) - set(before):  # roll back a partially imported file
-                del _REGISTERED[name]
-            broken[path.name] = traceback.format_exc()
-            continue
-        new = {n: c for n, c in _REGISTERED.items() if n not in before or before[n] is not c}
-        if not new:
-            new = {n: c for n, c in _REGISTERED.items() if getattr(c, "__module__", None) == module_name}
-        for name, cls in new.items():
-            try:
-                methods[name] = cls()
-                sources[name] = path.name
-            except Exception:
-                broken[path.name] = traceback.format_exc()
+        _load_plugin_file(path, methods, broken, sources)
     return Discovery(methods, broken, sources)
