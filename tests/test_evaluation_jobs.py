@@ -122,6 +122,22 @@ PLUGINS = {
             def build(self, *, seed, device="cpu", n_jobs=1, **params):
                 return Spy(seed)
     ''',
+    "sleepy.py": '''
+        import time
+        from chorustic.methods import Method, MethodInfo, register
+        from chorustic_plugins.centroid import Centroid
+
+        class Sleepy(Centroid):
+            def fit(self, X, y):
+                time.sleep(120)
+                return super().fit(X, y)
+
+        @register
+        class SleepyMethod(Method):
+            info = MethodInfo(name="sleepy", display_name="Sleepy", group="Classical", fits_on_target=True)
+            def build(self, *, seed, device="cpu", n_jobs=1, **params):
+                return Sleepy(seed)
+    ''',
     "broken.py": "this is not python (\n",
 }
 
@@ -239,3 +255,48 @@ def test_aggregate_table_has_one_row_per_run(gunpoint, plugin_dir, tmp_path):
     assert ok.accuracy.notna().all() and set(ok.family) == {"full", "fixed_shot"}
     assert df.loc[df.protocol == "fixed10", "budget"].eq(10).all()
     assert pd.isna(df.loc[df.protocol == "full", "budget"]).all()
+
+
+def _start_supervisor(spec: JobSpec, tmp_path):
+    """run_supervised in its own process; returns (process, worker pid) once the worker runs."""
+    import subprocess
+    import sys
+    import time
+
+    import psutil
+
+    spec_file = tmp_path / "spec.json"
+    spec_file.write_text(json.dumps(spec.__dict__))
+    code = ("import json,sys; from chorustic.evaluation.job import JobSpec; "
+            "from chorustic.evaluation.supervisor import run_supervised; "
+            "run_supervised(JobSpec.from_dict(json.load(open(sys.argv[1]))))")
+    proc = subprocess.Popen([sys.executable, "-c", code, str(spec_file)])
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        kids = [c for c in psutil.Process(proc.pid).children() if "chorustic.evaluation.worker" in " ".join(c.cmdline())]
+        if kids:
+            return proc, kids[0].pid
+        time.sleep(0.2)
+    proc.kill()
+    raise AssertionError("worker did not start")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["sigterm", "sigkill"])
+def test_stopping_the_supervisor_stops_the_worker_and_records_nothing(gunpoint, plugin_dir, tmp_path, how):
+    import signal
+    import time
+
+    import psutil
+
+    spec = _spec(gunpoint, plugin_dir, tmp_path / "res", "sleepy", ["full"])
+    proc, worker = _start_supervisor(spec, tmp_path)
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGTERM if how == "sigterm" else signal.SIGKILL)
+    proc.wait(timeout=30)
+    deadline = time.monotonic() + 15
+    while psutil.pid_exists(worker) and psutil.Process(worker).status() != psutil.STATUS_ZOMBIE:
+        assert time.monotonic() < deadline, "the worker outlived its supervisor"
+        time.sleep(0.2)
+    assert proc.returncode != 0
+    assert not manifest_path(tmp_path / "res", "sleepy", "GunPoint").exists()

@@ -30,9 +30,24 @@ from typing import Any
 from chorustic.evaluation.job import JobSpec, manifest_path, progress_path, clear_job_outputs
 from chorustic.io import atomic_write_json
 
-__all__ = ["run_supervised", "thread_env"]
+__all__ = ["run_supervised", "thread_env", "JobInterrupted"]
 
 _POLL_S = 0.5
+_PR_SET_PDEATHSIG = 1
+
+
+class JobInterrupted(RuntimeError):
+    """The job was stopped from outside (Ctrl-C, SIGTERM, its parent died): nothing is recorded."""
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    """Linux: the worker gets SIGKILL when the supervisor dies, so a killed run leaves no orphan."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except OSError:
+        pass
 
 
 def thread_env(threads: int, base: dict[str, str] | None = None) -> dict[str, str]:
@@ -123,6 +138,14 @@ def run_supervised(
     os.close(fd)
     Path(spec_file).write_text(json.dumps(spec.__dict__))
     env = thread_env(threads)
+    parent = os.getppid()
+    stop: list[int] = []
+
+    def _on_signal(signum, frame):  # Ctrl-C / SIGTERM: stop the worker, record nothing
+        stop.append(signum)
+
+    previous = {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGTERM, signal.SIGINT)} \
+        if _in_main_thread() else {}
     if mem_mb is not None:
         # Methods that plan their own batching (TabICL) size it to the job's limit, not the machine's.
         env["CHORUSTIC_MEM_LIMIT_MB"] = str(int(mem_mb))
@@ -131,10 +154,15 @@ def run_supervised(
             cmd = [sys.executable, "-m", "chorustic.evaluation.worker", spec_file]
             if attempt > 0:
                 cmd.append("--resume")
-            proc = subprocess.Popen(cmd, env=env, stdout=log_file, stderr=subprocess.STDOUT if log_file else None)
+            proc = subprocess.Popen(cmd, env=env, stdout=log_file, stderr=subprocess.STDOUT if log_file else None,
+                                    preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
             reason = None
             while proc.poll() is None:
                 time.sleep(_POLL_S)
+                if stop or os.getppid() != parent:
+                    _kill_tree(proc)
+                    why = f"signal {signal.Signals(stop[0]).name}" if stop else "its parent process died"
+                    raise JobInterrupted(f"{spec.method}/{spec.dataset}: stopped ({why}); nothing recorded")
                 if mem_mb is not None:
                     rss = _tree_rss_mb(proc.pid)
                     if rss > mem_mb:
@@ -146,6 +174,10 @@ def run_supervised(
                     break
             if reason is None and proc.returncode == 0 and mpath.exists():
                 return json.loads(mpath.read_text())
+            if reason is None and proc.returncode in (-signal.SIGTERM, -signal.SIGINT):
+                # Terminated from outside (not by us, not by the OOM killer's SIGKILL): the run is being stopped.
+                raise JobInterrupted(f"{spec.method}/{spec.dataset}: worker terminated by "
+                                     f"{signal.Signals(-proc.returncode).name}; nothing recorded")
             if reason is None:
                 reason = _describe_exit(proc.returncode)
                 if spec.fail_fast:
@@ -187,3 +219,11 @@ def run_supervised(
         return state
     finally:
         Path(spec_file).unlink(missing_ok=True)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _in_main_thread() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
