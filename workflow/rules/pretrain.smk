@@ -22,9 +22,5 @@ rule pretrain:
         gpu=1,
         runtime=24 * 60,
     shell:
-        "if [ -f {params.out_dir}/run.json ]; then "
-        "  chorustic pretrain --out {params.out_dir} --resume --threads {threads} --no-progress > {log} 2>&1; "
-        "else "
-        "  chorustic pretrain --model-config {params.model_config} --train-config {params.train_config} "
-        "  {params.extra} --out {params.out_dir} --threads {threads} --no-progress > {log} 2>&1; "
-        "fi"
+        "chorustic pretrain --model-config {params.model_config} --train-config {params.train_config} "
+        "{params.extra} --out {params.out_dir} --auto-resume --threads {threads} --no-progress > {log} 2>&1"
