@@ -1,7 +1,7 @@
 """Full-context accuracy of a ChorusTIC checkpoint on a folder of UCR/UEA datasets, next to MiniRocket and
 next to the paper's ChorusTIC and TabICL columns.
 
-    python benchmarks/dev_accuracy.py --checkpoint models/chorustic-small/chorustic-small.safetensors \
+    python benchmarks/dev_accuracy.py --checkpoint models/chorustic-small/model.safetensors \
         --data-dir /path/to/data [--datasets GunPoint BasicMotions] [--out dev_accuracy.csv]
 
 ``--data-dir`` holds ``<Name>/<Name>_{TRAIN,TEST}.ts`` folders, directly or under ``UCR/`` and ``UEA/``.
@@ -79,7 +79,7 @@ def run_minirocket(ds) -> tuple[float, float]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--checkpoint", default=str(REPO / "models/chorustic-small/chorustic-small.safetensors"))
+    ap.add_argument("--checkpoint", default=str(REPO / "models/chorustic-small/model.safetensors"))
     ap.add_argument("--data-dir", type=Path, default=Path(os.environ.get("CHORUSTIC_DEV_DATA", "../shared/data")))
     ap.add_argument("--datasets", nargs="*", default=None)
     ap.add_argument("--n-label-shifts", type=int, default=8)

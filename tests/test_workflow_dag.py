@@ -5,6 +5,7 @@ job and gives the same tables."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -21,7 +22,9 @@ SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 
 def _snakemake(workdir: Path, *args: str, timeout: int = 900) -> subprocess.CompletedProcess:
     cmd = SNAKEMAKE + ["-s", str(REPO / "Snakefile"), "-d", str(workdir), *args]
-    return subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, timeout=timeout)
+    # the rules call the `chorustic` entry point, as in an activated environment
+    env = {**os.environ, "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
+    return subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, timeout=timeout, env=env)
 
 
 def _job_counts(output: str) -> dict[str, int]:
