@@ -235,3 +235,49 @@ def test_paper_config_matches_the_released_model():
         ChorusTICConfig.from_dict({"hidden": 3})
     with pytest.raises(ValueError, match="col_embedding_mode"):
         dataclasses.replace(cfg, col_embedding_mode="nope")
+
+
+# --------------------------------------------------------------------------- context standardization
+def test_context_standardization_is_off_in_the_released_configuration_and_on_in_small():
+    assert ChorusTICConfig.paper().context_standardization is False
+    assert ChorusTICConfig.small().context_standardization is True
+    # a checkpoint config written before the option existed loads as the released behaviour
+    d = ChorusTICConfig.paper().to_dict()
+    d.pop("context_standardization")
+    assert ChorusTICConfig.from_dict(d).context_standardization is False
+
+
+def test_context_standardization_uses_context_statistics_only():
+    from chorustic.model.context_standardization import CLIP, STD_EPS, standardize_by_context
+
+    g = torch.Generator().manual_seed(0)
+    H = 5.0 + 0.1 * torch.randn(2, 10, 16, generator=g)  # a common component, small row variation
+    Z = standardize_by_context(H, 6)
+    ctx = H[:, :6]
+    expect = ((H - ctx.mean(1, keepdim=True)) / (ctx.std(1, keepdim=True) + STD_EPS)).clamp(-CLIP, CLIP)
+    assert torch.allclose(Z, expect)
+    assert Z[:, :6].mean(1).abs().max() < 1e-4 and Z[:, :6].std(1).mean() > 0.95  # row variation restored
+    H2 = H.clone()
+    H2[:, 6:] = 1e6 * torch.randn(2, 4, 16, generator=g)  # queries change nothing of the context's scaling
+    Z2 = standardize_by_context(H2, 6)
+    assert torch.equal(Z2[:, :6], Z[:, :6]) and Z2.abs().max() <= CLIP
+    one = standardize_by_context(H, 1)  # a single context row: centred, no division by zero
+    assert torch.isfinite(one).all() and torch.allclose(one[:, 0], torch.zeros(2, 16), atol=1e-6)
+
+
+def test_context_standardization_in_the_model_chunked_equals_unchunked_and_queries_stay_independent():
+    std = ChorusTIC(dataclasses.replace(TINY, context_standardization=True)).eval()
+    H = 3.0 + 0.01 * torch.randn(1, 14, TINY.d_h, generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        full = std.row_representations(H, 8)
+        chunked = std.row_representations(H, 8, row_chunk=3)
+        assert torch.allclose(full, chunked, atol=1e-5)
+        alone = std.row_representations(torch.cat([H[:, :8], H[:, 12:13]], dim=1), 8)
+        assert torch.allclose(alone[:, 8], full[:, 12], atol=1e-5)
+        # the cell embeddings of the rows differ as much as the context's spread, not as little as H's
+        _, emb = std.row_representations(H, 8, return_embeddings=True)
+        plain = ChorusTIC(TINY).eval()
+        plain.load_state_dict(std.state_dict())
+        _, plain_emb = plain.row_representations(H, 8, return_embeddings=True)
+    rel = lambda e: float(e.std(1).mean() / e.std())  # noqa: E731
+    assert rel(emb) > 10 * rel(plain_emb)

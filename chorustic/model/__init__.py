@@ -9,6 +9,8 @@ module                                          concept
 :mod:`~chorustic.model.slot_readout`            shared summary-token readout (Mantis v1 transformer unit)
 :mod:`~chorustic.model.signal_encoder`          the shared group encoder and its de-duplicating schedule
 :mod:`~chorustic.model.rssc`                    RSSC assignment sampling and fixed-order slot composition
+:mod:`~chorustic.model.context_standardization`  optional context standardization of H (``small`` only,
+                                                not in the released model)
 :mod:`~chorustic.model.column_distribution_modeling`  context-conditioned feature-axis calibration
 :mod:`~chorustic.model.row_interaction`         row-wise feature interaction (summary tokens, RoPE)
 :mod:`~chorustic.model.icl`                     leakage-protected ICL transformer and decoder

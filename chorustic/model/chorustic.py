@@ -23,6 +23,7 @@ from torch import Tensor, nn
 
 from chorustic.model.column_distribution_modeling import ColumnDistributionModeling
 from chorustic.model.config import ChorusTICConfig
+from chorustic.model.context_standardization import standardize_by_context
 from chorustic.model.hierarchical import hierarchical_probabilities
 from chorustic.model.icl import InContextLearning
 from chorustic.model.patch_tokenizer import resample_length
@@ -199,6 +200,8 @@ class ChorusTIC(nn.Module):
         ``row_chunk=None``: one pass over all rows. Otherwise the context bank of every column is
         built once and rows (context and queries alike) are embedded and interacted in chunks.
         """
+        if self.config.context_standardization:
+            H = standardize_by_context(H, n_ctx)
         cdm = self.column_distribution_modeling
         if row_chunk is None or H.shape[1] <= row_chunk:
             emb = cdm(H, n_ctx)

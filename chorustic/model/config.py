@@ -96,6 +96,13 @@ class ChorusTICConfig:
     norm_first: bool = True
     col_embedding_mode: str = "distribution_aware"
     """Ablation switch: "linear" removes the task-conditioned column calibration (cell embedding only)."""
+    context_standardization: bool = False
+    """Not part of the released architecture (False there and in ``paper``). True: before the task level,
+    every column of H is standardized with the mean and standard deviation of its context rows
+    (``(h - mean) / (std + 1e-3)``, clipped to +-10), the per-episode analogue of the scaling TabICL's
+    scikit-learn wrapper applies to tabular features. The CPU-trained ``small`` model uses it: trained
+    from scratch, without a pretrained encoder, H varies across rows by ~0.1 % of its magnitude and a
+    CPU-length run never leaves the label-prior solution (see models/chorustic-small/README.md)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "scalar_scales", tuple(float(s) for s in self.scalar_scales))
@@ -178,6 +185,7 @@ class ChorusTICConfig:
             slot_dim=8,
             slot_projector_hidden=64,
             freeze_signal_encoder=False,
+            context_standardization=True,
             embed_dim=32,
             col_num_blocks=2,
             col_nhead=4,
