@@ -4,6 +4,8 @@ same seed -> identical predictions, and the aggregate table reflects every run."
 
 from __future__ import annotations
 
+import dataclasses
+
 import json
 import textwrap
 
@@ -299,4 +301,12 @@ def test_stopping_the_supervisor_stops_the_worker_and_records_nothing(gunpoint, 
         assert time.monotonic() < deadline, "the worker outlived its supervisor"
         time.sleep(0.2)
     assert proc.returncode != 0
-    assert not manifest_path(tmp_path / "res", "sleepy", "GunPoint").exists()
+    mpath = manifest_path(tmp_path / "res", "sleepy", "GunPoint")
+    assert not mpath.exists()
+    if how == "sigkill":  # a hard kill leaves the worker spec behind; the next attempt removes it
+        assert list(mpath.parent.glob(".GunPoint.*.spec.json"))
+        fast = dataclasses.replace(_spec(gunpoint, plugin_dir, tmp_path / "res", "centroid", ["full"]), method="sleepy")
+        from chorustic.evaluation.supervisor import run_supervised
+
+        run_supervised(fast)
+        assert not list(mpath.parent.glob(".GunPoint.*.spec.json"))

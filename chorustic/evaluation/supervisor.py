@@ -133,8 +133,11 @@ def run_supervised(
         mpath.unlink()
     clear_job_outputs(results_dir, spec.method, spec.dataset)
     deadline = time.monotonic() + runtime_min * 60 if runtime_min else None
-    fd, spec_file = tempfile.mkstemp(prefix=f".{spec.dataset}.", suffix=".spec.json", dir=mpath.parent
-                                     if mpath.parent.exists() else None)
+    # the worker spec of an earlier attempt that was killed (kill -9 leaves no chance to remove it)
+    mpath.parent.mkdir(parents=True, exist_ok=True)
+    for stale in mpath.parent.glob(f".{spec.dataset}.*.spec.json"):
+        stale.unlink(missing_ok=True)
+    fd, spec_file = tempfile.mkstemp(prefix=f".{spec.dataset}.", suffix=".spec.json", dir=mpath.parent)
     os.close(fd)
     Path(spec_file).write_text(json.dumps(spec.__dict__))
     env = thread_env(threads)
