@@ -5,7 +5,6 @@ same seed -> identical predictions, and the aggregate table reflects every run."
 from __future__ import annotations
 
 import dataclasses
-
 import json
 import textwrap
 
@@ -306,7 +305,5 @@ def test_stopping_the_supervisor_stops_the_worker_and_records_nothing(gunpoint, 
     if how == "sigkill":  # a hard kill leaves the worker spec behind; the next attempt removes it
         assert list(mpath.parent.glob(".GunPoint.*.spec.json"))
         fast = dataclasses.replace(_spec(gunpoint, plugin_dir, tmp_path / "res", "centroid", ["full"]), method="sleepy")
-        from chorustic.evaluation.supervisor import run_supervised
-
         run_supervised(fast)
         assert not list(mpath.parent.glob(".GunPoint.*.spec.json"))
