@@ -14,9 +14,11 @@ from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
+import torch.nn.functional as F
+from mantis.architecture.transformer_v1_utils.transformer import Attention
 from mantis.architecture.version1 import TokenGeneratorUnit, TransformerUnit
 
-__all__ = ["MANTIS_VERSION", "MantisTokenGenerator", "MantisTransformerUnit"]
+__all__ = ["MANTIS_VERSION", "MantisTokenGenerator", "MantisTransformerUnit", "SDPAAttention"]
 
 try:
     MANTIS_VERSION = version("mantis-tsfm")
@@ -28,10 +30,28 @@ class MantisTokenGenerator(TokenGeneratorUnit):
     """Mantis v1 ``TokenGeneratorUnit``: ``(N, 1, L) -> (N, num_patches, hidden_dim)``."""
 
 
+class SDPAAttention(Attention):
+    """Mantis v1 ``Attention`` computed by ``F.scaled_dot_product_attention``.
+
+    Same parameters (``to_qkv`` without bias, ``to_out``), same function: softmax(Q K' / sqrt(d)) V with
+    dropout on the attention weights in training mode; the fused kernels (flash / memory-efficient on
+    CUDA, the flash kernel on CPU) never materialise the score tensor that the hand-written version keeps
+    for its backward pass.
+    """
+
+    def forward(self, x):  # type: ignore[override]
+        b, n, _ = x.shape
+        q, k, v = self.to_qkv(x).view(b, n, 3, self.heads, -1).permute(2, 0, 3, 1, 4).unbind(0)
+        p = self.dropout.p if self.training else 0.0
+        out = F.scaled_dot_product_attention(q, k, v, dropout_p=p, scale=self.scale)
+        return self.to_out(out.transpose(1, 2).reshape(b, n, -1))
+
+
 class MantisTransformerUnit(TransformerUnit):
     """Mantis v1 ``TransformerUnit`` (formerly ``ViTUnit``): ``(N, M, P) -> (N, P)`` summary token.
 
-    Built on CPU; move the whole model with ``.to(device)`` afterwards.
+    Built on CPU; move the whole model with ``.to(device)`` afterwards. The attention layers run
+    through :class:`SDPAAttention` (same parameters and function as Mantis's hand-written attention).
     """
 
     def __init__(
@@ -55,3 +75,6 @@ class MantisTransformerUnit(TransformerUnit):
             dropout=dropout,
             device="cpu",
         )
+        for attn, _ in self.transformer.layers:
+            if type(attn.fn) is Attention:
+                attn.fn.__class__ = SDPAAttention
