@@ -26,7 +26,7 @@ MICRO_PRIOR = PriorConfig(min_rows=12, max_rows=16, min_length=32, max_length=64
 
 def micro_train(**kw) -> TrainConfig:
     base = dict(name="micro", steps=6, batch_size=8, micro_batch_size=4, lr=3e-3, checkpoint_every=3,
-                val_every=3, val_episodes=8, val_batch_size=4, log_every=1, prior=MICRO_PRIOR)
+                val_every=3, val_episodes=8, val_batch_size=4, log_every=1, prior=MICRO_PRIOR, num_workers=0)
     base.update(kw)
     return TrainConfig(**base)
 
@@ -139,8 +139,10 @@ def test_frozen_signal_encoder_and_partial_initialization(tmp_path):
     donor = ChorusTIC(MICRO)
     src = save_checkpoint(tmp_path / "donor.safetensors", donor, provenance={"note": "random donor"})
     frozen = dataclasses.replace(MICRO, freeze_signal_encoder=True)
-    with pytest.warns(UserWarning, match="stays at its random initialization"):
+    with pytest.raises(ValueError, match="would stay at its random initialization"):
         Trainer(frozen, micro_train(steps=2), tmp_path / "random_frozen", progress=False)
+    with pytest.warns(UserWarning, match="would stay at its random initialization"):  # only on purpose
+        Trainer(frozen, micro_train(steps=2), tmp_path / "random_frozen", progress=False, allow_random_frozen=True)
     tr = Trainer(frozen, micro_train(steps=2), tmp_path / "run", progress=False,
                  init=[{"kind": "checkpoint", "spec": str(src), "parts": ["encoder"]}])
     enc0 = {k: v.clone() for k, v in tr.model.signal_encoder.state_dict().items()}
@@ -160,8 +162,8 @@ def test_frozen_signal_encoder_and_partial_initialization(tmp_path):
 
 def test_non_finite_losses_abort_with_a_clear_error(tmp_path, monkeypatch):
     tr = Trainer(MICRO, micro_train(max_consecutive_bad_steps=2), tmp_path, progress=False)
-    monkeypatch.setattr(tr.model, "forward", lambda X, y, **kw: torch.full((X.shape[0], X.shape[1] - y.shape[1],
-                                                                            10), float("nan")))
+    monkeypatch.setattr(tr.model, "episode_logits", lambda X, y, gi, **kw: torch.full(
+        (X.shape[0], X.shape[1] - y.shape[1], 10), float("nan"), requires_grad=True))
     tr.train_step()
     with pytest.raises(TrainingAborted, match="non-finite"):
         tr.train_step()
@@ -233,16 +235,21 @@ def test_curriculum_widens_difficulty_and_classes_then_uses_the_full_prior(tmp_p
     assert cfg.prior_at(4) == cfg.prior and cfg.prior_at(100) == cfg.prior
     tr = Trainer(MICRO, cfg, tmp_path, progress=False)
     seen = []
-    orig = tr.prior.sample_batch
+    from chorustic.training import data
 
-    def spy(n):
-        b = orig(n)
-        seen.append((tr.step, b.omegas))
-        return b
+    orig = data.generate_micro_batch
 
-    tr.prior.sample_batch = spy
-    for _ in range(5):
-        tr.train_step()
+    def spy(*a, **kw):
+        mb = orig(*a, **kw)
+        seen.append((mb.step, mb.omegas))
+        return mb
+
+    data.generate_micro_batch = spy
+    try:
+        for _ in range(5):
+            tr.train_step()
+    finally:
+        data.generate_micro_batch = orig
     for step, omegas in seen:
         bound = cfg.prior_at(step)
         assert all(o.difficulty <= bound.difficulty[1] and o.n_classes <= bound.max_classes for o in omegas)

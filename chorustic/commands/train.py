@@ -22,7 +22,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--train-config", default=None,
                    help="paper | small | tiny | a JSON file of TrainConfig fields (default: same name as "
                         "--model-config when it is a preset, else small)")
-    p.add_argument("--out", type=Path, required=True, help="run directory")
+    p.add_argument("--out", type=Path, default=None, help="run directory (required unless --plan)")
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its newest state")
     p.add_argument("--overwrite", action="store_true", help="start over in an --out that holds a run")
     p.add_argument("--auto-resume", action="store_true",
@@ -38,6 +38,30 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--val-every", type=int, default=None)
     p.add_argument("--log-every", type=int, default=None)
     p.add_argument("--no-progress", action="store_true", help="no tqdm progress bar")
+    hw = p.add_argument_group("hardware layout (the same computation; may change when resuming)")
+    hw.add_argument("--micro-batch-size", type=int, default=None,
+                    help="episodes per forward/backward pass and process (gradient accumulation over the rest of "
+                         "the step); must divide the config's shape_group_size; see --plan")
+    ck = hw.add_mutually_exclusive_group()
+    ck.add_argument("--activation-checkpointing", dest="ckpt", action="store_true", default=None,
+                    help="recompute activations in the backward pass (chunks of rows / columns, ICL blocks)")
+    ck.add_argument("--no-activation-checkpointing", dest="ckpt", action="store_false",
+                    help="keep every activation (faster when memory allows)")
+    hw.add_argument("--workers", type=int, default=None,
+                    help="prior worker processes (default: automatic; 0 = generate in the training process)")
+    hw.add_argument("--compile", action="store_true", default=None, help="torch.compile the training step's model")
+    hw.add_argument("--cpu-amp", action="store_true", default=None,
+                    help="bf16 autocast on CPU (CPUs with AVX512-BF16 / AMX)")
+    pl = p.add_argument_group("planning (--plan: print the plan as JSON and exit; no training)")
+    pl.add_argument("--plan", action="store_true",
+                    help="measure FLOPs, activation memory and peak memory on fake tensors and print the micro-batch "
+                         "size, gradient accumulation and time the run needs on the target device")
+    pl.add_argument("--memory-gb", type=float, default=32.0, help="memory budget per device (default 32, the paper's V100s)")
+    pl.add_argument("--target-device", default="h100",
+                    help="device whose dense bf16 peak the time estimate uses (h100, h200, a100, v100, l40s, ...)")
+    pl.add_argument("--peak-tflops", type=float, default=None, help="the target device's peak instead of the table's")
+    pl.add_argument("--mfu", type=float, default=0.4, help="model-FLOPs utilisation assumed for the time (default 0.4)")
+    pl.add_argument("--nproc", type=int, default=1, help="number of data-parallel processes (GPUs) planned for")
     ab = p.add_argument_group("ablations (paper Table 4)")
     ab.add_argument("--no-channel-axis-attention", action="store_true",
                     help="identity instead of channel-axis attention (temporal attention kept)")
@@ -50,7 +74,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     fz.add_argument("--freeze-signal-encoder", dest="freeze", action="store_true", default=None,
                     help="freeze tokenizer, dual-axis encoder and readout (the released configuration did)")
     fz.add_argument("--train-signal-encoder", dest="freeze", action="store_false",
-                    help="train the signal encoder (default of the small config)")
+                    help="train the signal encoder (the paper: 'pretrained solely on synthetic episodes')")
+    ini.add_argument("--allow-random-frozen-encoder", action="store_true",
+                     help="allow a frozen signal encoder that no checkpoint initializes (it stays random; for "
+                          "experiments only)")
     ini.add_argument("--init-from", default=None,
                      help="initialize parts from a checkpoint: our .safetensors, the released ChorusTIC.ckpt, "
                           "or hf://JTF2000/ChorusTIC/ChorusTIC.ckpt")
@@ -77,41 +104,72 @@ def _model_config(spec: str):
     return ChorusTICConfig.from_dict(data.get("model_config", data))
 
 
+def _layout_overrides(args: argparse.Namespace) -> dict:
+    return {k: v for k, v in {"micro_batch_size": args.micro_batch_size, "activation_checkpointing": args.ckpt,
+                              "num_workers": args.workers, "compile": args.compile}.items()
+            if v is not None}
+
+
+def _configs(args: argparse.Namespace):
+    from chorustic.training import TrainConfig
+
+    mcfg = _model_config(args.model_config)
+    tspec = args.train_config or (args.model_config if args.model_config in ("paper", "small", "tiny") else "small")
+    tcfg = TrainConfig.resolve(tspec)
+    if args.no_channel_axis_attention:
+        mcfg = dataclasses.replace(mcfg, use_channel_axis_attention=False)
+    if args.no_calibration:
+        mcfg = dataclasses.replace(mcfg, col_embedding_mode="linear")
+    if args.freeze is not None:
+        mcfg = dataclasses.replace(mcfg, freeze_signal_encoder=args.freeze)
+    if args.no_cross_channel_rules:
+        tcfg = dataclasses.replace(tcfg, prior=dataclasses.replace(tcfg.prior, cross_channel_rules=False))
+    overrides = {k: v for k, v in {"steps": args.steps, "seed": args.seed,
+                                   "checkpoint_every": args.checkpoint_every, "val_every": args.val_every,
+                                   "log_every": args.log_every}.items() if v is not None}
+    overrides.update(_layout_overrides(args))
+    if args.cpu_amp:
+        overrides["cpu_amp"] = True
+    if overrides:
+        tcfg = dataclasses.replace(tcfg, **overrides)
+    return mcfg, tcfg, tspec
+
+
+def _plan(args: argparse.Namespace) -> int:
+    from chorustic.training.plan import plan_pretraining
+
+    mcfg, tcfg, _ = _configs(args)
+    plan = plan_pretraining(mcfg, tcfg, memory_gb=args.memory_gb, target_device=args.target_device,
+                            peak_tflops=args.peak_tflops, mfu=args.mfu, world_size=args.nproc,
+                            amp_dtype=tcfg.amp_dtype if tcfg.amp else None)
+    print(json.dumps(plan, indent=2))
+    return 0
+
+
 def _run(args: argparse.Namespace) -> int:
     import torch
 
-    from chorustic.training import Trainer, TrainConfig
+    from chorustic.training import Trainer
 
     if args.threads:
         torch.set_num_threads(args.threads)
     try:
+        if args.plan:
+            return _plan(args)
+        if args.out is None:
+            raise ValueError("--out is required (the run directory)")
         if args.resume:
             for flag in ("no_channel_axis_attention", "no_calibration", "no_cross_channel_rules", "init_from",
                          "init_task_level_from_tabicl", "seed"):
                 if getattr(args, flag):
                     raise ValueError(f"--{flag.replace('_', '-')} cannot be combined with --resume "
                                      f"(the run's settings are in {args.out / 'run.json'})")
+            overrides = {"steps": args.steps, "checkpoint_every": args.checkpoint_every,
+                         "val_every": args.val_every, "log_every": args.log_every, **_layout_overrides(args)}
             trainer = Trainer.resume(args.out, device=args.device, progress=not args.no_progress,
-                                     overrides={"steps": args.steps, "checkpoint_every": args.checkpoint_every,
-                                                "val_every": args.val_every, "log_every": args.log_every})
+                                     overrides=overrides)
         else:
-            mcfg = _model_config(args.model_config)
-            tspec = args.train_config or (args.model_config if args.model_config in ("paper", "small", "tiny")
-                                          else "small")
-            tcfg = TrainConfig.resolve(tspec)
-            if args.no_channel_axis_attention:
-                mcfg = dataclasses.replace(mcfg, use_channel_axis_attention=False)
-            if args.no_calibration:
-                mcfg = dataclasses.replace(mcfg, col_embedding_mode="linear")
-            if args.freeze is not None:
-                mcfg = dataclasses.replace(mcfg, freeze_signal_encoder=args.freeze)
-            if args.no_cross_channel_rules:
-                tcfg = dataclasses.replace(tcfg, prior=dataclasses.replace(tcfg.prior, cross_channel_rules=False))
-            overrides = {k: v for k, v in {"steps": args.steps, "seed": args.seed,
-                                           "checkpoint_every": args.checkpoint_every, "val_every": args.val_every,
-                                           "log_every": args.log_every}.items() if v is not None}
-            if overrides:
-                tcfg = dataclasses.replace(tcfg, **overrides)
+            mcfg, tcfg, tspec = _configs(args)
             init = []
             if args.init_from:
                 init.append({"kind": "checkpoint", "spec": args.init_from,
@@ -123,10 +181,12 @@ def _run(args: argparse.Namespace) -> int:
                      "train_config_spec": tspec}
             if args.auto_resume and (args.out / "run.json").exists() and not args.overwrite:
                 _check_same_run(args.out, mcfg, tcfg, init)
-                trainer = Trainer.resume(args.out, device=args.device, progress=not args.no_progress)
+                trainer = Trainer.resume(args.out, device=args.device, progress=not args.no_progress,
+                                         overrides=_layout_overrides(args))
                 return _train(trainer, args)
             trainer = Trainer(mcfg, tcfg, args.out, device=args.device, init=init, progress=not args.no_progress,
-                              overwrite=args.overwrite, notes=notes)
+                              overwrite=args.overwrite, notes=notes,
+                              allow_random_frozen=args.allow_random_frozen_encoder)
     except (ValueError, FileNotFoundError, FileExistsError) as exc:
         print(f"chorustic pretrain: {exc}", file=sys.stderr)
         return 2
@@ -135,12 +195,15 @@ def _run(args: argparse.Namespace) -> int:
 
 def _check_same_run(out: Path, mcfg, tcfg, init: list) -> None:
     info = json.loads((out / "run.json").read_text())
+    from chorustic.training.config import LAYOUT_FIELDS
+
     diffs = []
     for key, want in (("model_config", mcfg.to_dict()), ("train_config", tcfg.to_dict())):
         have = json.loads(json.dumps(info.get(key, {})))
         want = json.loads(json.dumps(want))
+        skip = LAYOUT_FIELDS if key == "train_config" else frozenset()
         diffs += [f"{key}.{k}: run {have.get(k)!r} vs requested {want.get(k)!r}"
-                  for k in sorted(set(have) | set(want)) if have.get(k) != want.get(k)]
+                  for k in sorted(set(have) | set(want)) if k not in skip and have.get(k) != want.get(k)]
     if json.loads(json.dumps(info.get("init", []))) != json.loads(json.dumps(init)):
         diffs.append("initialization differs")
     if diffs:
@@ -157,7 +220,10 @@ def _train(trainer, args: argparse.Namespace) -> int:
         trainer.checkpoint()
         print(f"chorustic pretrain: aborted: {exc}", file=sys.stderr)
         return 1
-    print(json.dumps({k: summary[k] for k in ("step", "planned_steps", "episodes_seen", "wall_time_s", "validation")},
-                     indent=2))
-    print(f"model: {trainer.out / 'model.safetensors'}")
+    finally:
+        trainer.dist.shutdown()
+    if trainer.dist.is_main:
+        print(json.dumps({k: summary[k] for k in ("step", "planned_steps", "episodes_seen", "wall_time_s",
+                                                    "validation")}, indent=2))
+        print(f"model: {trainer.out / 'model.safetensors'}")
     return 0

@@ -7,7 +7,10 @@
 ``ChorusTIC.forward`` is the reference computation of one forward pass (every row of every episode in
 one pass, as the official model); :mod:`chorustic.inference` runs the same stages through the
 context-once / queries-in-chunks methods below (``encode_signal(row_chunk=...)``,
-``row_representations(row_chunk=...)``, ``icl_logits(query_chunk=...)``).
+``row_representations(row_chunk=...)``, ``icl_logits(query_chunk=...)``). ``episode_logits`` is the
+pretraining computation: the same function with static shapes, no host synchronisation, and optional
+activation checkpointing over independent slices (row-episodes of the signal level, feature columns
+of column distribution modeling, rows of the row interaction, blocks of the ICL transformer).
 
 Children (state-dict prefixes): ``signal_encoder`` (``patch_tokenizer``, ``dual_axis_encoder``,
 ``slot_readout``), ``rssc``, ``column_distribution_modeling``, ``row_interaction``, ``icl``.
@@ -20,6 +23,7 @@ from typing import Any
 
 import torch
 from torch import Tensor, nn
+from torch.utils.checkpoint import checkpoint
 
 from chorustic.model.column_distribution_modeling import ColumnDistributionModeling
 from chorustic.model.config import ChorusTICConfig
@@ -257,6 +261,76 @@ class ChorusTIC(nn.Module):
             )
             outs.append(temperature * torch.log(p + HIERARCHICAL_EPS))
         return torch.stack(outs)  # float32 log-probabilities (also under AMP)
+
+    # ------------------------------------------------------------------ pretraining
+    def episode_logits(
+        self,
+        X: Tensor,
+        y_context: Tensor,
+        group_idx: Tensor,
+        *,
+        recompute: bool = False,
+        signal_rows: int | None = 64,
+        cdm_columns: int | None = 128,
+        interaction_rows: int | None = 512,
+    ) -> Tensor:
+        """Decoder outputs ``(B, n_query, K_max)`` of a pretraining micro-batch.
+
+        ``X (B, T, C, L_0)`` float at the model's input length (padding channels are never drawn),
+        ``y_context (B, n_ctx)`` int64 in ``0..K_max-1``, ``group_idx (B, G, S)`` (one RSSC draw per
+        episode, from the episode's own random stream). The function of
+        ``forward(X, y_context, group_idx=group_idx, return_all_classes=True)``, computed without input
+        checks or host synchronisation. ``recompute``: activation checkpointing (non-reentrant; dropout
+        masks are replayed) of each chunk of ``signal_rows`` row-episodes, ``cdm_columns`` feature
+        columns and ``interaction_rows`` row-episodes, and of each ICL block: only the chunk inputs and
+        outputs stay in memory; the chunk sizes bound the transient memory of one recomputation. The
+        chunks are processed the same way with or without ``recompute`` (same dropout draws, so the
+        gradients of both are identical); ``None`` = one chunk.
+        """
+        b, t, c, length = X.shape
+        n = y_context.shape[1]
+        cfg = self.config
+        if group_idx.ndim == 4:
+            group_idx = group_idx[:, 0]
+        use_ckpt = recompute and torch.is_grad_enabled()
+
+        def run(fn, *args):
+            return checkpoint(fn, *args, use_reentrant=False) if use_ckpt else fn(*args)
+
+        # signal level: row-episodes are independent
+        X_rows = X.reshape(b * t, c, length)
+        gi_rows = group_idx.to(X.device)[:, None].expand(b, t, cfg.num_groups, cfg.group_size)
+        gi_rows = gi_rows.reshape(b * t, cfg.num_groups, cfg.group_size)
+        grad_ctx = torch.no_grad() if self._signal_encoder_frozen else contextlib.nullcontext()
+        step = signal_rows or b * t
+        hs = []
+        for r0 in range(0, b * t, step):
+            with grad_ctx:
+                if self._signal_encoder_frozen:
+                    z = self.signal_encoder.encode_rows(X_rows[r0 : r0 + step], gi_rows[r0 : r0 + step])
+                else:
+                    z = run(self.signal_encoder.encode_rows, X_rows[r0 : r0 + step], gi_rows[r0 : r0 + step])
+            hs.append(self.rssc(z))
+        H = torch.cat(hs, dim=0).view(b, t, cfg.d_h)
+
+        # task level: column distribution modeling (columns independent), row interaction (rows
+        # independent), ICL (block-wise)
+        if cfg.context_standardization:
+            H = standardize_by_context(H, n)
+        cdm = self.column_distribution_modeling
+        step = cdm_columns or cfg.d_h
+        E = torch.cat([run(cdm, H[:, :, c0 : c0 + step], n) for c0 in range(0, cfg.d_h, step)], dim=2)
+        E_rows = E.reshape(b * t, 1, cfg.d_h, -1)
+        step = interaction_rows or b * t
+        R = torch.cat([run(self.row_interaction, E_rows[r0 : r0 + step]) for r0 in range(0, b * t, step)], dim=0)
+        R = R.view(b, t, cfg.d_u)
+        tf_icl = self.icl.tf_icl
+        before = tf_icl.recompute
+        tf_icl.recompute = use_ckpt
+        try:
+            return self.icl(R, y_context)
+        finally:
+            tf_icl.recompute = before
 
     # ------------------------------------------------------------------ forward
     def forward(

@@ -52,12 +52,18 @@ class ColumnDistributionModeling(nn.Module):
         return cells * self.ln_w(self.out_w(states)) + self.ln_b(self.out_b(states))
 
     def forward(self, H: Tensor, n_ctx: int) -> Tensor:
-        """All rows in one pass; inducing points read rows ``< n_ctx`` only."""
+        """All rows in one pass; inducing points read rows ``< n_ctx`` only.
+
+        The blocks' ``induced_attention`` is called directly: TabICL's block ``forward`` first looks for
+        placeholder columns that are entirely -100 (a host synchronisation per block); this module never
+        creates such columns, so the result is the same without the check."""
         cells = H.transpose(1, 2).unsqueeze(-1)  # (B, d_h, T, 1)
         src = self.in_linear(cells)
         if self.mode == "linear":
             return src.transpose(1, 2)
-        states = self.tf_col(src, train_size=n_ctx)
+        states = src
+        for block in self.tf_col.blocks:
+            states = block.induced_attention(states, n_ctx)
         return self._affine(cells, states).transpose(1, 2)
 
     # --- context once, query rows in chunks -----------------------------------------------------

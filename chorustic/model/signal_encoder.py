@@ -15,6 +15,13 @@ Two schedules compute the same function:
   series: the row is encoded once instead of ``16 * E`` times. Used whenever no dropout is active.
 
 Rows never interact here, so callers may process rows in chunks.
+
+:meth:`SignalEncoder.encode_rows` is the pretraining schedule: row-episodes flattened, every channel of
+a row tokenized once (the tokenizer has no dropout, so slots that share a channel share its tokens
+exactly), the G*S slots gathered from those tokens and every group encoded in full (with active
+dropout each slot draws its own masks, as in the official computation). All shapes are static (no
+host synchronisation, works on fake tensors), and a chunk of rows is one activation-checkpointing
+segment (``ChorusTIC.episode_logits``).
 """
 
 from __future__ import annotations
@@ -65,6 +72,18 @@ class SignalEncoder(nn.Module):
         return torch.cat(outs, dim=0)
 
     # ------------------------------------------------------------------------------------------
+    def encode_rows(self, X_rows: Tensor, group_idx_rows: Tensor) -> Tensor:
+        """``X_rows (N, C, L_0)`` row-episodes, ``group_idx_rows (N, G, S)`` -> ``z (N, G, S, P)``."""
+        n, c, length = X_rows.shape
+        _, g, s = group_idx_rows.shape
+        tokens = self.patch_tokenizer(X_rows.reshape(n * c, length))
+        m, p = tokens.shape[-2:]
+        tokens = tokens.view(n, c, m, p)
+        rows = torch.arange(n, device=X_rows.device)[:, None, None]
+        slots = tokens[rows, group_idx_rows]  # (N, G, S, M, P)
+        z = self.encode_groups(slots.reshape(n * g, s, m, p))
+        return z.view(n, g, s, p)
+
     def encode_slots(
         self,
         X: Tensor,

@@ -5,6 +5,13 @@
 rate (the paper lists no schedule). ``small`` is the CPU configuration used for the committed small
 checkpoint (fewer rows per episode, a warm-up and cosine decay, a higher learning rate for the much
 smaller model; see its docstring). ``tiny`` is for tests.
+
+Two kinds of fields: those that define the optimisation problem (steps, batch, learning rate, prior,
+``shape_group_size``, seed, ...) and operational ones that only decide how the same computation is
+laid out on the hardware (``micro_batch_size``, activation checkpointing and its chunk sizes, data
+workers, ``compile``, ``fused_optimizer``, logging and checkpoint cadence): the latter may be changed
+when a run is resumed (``OPERATIONAL_FIELDS``). ``micro_batch_size`` is operational for the gradient
+(the loss is normalised by the global batch) but the dropout masks are drawn per micro-batch.
 """
 
 from __future__ import annotations
@@ -16,7 +23,7 @@ from typing import Any
 
 from chorustic.prior import PriorConfig
 
-__all__ = ["TrainConfig", "TRAIN_PRESETS"]
+__all__ = ["LAYOUT_FIELDS", "OPERATIONAL_FIELDS", "TrainConfig", "TRAIN_PRESETS"]
 
 _SCHEDULES = ("constant", "cosine")
 
@@ -25,8 +32,12 @@ _SCHEDULES = ("constant", "cosine")
 class TrainConfig:
     name: str = "paper"
     steps: int = 6000
-    batch_size: int = 36  # episodes per optimizer step
-    micro_batch_size: int | None = None  # episodes per forward/backward (gradient accumulation); None = all
+    batch_size: int = 36  # episodes per optimizer step (global: over all processes)
+    #: episodes per forward/backward pass and process (gradient accumulation over the rest); must divide
+    #: ``shape_group_size``; None = ``shape_group_size``
+    micro_batch_size: int | None = None
+    #: consecutive episodes of a step that share (T, N_c, L); None = micro_batch_size (or batch_size)
+    shape_group_size: int | None = None
     lr: float = 1e-4
     weight_decay: float = 0.0
     betas: tuple[float, float] = (0.9, 0.999)
@@ -34,8 +45,20 @@ class TrainConfig:
     warmup_steps: int = 0
     min_lr_ratio: float = 0.1
     grad_clip: float = 1.0
-    amp: bool = True  # autocast on CUDA only; CPU always runs FP32
-    amp_dtype: str = "float16"
+    amp: bool = True  # autocast on CUDA (fp32 master weights); CPU runs FP32 unless cpu_amp
+    amp_dtype: str = "bfloat16"  # float16 adds a GradScaler; bfloat16 falls back to float16 on GPUs without it
+    cpu_amp: bool = False  # bf16 autocast on CPU too (CPUs with AVX512-BF16/AMX)
+    #: activation checkpointing (chorustic.model.ChorusTIC.episode_logits): chunks of row-episodes of the
+    #: signal level, of feature columns (x episodes) of column distribution modeling, of row-episodes of the
+    #: row interaction, and each ICL block, are recomputed in the backward pass
+    activation_checkpointing: bool = False
+    signal_chunk_rows: int | None = 64
+    cdm_chunk_columns: int | None = 1024
+    interaction_chunk_rows: int | None = 512
+    num_workers: int | None = None  # prior worker processes; None = automatic (chorustic.training.data.auto_workers)
+    prefetch_factor: int = 4  # micro-batches each worker keeps ready
+    compile: bool = False  # torch.compile the training step's model
+    fused_optimizer: bool = True  # fused AdamW kernel where the device has one
     mask_unused_classes: bool = True  # logits of labels >= K are excluded from the softmax (as at inference)
     seed: int = 0
     checkpoint_every: int = 500
@@ -60,6 +83,18 @@ class TrainConfig:
             problems.append("steps and batch_size must be >= 1")
         if self.micro_batch_size is not None and not 1 <= self.micro_batch_size <= self.batch_size:
             problems.append(f"micro_batch_size must be in [1, batch_size], got {self.micro_batch_size}")
+        group = self.shape_group_size if self.shape_group_size is not None else (self.micro_batch_size or self.batch_size)
+        if not 1 <= group <= self.batch_size or self.batch_size % group:
+            problems.append(f"shape_group_size {group} must divide batch_size {self.batch_size}")
+        elif self.micro_batch_size is not None and group % self.micro_batch_size:
+            problems.append(f"micro_batch_size {self.micro_batch_size} must divide shape_group_size {group} "
+                            "(a micro-batch never mixes episode shapes)")
+        for name in ("signal_chunk_rows", "cdm_chunk_columns", "interaction_chunk_rows"):
+            v = getattr(self, name)
+            if v is not None and v < 1:
+                problems.append(f"{name} must be >= 1 or None")
+        if self.num_workers is not None and self.num_workers < 0:
+            problems.append("num_workers must be >= 0")
         if self.schedule not in _SCHEDULES:
             problems.append(f"schedule {self.schedule!r} not in {_SCHEDULES}")
         if self.amp_dtype not in ("float16", "bfloat16"):
@@ -75,12 +110,18 @@ class TrainConfig:
         if problems:
             raise ValueError("invalid TrainConfig: " + "; ".join(problems))
 
+    @property
+    def group_size(self) -> int:
+        """Episodes per shape group (resolved)."""
+        return self.shape_group_size if self.shape_group_size is not None else (self.micro_batch_size or self.batch_size)
+
     # ------------------------------------------------------------------ presets
     @classmethod
     def paper(cls) -> "TrainConfig":
-        """The paper's pretraining configuration (App. C.3): 36 episodes per step (as 3 micro-batches of 12
-        with gradient accumulation, the same objective, to bound activation memory of the 53 M model)."""
-        return cls(micro_batch_size=12)
+        """The paper's pretraining configuration (App. C.3): 36 episodes per step in 3 shape groups of 12
+        (each one micro-batch; ``chorustic pretrain --plan`` says what fits a device), bf16 autocast with
+        fp32 master weights (the paper: "FP32 with AMP"), activation checkpointing of the trainable model."""
+        return cls(micro_batch_size=12, shape_group_size=12, activation_checkpointing=True)
 
     @classmethod
     def small(cls) -> "TrainConfig":
@@ -189,12 +230,20 @@ class TrainConfig:
 
     @property
     def micro_batches(self) -> list[int]:
-        """Episode counts of the micro-batches of one optimizer step."""
-        mb = self.micro_batch_size or self.batch_size
-        sizes = [mb] * (self.batch_size // mb)
-        if self.batch_size % mb:
-            sizes.append(self.batch_size % mb)
-        return sizes
+        """Episode counts of the micro-batches of one optimizer step (one process)."""
+        mb = self.micro_batch_size or self.group_size
+        return [mb] * (self.batch_size // mb)
+
+
+#: Fields that only lay the same computation out on the hardware (memory, workers, kernels).
+LAYOUT_FIELDS = frozenset({
+    "micro_batch_size", "activation_checkpointing", "signal_chunk_rows", "cdm_chunk_columns",
+    "interaction_chunk_rows", "num_workers", "prefetch_factor", "compile", "fused_optimizer",
+})
+#: Fields that may change when a run is resumed: the layout, the length of the run and the cadences.
+OPERATIONAL_FIELDS = LAYOUT_FIELDS | frozenset({
+    "steps", "checkpoint_every", "log_every", "val_every", "keep_checkpoints", "max_consecutive_bad_steps",
+})
 
 
 TRAIN_PRESETS = {"paper": TrainConfig.paper, "small": TrainConfig.small, "tiny": TrainConfig.tiny}

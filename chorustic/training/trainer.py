@@ -4,16 +4,30 @@ A run lives in one directory::
 
     run.json            model config, training config (with the prior config), initialization, creation info
     log.jsonl           one JSON record per logged step ("kind": "train") and per validation ("kind": "val")
-    state/step_*.pt     resume states: model, optimizer, scheduler, AMP scaler, every RNG stream (python,
-                        numpy, torch, CUDA) and the prior generator; the newest ``keep_checkpoints`` are kept
+    state/step_*.pt     resume states: model, optimizer, scheduler, AMP scaler, counters; the newest
+                        ``keep_checkpoints`` are kept
     model.safetensors   the model in the model package's own format (chorustic.model.save_checkpoint),
                         rewritten at every checkpoint, with the training provenance
     summary.json        where the run stands (step, episodes seen, wall time, last validation)
     curve.png           loss / accuracy curves
 
-Resuming (``Trainer.resume(dir)``) restores everything, so the resumed run's next losses are exactly
-those of an uninterrupted run (same machine, same thread count). The validation pass runs under a
-forked torch RNG and never perturbs the training streams.
+The step:
+
+* the episodes come from :mod:`chorustic.training.data` (prior worker processes, prefetched and pinned;
+  every episode, RSSC draw and dropout mask a function of ``(seed, step, index)``);
+* each micro-batch runs :meth:`chorustic.model.ChorusTIC.episode_logits` (static shapes, optional
+  activation checkpointing) under autocast (bf16 with fp32 master weights on CUDA; fp16 + GradScaler
+  where bf16 is missing); the loss of an episode is its mean query cross-entropy, normalised by the
+  global batch, so gradient accumulation and data parallelism give the gradient of the paper's
+  objective over all ``batch_size`` episodes;
+* one host synchronisation per step (loss, accuracy, gradient norm, stop requests, all-reduced across
+  processes), gradient clipping, fused AdamW.
+
+With ``torchrun`` the model is wrapped in ``DistributedDataParallel`` (no gradient sync but on each
+process's last micro-batch); rank 0 validates, logs and writes checkpoints. Resuming
+(``Trainer.resume(dir)``) restores model, optimizer, scheduler and counters; the data stream and the
+dropout masks are functions of the step, so the resumed run continues exactly as an uninterrupted
+one (same machine, same thread count, same process layout).
 """
 
 from __future__ import annotations
@@ -29,20 +43,20 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
+from torch import nn
 
 from chorustic.io import atomic_open, atomic_write_json
-from chorustic.prior import EpisodePrior
-from chorustic.training.config import TrainConfig
+from chorustic.training.config import OPERATIONAL_FIELDS, TrainConfig
 from chorustic.training.curves import plot_curves, read_log
+from chorustic.training.data import EpisodeStream, StreamLayout, auto_workers, dropout_seed, make_loader
+from chorustic.training.distributed import DistContext, context_from_env
 from chorustic.training.loss import query_cross_entropy
-from chorustic.training.rng import capture_rng_state, restore_rng_state
 from chorustic.training.validation import build_validation_set, evaluate, reference_accuracies
 
-__all__ = ["Trainer", "TrainingAborted", "resolve_device"]
+__all__ = ["Trainer", "TrainingAborted", "resolve_device", "PriorSchedule"]
 
-STATE_FORMAT = "chorustic-train-state-v1"
+STATE_FORMAT = "chorustic-train-state-v2"
 
 
 class TrainingAborted(RuntimeError):
@@ -71,28 +85,60 @@ def _lr_lambda(cfg: TrainConfig):
     return f
 
 
+@dataclasses.dataclass(frozen=True)
+class PriorSchedule:
+    """The prior of each step (the curriculum), at the model's input length and class limit.
+    A small picklable object: it travels to the data-loader workers."""
+
+    train_config: TrainConfig
+    output_length: int
+    max_classes: int
+
+    def __call__(self, step: int):
+        p = self.train_config.prior_at(step)
+        return dataclasses.replace(p, output_length=self.output_length,
+                                   max_classes=min(p.max_classes, self.max_classes))
+
+
+class _PretrainForward(nn.Module):
+    """The module DDP / torch.compile wrap: one micro-batch -> decoder outputs."""
+
+    def __init__(self, model: nn.Module, cfg: TrainConfig) -> None:
+        super().__init__()
+        self.model = model
+        self.kw = dict(recompute=cfg.activation_checkpointing, signal_rows=cfg.signal_chunk_rows,
+                       cdm_columns=cfg.cdm_chunk_columns, interaction_rows=cfg.interaction_chunk_rows)
+
+    def forward(self, X: torch.Tensor, y_context: torch.Tensor, group_idx: torch.Tensor) -> torch.Tensor:
+        return self.model.episode_logits(X, y_context, group_idx, **self.kw)
+
+
 class Trainer:
     """Pretrains a :class:`chorustic.model.ChorusTIC` on episodes of the prior.
 
     ``model_config``: a :class:`chorustic.model.ChorusTICConfig`; ``train_config``: a :class:`TrainConfig`;
     ``out_dir``: the run directory (created; must not hold another run unless ``overwrite``).
     ``init``: list of initialization specs ``{"kind": "checkpoint", "spec": ..., "parts": [...]}`` or
-    ``{"kind": "tabicl", "path": ...}`` applied after construction.
+    ``{"kind": "tabicl", "path": ...}`` applied after construction. A frozen signal encoder must be
+    initialized from a checkpoint: freezing it at its random initialization is an error unless
+    ``allow_random_frozen`` says it is on purpose.
     """
 
     def __init__(self, model_config, train_config: TrainConfig, out_dir: str | Path, *, device: Any = "auto",
                  init: list[dict] | None = None, progress: bool = True, overwrite: bool = False,
-                 notes: dict | None = None, _resuming: bool = False) -> None:
+                 notes: dict | None = None, allow_random_frozen: bool = False, _resuming: bool = False) -> None:
         from chorustic.model import ChorusTIC
 
         self.cfg = train_config
         self.model_config = model_config
         self.out = Path(out_dir)
-        self.device = resolve_device(device)
-        self.progress = progress
+        self.dist: DistContext = context_from_env(resolve_device(device))
+        self.device = self.dist.device
+        self.progress = progress and self.dist.is_main
         self.init_specs = list(init or [])
         self.notes = dict(notes or {})
-        if not _resuming:
+        self.layout = StreamLayout.of(self.cfg, self.dist.world_size)
+        if not _resuming and self.dist.is_main:
             if (self.out / "run.json").exists() and not overwrite:
                 raise FileExistsError(f"{self.out} already holds a training run; pass --resume to continue it "
                                       f"or choose another --out")
@@ -100,17 +146,20 @@ class Trainer:
             if overwrite:
                 for p in list((self.out / "state").glob("step_*.pt")) + [self.out / "log.jsonl"]:
                     p.unlink(missing_ok=True)
+        self.dist.barrier()
 
-        # the prior generates at the model's input length (the model would resample to it anyway)
-        self.prior_config = dataclasses.replace(self.cfg.prior, output_length=model_config.seq_len,
-                                                max_classes=min(self.cfg.prior.max_classes, model_config.max_classes))
-        self._seed_everything(self.cfg.seed)
+        self.prior_schedule = PriorSchedule(self.cfg, model_config.seq_len, model_config.max_classes)
+        self.prior_config = self.prior_schedule(self.cfg.steps)  # the full prior (after any curriculum)
+        torch.manual_seed(self.cfg.seed)  # the same initial weights in every process
         self.model = ChorusTIC(model_config).to(self.device)
         self.init_info = [self._apply_init(spec) for spec in self.init_specs]
         if model_config.freeze_signal_encoder and not self._encoder_initialized():
-            msg = ("the signal encoder is frozen but not initialized from a checkpoint: it stays at its random "
-                   "initialization. The released model froze an encoder pretrained beforehand; pass "
-                   "--init-from <checkpoint> --init-parts encoder, or train it with --train-signal-encoder.")
+            msg = ("the signal encoder is frozen but not initialized from a checkpoint: it would stay at its random "
+                   "initialization. Train it (--train-signal-encoder, the paper's 'pretrained solely on synthetic "
+                   "episodes'), or initialize it from a pretrained encoder (--init-from CKPT --init-parts encoder, the "
+                   "released model's recipe), or pass --allow-random-frozen-encoder if this is on purpose.")
+            if not allow_random_frozen:
+                raise ValueError(msg)
             warnings.warn(msg, stacklevel=2)
             self.notes.setdefault("warnings", []).append(msg)
         self.model.train()
@@ -118,16 +167,39 @@ class Trainer:
         if not params:
             raise ValueError("the model has no trainable parameters")
         self.params = params
+        opt_kw: dict[str, Any] = {}
+        if self.cfg.fused_optimizer and self.device.type in ("cuda", "cpu"):
+            opt_kw["fused"] = True
         self.optimizer = torch.optim.AdamW(params, lr=self.cfg.lr, betas=tuple(self.cfg.betas),
-                                           weight_decay=self.cfg.weight_decay)
+                                           weight_decay=self.cfg.weight_decay, **opt_kw)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, _lr_lambda(self.cfg))
-        self.use_amp = bool(self.cfg.amp and self.device.type == "cuda")
-        self.amp_dtype = getattr(torch, self.cfg.amp_dtype) if self.use_amp else None
-        self.scaler = torch.amp.GradScaler("cuda", enabled=self.use_amp and self.amp_dtype == torch.float16)
-        self.prior = EpisodePrior(self.prior_config, seed=np.random.default_rng([self.cfg.seed, 1]))
-        self.val_set = build_validation_set(self.prior_config, self.cfg.val_episodes, self.cfg.val_batch_size,
-                                            self.cfg.val_seed)
-        self.val_references = reference_accuracies(self.val_set)
+        self.amp_dtype = self._amp_dtype()
+        self.use_amp = self.amp_dtype is not None
+        self.scaler = torch.amp.GradScaler("cuda", enabled=self.use_amp and self.amp_dtype == torch.float16
+                                           and self.device.type == "cuda")
+        if self.device.type == "cuda":
+            torch.backends.cuda.matmul.allow_tf32 = True
+            torch.backends.cudnn.allow_tf32 = True
+
+        forward = _PretrainForward(self.model, self.cfg)
+        if self.dist.distributed:
+            from torch.nn.parallel import DistributedDataParallel
+
+            ids = [self.device.index] if self.device.type == "cuda" else None
+            # the model's buffers are constants (positional tables, scalar scales, rotary caches that
+            # appear lazily after a first forward): nothing to broadcast, and broadcasting would compare
+            # buffer sets that differ between rank 0 (which validates) and the others
+            forward = DistributedDataParallel(forward, device_ids=ids, broadcast_buffers=False)
+        self._ddp = forward if self.dist.distributed else None
+        self._forward = torch.compile(forward) if self.cfg.compile else forward
+
+        self.val_set = None
+        self.val_references: dict[str, float] = {}
+        if self.dist.is_main:
+            self.val_set = build_validation_set(self.prior_config, self.cfg.val_episodes, self.cfg.val_batch_size,
+                                                self.cfg.val_seed)
+            self.val_references = reference_accuracies(self.val_set)
+        self.num_workers = self.cfg.num_workers if self.cfg.num_workers is not None else auto_workers(self.device)
         self.step = 0
         self.episodes_seen = 0
         self.elapsed_s = 0.0
@@ -135,17 +207,21 @@ class Trainer:
         self.last_val: dict[str, float] = {}
         self._window = self._new_window()
         self._stop_reason: str | None = None
-        if not _resuming:
+        self._loader = None
+        self._batches = None
+        if not _resuming and self.dist.is_main:
             atomic_write_json(self.out / "run.json", self._run_info())
 
     # ------------------------------------------------------------------ construction helpers
-    @staticmethod
-    def _seed_everything(seed: int) -> None:
-        import random
-
-        random.seed(seed)
-        np.random.seed(seed % 2**32)
-        torch.manual_seed(seed)
+    def _amp_dtype(self) -> torch.dtype | None:
+        if self.device.type == "cuda" and self.cfg.amp:
+            dt = getattr(torch, self.cfg.amp_dtype)
+            if dt == torch.bfloat16 and not torch.cuda.is_bf16_supported():
+                dt = torch.float16
+            return dt
+        if self.device.type == "cpu" and self.cfg.cpu_amp:
+            return torch.bfloat16
+        return None
 
     def _encoder_initialized(self) -> bool:
         from chorustic.training.init import expand_parts
@@ -167,14 +243,17 @@ class Trainer:
         from chorustic.model.checkpoint import _git_info
 
         return {
-            "format": "chorustic-pretraining-run-v1",
+            "format": "chorustic-pretraining-run-v2",
             "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
             "model_config": self.model_config.to_dict(),
             "train_config": self.cfg.to_dict(),
             "init": self.init_specs,
             "init_info": self.init_info,
             "device": str(self.device),
+            "world_size": self.dist.world_size,
+            "amp_dtype": str(self.amp_dtype).replace("torch.", "") if self.amp_dtype else None,
             "torch_threads": torch.get_num_threads(),
+            "data_workers": self.num_workers,
             "parameters": self.model.parameter_counts(),
             "validation_references": self.val_references,
             "notes": self.notes,
@@ -184,14 +263,14 @@ class Trainer:
     @staticmethod
     def _new_window() -> dict[str, float]:
         return {"loss": 0.0, "correct": 0.0, "queries": 0.0, "episodes": 0.0, "steps": 0.0, "grad_norm": 0.0,
-                "time": 0.0, "prior_time": 0.0}
+                "time": 0.0, "data_wait": 0.0, "prior_time": 0.0}
 
     # ------------------------------------------------------------------ resume
     @classmethod
     def resume(cls, out_dir: str | Path, *, device: Any = "auto", progress: bool = True,
                overrides: dict | None = None) -> "Trainer":
-        """Continue the run in ``out_dir`` from its newest state. ``overrides`` may change operational
-        training settings (``steps``, ``checkpoint_every``, ``log_every``, ``val_every``, ``keep_checkpoints``)."""
+        """Continue the run in ``out_dir`` from its newest state. ``overrides`` may change the operational
+        settings (``OPERATIONAL_FIELDS``: steps, cadences, micro-batch size, checkpointing, workers, ...)."""
         from chorustic.model import ChorusTICConfig
 
         out = Path(out_dir)
@@ -201,21 +280,22 @@ class Trainer:
         info = json.loads(info_path.read_text())
         model_config = ChorusTICConfig.from_dict(info["model_config"])
         train_config = TrainConfig.from_dict(info["train_config"])
-        allowed = {"steps", "checkpoint_every", "log_every", "val_every", "keep_checkpoints", "max_consecutive_bad_steps"}
         overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
-        bad = sorted(set(overrides) - allowed)
+        bad = sorted(set(overrides) - OPERATIONAL_FIELDS)
         if bad:
-            raise ValueError(f"cannot change {bad} when resuming (allowed: {sorted(allowed)})")
+            raise ValueError(f"cannot change {bad} when resuming (allowed: {sorted(OPERATIONAL_FIELDS)})")
         if overrides:
             train_config = dataclasses.replace(train_config, **overrides)
         # initialization specs are not re-applied: the state holds the weights
-        trainer = cls(model_config, train_config, out, device=device, init=None, progress=progress, _resuming=True)
+        trainer = cls(model_config, train_config, out, device=device, init=None, progress=progress,
+                      allow_random_frozen=True, _resuming=True)
         trainer.init_specs, trainer.init_info = info.get("init", []), info.get("init_info", [])
+        trainer.notes = info.get("notes", {})
         state_path = trainer.latest_state()
         if state_path is None:
             raise FileNotFoundError(f"{out} has no saved state (state/step_*.pt) to resume from")
         trainer.load_state(state_path)
-        if overrides:
+        if overrides and trainer.dist.is_main:
             info["train_config"] = train_config.to_dict()
             info.setdefault("resume_overrides", []).append({"at_step": trainer.step, **overrides})
             atomic_write_json(info_path, info)
@@ -238,8 +318,6 @@ class Trainer:
             "optimizer": self.optimizer.state_dict(),
             "scheduler": self.scheduler.state_dict(),
             "scaler": self.scaler.state_dict(),
-            "rng": capture_rng_state(),
-            "prior_rng": self.prior.get_state(),
             "model_config": self.model_config.to_dict(),
             "train_config": self.cfg.to_dict(),
         }
@@ -259,7 +337,9 @@ class Trainer:
         except Exception as exc:
             raise ValueError(f"cannot read training state {path}: {exc}") from exc
         if st.get("format") != STATE_FORMAT:
-            raise ValueError(f"{path} is not a training state of this project (format {st.get('format')!r})")
+            raise ValueError(f"{path} is not a training state of this trainer (format {st.get('format')!r}, expected "
+                             f"{STATE_FORMAT!r}); states of older versions cannot be resumed: start a new run, or "
+                             f"initialize one from its model.safetensors with --init-from")
         if st["model_config"] != self.model_config.to_dict():
             raise ValueError(f"{path}: saved with another model configuration than run.json")
         self.model.load_state_dict(st["model"], strict=True)
@@ -267,15 +347,15 @@ class Trainer:
         self.scheduler.load_state_dict(st["scheduler"])
         self.scheduler.lr_lambdas = [_lr_lambda(self.cfg)]  # the (possibly extended) schedule of this config
         self.scaler.load_state_dict(st["scaler"])
-        self.prior.set_state(st["prior_rng"])
-        restore_rng_state(st["rng"])
         self.step = int(st["step"])
         self.episodes_seen = int(st["episodes_seen"])
         self.elapsed_s = float(st["elapsed_s"])
         self.bad_steps = int(st["bad_steps"])
         self.last_val = dict(st.get("last_val", {}))
         self._window = dict(st.get("window", self._new_window()))
-        self._truncate_log(self.step)
+        self._close_stream()
+        if self.dist.is_main:
+            self._truncate_log(self.step)
 
     def _truncate_log(self, step: int) -> None:
         """Drop log records written after ``step`` (a crash after the last checkpoint)."""
@@ -287,51 +367,78 @@ class Trainer:
                 for r in keep:
                     fh.write(json.dumps(r) + "\n")
 
-    def _prior_at(self, step: int):
-        """The training prior at ``step`` (curriculum), at the model's input length and class limit."""
-        p = self.cfg.prior_at(step)
-        return dataclasses.replace(p, output_length=self.prior_config.output_length,
-                                   max_classes=min(p.max_classes, self.prior_config.max_classes))
+    # ------------------------------------------------------------------ data
+    def _open_stream(self) -> None:
+        stream = EpisodeStream(self.cfg, self.layout, prior_at=self.prior_schedule,
+                               num_groups=self.model_config.num_groups, group_size=self.model_config.group_size,
+                               rssc_sampling=self.model_config.rssc_sampling, rank=self.dist.rank,
+                               start_step=self.step)
+        self._loader = make_loader(stream, num_workers=self.num_workers, pin_memory=self.device.type == "cuda",
+                                   prefetch_factor=self.cfg.prefetch_factor)
+        self._batches = iter(self._loader)
+
+    def _close_stream(self) -> None:
+        self._batches = None
+        self._loader = None
+
+    def close(self) -> None:
+        """Stop the data workers (also done when the trainer is garbage-collected)."""
+        self._close_stream()
 
     # ------------------------------------------------------------------ one step
     def train_step(self) -> dict[str, float]:
-        """One optimizer step over ``batch_size`` freshly generated episodes."""
-        cfg = self.cfg
+        """One optimizer step over the ``batch_size`` episodes of the current step (all processes)."""
+        cfg, dev = self.cfg, self.device
+        if self._batches is None:
+            self._open_stream()
         self.model.train()
         self.optimizer.zero_grad(set_to_none=True)
-        tot_loss, tot_correct, tot_q, prior_t = 0.0, 0, 0, 0.0
-        finite = True
-        self.prior.config = self._prior_at(self.step)
-        for n_eps in cfg.micro_batches:
+        stats = torch.zeros(5, dtype=torch.float64, device=dev)  # loss sum, correct, queries, episodes, stop
+        wait, gen = 0.0, 0.0
+        n_micro = self.layout.accumulation_steps
+        scale = self.dist.world_size / cfg.batch_size
+        autocast = (torch.autocast(dev.type, dtype=self.amp_dtype) if self.use_amp else contextlib.nullcontext())
+        for k in range(n_micro):
             t0 = time.perf_counter()
-            batch = self.prior.sample_batch(n_eps)
-            prior_t += time.perf_counter() - t0
-            t = batch.to_torch(self.device)
-            ctx = (torch.autocast(self.device.type, dtype=self.amp_dtype) if self.use_amp
-                   else contextlib.nullcontext())
-            with ctx:
-                logits = self.model(t["X"], t["y_context"], channel_mask=t["channel_mask"], return_all_classes=True)
-            per_ep, correct = query_cross_entropy(logits, t["y_query"], t["n_classes"], cfg.mask_unused_classes)
-            loss = per_ep.sum() / cfg.batch_size
-            if not bool(torch.isfinite(loss)):
-                finite = False
-                break
-            self.scaler.scale(loss).backward()
-            tot_loss += float(per_ep.detach().sum())
-            tot_correct += int(correct.sum())
-            tot_q += int(t["y_query"].numel())
-        grad_norm = float("nan")
-        if finite:
+            mb = next(self._batches)
+            wait += time.perf_counter() - t0
+            gen += mb.gen_seconds
+            if mb.step != self.step:
+                raise RuntimeError(f"data stream out of step: got step {mb.step}, training step {self.step}")
+            mb = mb.to(dev, non_blocking=True)
+            torch.manual_seed(dropout_seed(cfg.seed, self.step, mb.index))
+            sync = self._ddp is None or k == n_micro - 1
+            with (contextlib.nullcontext() if sync else self._ddp.no_sync()):
+                with autocast:
+                    logits = self._forward(mb.X, mb.y_context, mb.group_idx)
+                per_ep, correct = query_cross_entropy(logits, mb.y_query, mb.n_classes, cfg.mask_unused_classes)
+                loss = per_ep.sum() * scale
+                self.scaler.scale(loss).backward()
+            stats[0] += per_ep.detach().sum().double()
+            stats[1] += correct.sum().double()
+            stats[2] += mb.y_query.numel()
+            stats[3] += mb.n_episodes
+        if self._stop_reason:
+            stats[4] += 1
+        if self.scaler.is_enabled():
             self.scaler.unscale_(self.optimizer)
-            grad_norm = float(torch.nn.utils.clip_grad_norm_(self.params, cfg.grad_clip))
-            finite = math.isfinite(grad_norm)
+        grad_norm = torch.nn.utils.clip_grad_norm_(self.params, cfg.grad_clip)
+        self.dist.all_reduce_sum(stats)
+        vals = torch.cat([stats, grad_norm.detach().double().reshape(1)]).tolist()  # the step's one sync
+        loss_sum, correct, queries, episodes, stop, norm = vals
+        if stop and not self._stop_reason:
+            self._stop_reason = "another process was asked to stop"
+        finite = math.isfinite(loss_sum) and math.isfinite(norm)
         if finite:
-            self.scaler.step(self.optimizer)
-            self.scaler.update()
+            if self.scaler.is_enabled():
+                self.scaler.step(self.optimizer)
+                self.scaler.update()
+            else:
+                self.optimizer.step()
             self.bad_steps = 0
         else:
             self.optimizer.zero_grad(set_to_none=True)
-            if self.use_amp:
+            if self.scaler.is_enabled():
                 self.scaler.update(self.scaler.get_scale() / 2)
             self.bad_steps += 1
             if self.bad_steps >= cfg.max_consecutive_bad_steps:
@@ -342,12 +449,15 @@ class Trainer:
             self.scheduler.step()
         self.step += 1
         self.episodes_seen += cfg.batch_size
-        return {"loss": tot_loss / cfg.batch_size if finite else float("nan"),
-                "acc": tot_correct / max(tot_q, 1), "grad_norm": grad_norm, "prior_time": prior_t,
-                "queries": tot_q, "correct": tot_correct, "finite": finite}
+        return {"loss": loss_sum / max(episodes, 1) if finite else float("nan"),
+                "acc": correct / max(queries, 1), "grad_norm": norm if finite else float("nan"),
+                "data_wait": wait, "prior_time": gen, "queries": int(queries), "correct": int(correct),
+                "finite": finite, "stop": bool(stop)}
 
     # ------------------------------------------------------------------ validation / export
     def validate(self) -> dict[str, float]:
+        if self.val_set is None:
+            return {}
         res = evaluate(self.model, self.val_set, device=self.device, seed=self.cfg.val_seed,
                        amp_dtype=self.amp_dtype, mask_unused=self.cfg.mask_unused_classes)
         self.last_val = res
@@ -372,6 +482,7 @@ class Trainer:
             "lr": self.cfg.lr,
             "schedule": self.cfg.schedule,
             "device": str(self.device),
+            "world_size": self.dist.world_size,
             "cross_channel_rules": self.prior_config.cross_channel_rules,
             "validation": self.last_val,
             "validation_references": self.val_references,
@@ -380,6 +491,8 @@ class Trainer:
         }
 
     def checkpoint(self) -> None:
+        if not self.dist.is_main:
+            return
         self.save_state()
         self.export_model()
         atomic_write_json(self.out / "summary.json", self.training_summary())
@@ -391,12 +504,14 @@ class Trainer:
 
     def _curve_title(self) -> str:
         hours = self.elapsed_s / 3600
+        where = f"{self.dist.world_size} x {self.device.type}" if self.dist.distributed else str(self.device)
         return (f"{self.out.name}: step {self.step}/{self.cfg.steps}, {self.episodes_seen} episodes, "
-                f"{hours:.2f} h on {self.device}")
+                f"{hours:.2f} h on {where}")
 
     def _log(self, rec: dict) -> None:
-        with open(self.out / "log.jsonl", "a") as fh:
-            fh.write(json.dumps(rec) + "\n")
+        if self.dist.is_main:
+            with open(self.out / "log.jsonl", "a") as fh:
+                fh.write(json.dumps(rec) + "\n")
 
     # ------------------------------------------------------------------ loop
     def request_stop(self, reason: str) -> None:
@@ -418,12 +533,16 @@ class Trainer:
             from tqdm.auto import tqdm
 
             bar = tqdm(total=target, initial=self.step, desc="pretrain", unit="step", dynamic_ncols=True)
-        if self.step == 0 and not (self.out / "log.jsonl").exists():
+        if self.step == 0 and self.dist.is_main and not (self.out / "log.jsonl").exists():
             self._log({"kind": "val", "step": 0, "episodes_seen": 0, "elapsed_s": 0.0, **self.validate()})
         try:
             while self.step < target:
+                if deadline is not None and time.monotonic() > deadline and not self._stop_reason:
+                    self.request_stop(f"time limit of {max_minutes} min reached")
                 t0 = time.perf_counter()
                 res = self.train_step()
+                if self.device.type == "cuda":
+                    torch.cuda.synchronize(self.device)
                 dt = time.perf_counter() - t0
                 self.elapsed_s += dt
                 w = self._window
@@ -434,6 +553,7 @@ class Trainer:
                 w["steps"] += 1 if res["finite"] else 0
                 w["grad_norm"] += res["grad_norm"] if res["finite"] else 0.0
                 w["time"] += dt
+                w["data_wait"] += res["data_wait"]
                 w["prior_time"] += res["prior_time"]
                 if self.step % cfg.log_every == 0:
                     n = max(w["steps"], 1)
@@ -442,7 +562,10 @@ class Trainer:
                            "acc": w["correct"] / max(w["queries"], 1), "grad_norm": w["grad_norm"] / n,
                            "lr": self.scheduler.get_last_lr()[0],
                            "episodes_per_s": w["episodes"] / max(w["time"], 1e-9),
-                           "prior_share": w["prior_time"] / max(w["time"], 1e-9)}
+                           "data_wait_share": w["data_wait"] / max(w["time"], 1e-9),
+                           "prior_worker_s_per_step": w["prior_time"] / max(w["steps"], 1)}
+                    if self.device.type == "cuda":
+                        rec["peak_memory_gb"] = round(torch.cuda.max_memory_allocated(self.device) / 2**30, 2)
                     self._log(rec)
                     self._window = self._new_window()
                     if bar is not None:
@@ -450,17 +573,19 @@ class Trainer:
                                         eps=f"{rec['episodes_per_s']:.2f}/s")
                 if self.step % cfg.val_every == 0 or self.step == target:
                     v = self.validate()
-                    self._log({"kind": "val", "step": self.step, "episodes_seen": self.episodes_seen,
-                               "elapsed_s": round(self.elapsed_s, 2), **v})
-                    if bar is not None:
-                        bar.write(f"step {self.step}: validation loss {v['val_loss']:.4f}, accuracy {v['val_acc']:.4f}")
+                    if v:
+                        self._log({"kind": "val", "step": self.step, "episodes_seen": self.episodes_seen,
+                                   "elapsed_s": round(self.elapsed_s, 2), **v})
+                        if bar is not None:
+                            bar.write(f"step {self.step}: validation loss {v['val_loss']:.4f}, "
+                                      f"accuracy {v['val_acc']:.4f}")
                 if bar is not None:
                     bar.update(1)
-                if deadline is not None and time.monotonic() > deadline:
-                    self.request_stop(f"time limit of {max_minutes} min reached")
-                if self.step % cfg.checkpoint_every == 0 or self.step == target or self._stop_reason:
+                # every process stops after the same step: the request is all-reduced with the step's numbers
+                stopping = res["stop"]
+                if self.step % cfg.checkpoint_every == 0 or self.step == target or stopping:
                     self.checkpoint()
-                if self._stop_reason:
+                if stopping:
                     if bar is not None:
                         bar.write(f"stopping at step {self.step}: {self._stop_reason} (resume with --resume)")
                     break
@@ -469,4 +594,5 @@ class Trainer:
                 bar.close()
             for sig, h in old_handlers.items():
                 signal.signal(sig, h)
+            self._close_stream()
         return self.training_summary()
