@@ -126,3 +126,52 @@ def test_dropout_disables_the_dedupe_shortcut_only_when_active():
     model.train()
     out = model(X, y, return_all_classes=True, generator=torch.Generator().manual_seed(0))
     assert bool(torch.isfinite(out).all())
+
+
+# ---------------------------------------------------------------------------------- pretraining path
+def _episode_inputs(c: int = 3, seed: int = 0, b: int = 2, t: int = 10, n: int = 6):
+    from chorustic.model import sample_rssc_assignment
+
+    X, y = _batch(b=b, t=t, n=n, c=c, seed=seed)
+    X = torch.nn.functional.interpolate(X.reshape(-1, 1, 64), size=TINY.seq_len, mode="linear").view(b, t, c, -1)
+    gi = sample_rssc_assignment(torch.ones(b, c, dtype=torch.bool), num_groups=4, group_size=4,
+                                generator=torch.Generator().manual_seed(seed))[:, 0]
+    return X, y, gi
+
+
+@pytest.mark.parametrize("channels", [1, 3, 20])
+def test_episode_logits_is_the_forward_function(channels):
+    """The pretraining computation (static shapes, slot plan, chunks) equals the reference forward."""
+    from chorustic.model.signal_encoder import plan_slots
+
+    model = _randomized(TINY).eval()
+    X, y, gi = _episode_inputs(c=channels)
+    with torch.no_grad():
+        ref = model(X, y, group_idx=gi, return_all_classes=True)
+        for dedupe in (False, True):
+            plan = plan_slots(gi[:, None], dedupe)
+            out = model.episode_logits(X, y, plan=plan, signal_rows=6, cdm_columns=7, interaction_rows=5)
+            assert torch.allclose(out, ref, atol=1e-5), (dedupe, (out - ref).abs().max())
+
+
+def test_activation_checkpointing_gives_the_same_gradients_with_dropout():
+    """Non-reentrant checkpointing of every chunk replays the dropout masks: gradients are identical."""
+    model = _randomized(dataclasses.replace(TINY, dual_axis_dropout=0.2, readout_dropout=0.2)).train()
+    X, y, gi = _episode_inputs(c=5, seed=3)
+    grads = []
+    for recompute in (False, True):
+        model.zero_grad()
+        torch.manual_seed(11)
+        out = model.episode_logits(X, y, gi, recompute=recompute, signal_rows=6, cdm_columns=7, interaction_rows=5)
+        out.square().sum().backward()
+        grads.append(torch.cat([p.grad.flatten() for p in model.parameters() if p.grad is not None]))
+    assert grads[0].abs().max() > 0
+    assert torch.allclose(grads[0], grads[1], rtol=0, atol=1e-6), (grads[0] - grads[1]).abs().max()
+
+
+def test_signal_dropout_in_training_selects_the_full_slot_schedule():
+    assert not TINY.signal_dropout_in_training
+    assert dataclasses.replace(TINY, readout_dropout=0.1).signal_dropout_in_training
+    assert not dataclasses.replace(TINY, readout_dropout=0.1, freeze_signal_encoder=True).signal_dropout_in_training
+    assert ChorusTICConfig.paper().signal_dropout_in_training is False  # frozen (released configuration)
+    assert dataclasses.replace(ChorusTICConfig.paper(), freeze_signal_encoder=False).signal_dropout_in_training

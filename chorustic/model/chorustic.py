@@ -33,7 +33,7 @@ from chorustic.model.icl import InContextLearning
 from chorustic.model.patch_tokenizer import resample_length
 from chorustic.model.row_interaction import RowInteraction
 from chorustic.model.rssc import RSSC, check_group_idx
-from chorustic.model.signal_encoder import SignalEncoder
+from chorustic.model.signal_encoder import SignalEncoder, SlotPlan, plan_slots
 
 __all__ = ["ChorusTIC"]
 
@@ -267,61 +267,86 @@ class ChorusTIC(nn.Module):
         self,
         X: Tensor,
         y_context: Tensor,
-        group_idx: Tensor,
+        group_idx: Tensor | None = None,
         *,
+        plan: SlotPlan | None = None,
         recompute: bool = False,
         signal_rows: int | None = 64,
-        cdm_columns: int | None = 128,
+        cdm_columns: int | None = 1024,
         interaction_rows: int | None = 512,
     ) -> Tensor:
         """Decoder outputs ``(B, n_query, K_max)`` of a pretraining micro-batch.
 
         ``X (B, T, C, L_0)`` float at the model's input length (padding channels are never drawn),
-        ``y_context (B, n_ctx)`` int64 in ``0..K_max-1``, ``group_idx (B, G, S)`` (one RSSC draw per
-        episode, from the episode's own random stream). The function of
-        ``forward(X, y_context, group_idx=group_idx, return_all_classes=True)``, computed without input
-        checks or host synchronisation. ``recompute``: activation checkpointing (non-reentrant; dropout
-        masks are replayed) of each chunk of ``signal_rows`` row-episodes, ``cdm_columns`` feature
-        columns and ``interaction_rows`` row-episodes, and of each ICL block: only the chunk inputs and
-        outputs stay in memory; the chunk sizes bound the transient memory of one recomputation. The
-        chunks are processed the same way with or without ``recompute`` (same dropout draws, so the
-        gradients of both are identical); ``None`` = one chunk.
+        ``y_context (B, n_ctx)`` int64 in ``0..K_max-1``, and either ``group_idx (B, G, S)`` (one RSSC
+        draw per episode, from the episode's own random stream) or its :class:`SlotPlan` ``plan`` made
+        ahead (by a data-loader worker; de-duplicating unless the signal encoder trains with dropout).
+        The function of ``forward(X, y_context, group_idx=group_idx, return_all_classes=True)``,
+        computed without input checks or host synchronisation.
+
+        ``recompute``: activation checkpointing (non-reentrant; dropout masks are replayed) of each chunk
+        of ``signal_rows`` row-episodes (``signal_rows // B`` rows of every episode), ``cdm_columns``
+        column-episodes of column distribution modeling and ``interaction_rows`` row-episodes of the row
+        interaction, and of each ICL block: only the chunk inputs and outputs stay in memory, and the
+        chunk sizes bound the transient memory of one recomputation independently of B. The chunks are
+        processed the same way with or without ``recompute`` (same dropout draws, so the gradients of
+        both are identical); ``None`` = one chunk.
         """
-        b, t, c, length = X.shape
-        n = y_context.shape[1]
-        cfg = self.config
-        if group_idx.ndim == 4:
-            group_idx = group_idx[:, 0]
+        if plan is None:
+            gi = group_idx if group_idx.ndim == 4 else group_idx[:, None]
+            plan = plan_slots(gi, dedupe=not self.signal_encoder.dropout_active()).to(X.device)
+        H = self.signal_representations(X, plan, recompute=recompute, signal_rows=signal_rows)
+        return self.task_logits(H, y_context, recompute=recompute, cdm_columns=cdm_columns,
+                                interaction_rows=interaction_rows)
+
+    @staticmethod
+    def _runner(recompute: bool):
         use_ckpt = recompute and torch.is_grad_enabled()
 
         def run(fn, *args):
             return checkpoint(fn, *args, use_reentrant=False) if use_ckpt else fn(*args)
 
-        # signal level: row-episodes are independent
-        X_rows = X.reshape(b * t, c, length)
-        gi_rows = group_idx.to(X.device)[:, None].expand(b, t, cfg.num_groups, cfg.group_size)
-        gi_rows = gi_rows.reshape(b * t, cfg.num_groups, cfg.group_size)
-        grad_ctx = torch.no_grad() if self._signal_encoder_frozen else contextlib.nullcontext()
-        step = signal_rows or b * t
-        hs = []
-        for r0 in range(0, b * t, step):
-            with grad_ctx:
-                if self._signal_encoder_frozen:
-                    z = self.signal_encoder.encode_rows(X_rows[r0 : r0 + step], gi_rows[r0 : r0 + step])
-                else:
-                    z = run(self.signal_encoder.encode_rows, X_rows[r0 : r0 + step], gi_rows[r0 : r0 + step])
-            hs.append(self.rssc(z))
-        H = torch.cat(hs, dim=0).view(b, t, cfg.d_h)
+        return run, use_ckpt
 
-        # task level: column distribution modeling (columns independent), row interaction (rows
-        # independent), ICL (block-wise)
+    def signal_representations(self, X: Tensor, plan: SlotPlan, *, recompute: bool = False,
+                               signal_rows: int | None = 64) -> Tensor:
+        """The signal level of :meth:`episode_logits`: ``X (B, T, C, L_0)`` -> ``H (B, T, d_h)`` (one draw)."""
+        b, t = X.shape[:2]
+        run, _ = self._runner(recompute)
+
+        def encode(x_rows: Tensor) -> Tensor:  # rows are independent (the plan is per episode)
+            return self.rssc(self.signal_encoder.encode_with_plan(x_rows, plan)[:, 0])  # (B, rows, d_h)
+
+        step = max(1, signal_rows // b) if signal_rows else t
+        hs = []
+        for r0 in range(0, t, step):
+            if self._signal_encoder_frozen:
+                with torch.no_grad():
+                    z = self.signal_encoder.encode_with_plan(X[:, r0 : r0 + step], plan)[:, 0]
+                hs.append(self.rssc(z))
+            else:
+                hs.append(run(encode, X[:, r0 : r0 + step]))
+        return torch.cat(hs, dim=1)
+
+    def task_logits(self, H: Tensor, y_context: Tensor, *, recompute: bool = False, cdm_columns: int | None = 1024,
+                    interaction_rows: int | None = 512) -> Tensor:
+        """The task level of :meth:`episode_logits`: ``H (B, T, d_h)`` -> decoder outputs ``(B, q, K_max)``."""
+        b, t, d_h = H.shape
+        n = y_context.shape[1]
+        cfg = self.config
+        run, use_ckpt = self._runner(recompute)
         if cfg.context_standardization:
             H = standardize_by_context(H, n)
         cdm = self.column_distribution_modeling
-        step = cdm_columns or cfg.d_h
-        E = torch.cat([run(cdm, H[:, :, c0 : c0 + step], n) for c0 in range(0, cfg.d_h, step)], dim=2)
-        E_rows = E.reshape(b * t, 1, cfg.d_h, -1)
-        step = interaction_rows or b * t
+
+        def embed_columns(h_cols: Tensor) -> Tensor:  # (N, T, 1) -> (N, T, d_e): one feature axis each
+            return cdm(h_cols, n)[:, :, 0]
+
+        cols = H.transpose(1, 2).reshape(b * d_h, t, 1)  # column-episodes are independent
+        step = cdm_columns or b * d_h
+        E = torch.cat([run(embed_columns, cols[c0 : c0 + step]) for c0 in range(0, b * d_h, step)], dim=0)
+        E_rows = E.view(b, d_h, t, -1).transpose(1, 2).reshape(b * t, 1, d_h, -1)
+        step = interaction_rows or b * t  # row-episodes are independent
         R = torch.cat([run(self.row_interaction, E_rows[r0 : r0 + step]) for r0 in range(0, b * t, step)], dim=0)
         R = R.view(b, t, cfg.d_u)
         tf_icl = self.icl.tf_icl

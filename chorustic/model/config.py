@@ -147,6 +147,12 @@ class ChorusTICConfig:
         return self.num_slots * self.slot_dim
 
     @property
+    def signal_dropout_in_training(self) -> bool:
+        """True when training draws dropout masks in the signal encoder (trainable, with dropout): then
+        the de-duplicating slot schedule is not exact and every slot is encoded on its own."""
+        return not self.freeze_signal_encoder and (self.dual_axis_dropout > 0 or self.readout_dropout > 0)
+
+    @property
     def d_u(self) -> int:
         """Width of the row representation (ICL model dimension)."""
         return self.row_num_cls * self.embed_dim

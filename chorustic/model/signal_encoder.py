@@ -3,28 +3,29 @@
 :meth:`SignalEncoder.encode_slots` turns an episode batch ``X (B, T, C, L_0)`` and RSSC assignments
 ``group_idx (B, E, G, S)`` (E draws) into slot representations ``z (B, E, T, G, S, P)``.
 
-Two schedules compute the same function:
+The computation follows a :class:`SlotPlan`, made on the host from the assignments alone
+(:func:`plan_slots`), so that a data-loader worker can make it ahead of the step:
 
-* ``dedupe=False`` (the official computation): every group of every draw gathers its S channel
-  series, tokenizes them and runs the dual-axis encoder and readout on S slots, duplicates included.
-* ``dedupe=True``: the tokenizer runs once per (episode, channel) actually drawn; a group is reduced
-  to its distinct channels with multiplicities (channel attention with a ``log count`` key bias, exact,
-  see :mod:`chorustic.model.dual_axis_encoder`); groups with the same multiset of channels, within a
-  draw or across draws, are encoded once (the channel block is permutation-equivariant and the
-  temporal block and readout are per slot). For one-channel data every group of every draw is one
-  series: the row is encoded once instead of ``16 * E`` times. Used whenever no dropout is active.
+* every (episode, channel) pair that some slot uses is tokenized once (the tokenizer is
+  deterministic and has no dropout, so slots sharing a channel share its tokens exactly);
+* ``dedupe=False`` (the official computation): every group of every draw is one item of S slots,
+  duplicates included;
+* ``dedupe=True``: a group is reduced to its distinct channels with multiplicities (channel attention
+  with a ``log count`` key bias, exact, see :mod:`chorustic.model.dual_axis_encoder`), and groups with
+  the same multiset of channels, within a draw or across draws, are encoded once (the channel block is
+  permutation-equivariant, the temporal block and readout are per slot). For one-channel data every
+  group of every draw is one series: the row is encoded once instead of ``16 * E`` times. Exact
+  whenever no dropout is active (with dropout every slot must draw its own masks).
 
-Rows never interact here, so callers may process rows in chunks.
-
-:meth:`SignalEncoder.encode_rows` is the pretraining schedule: row-episodes flattened, every channel of
-a row tokenized once (the tokenizer has no dropout, so slots that share a channel share its tokens
-exactly), the G*S slots gathered from those tokens and every group encoded in full (with active
-dropout each slot draws its own masks, as in the official computation). All shapes are static (no
-host synchronisation, works on fake tensors), and a chunk of rows is one activation-checkpointing
-segment (``ChorusTIC.episode_logits``).
+Items are bucketed by their number U of distinct slots and each bucket is encoded in one call; the
+slot outputs are then gathered into ``(B, E, T, G, S, P)``. All shapes are static for a given plan (no
+host synchronisation; the training path runs on fake tensors). Rows never interact here, so callers
+may process rows in chunks with the same plan.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import torch
 from torch import Tensor, nn
@@ -34,7 +35,87 @@ from chorustic.model.dual_axis_encoder import DualAxisEncoder
 from chorustic.model.patch_tokenizer import PatchTokenizer
 from chorustic.model.slot_readout import SlotReadout
 
-__all__ = ["SignalEncoder"]
+__all__ = ["SignalEncoder", "SlotPlan", "plan_slots"]
+
+
+@dataclasses.dataclass
+class SlotPlan:
+    """How to compute the slots of a batch of assignments ``(B, E, G, S)`` (see the module docstring).
+
+    ``pair_b``/``pair_c`` ``(n_pairs,)``: the (episode, channel) series to tokenize; ``buckets``: per
+    number U of slots of an item, ``(U, items (N_u, U) indices into the pairs, bias (N_u, U) log
+    multiplicities or None)``; ``slot_src (B, E, G, S)``: the row of the concatenated bucket outputs
+    (item-major, slot-minor, buckets in increasing U) that feeds each slot.
+    """
+
+    pair_b: Tensor
+    pair_c: Tensor
+    buckets: list[tuple[int, Tensor, Tensor | None]]
+    slot_src: Tensor
+
+    def to(self, device, non_blocking: bool = False) -> "SlotPlan":
+        kw = {"non_blocking": non_blocking}
+        return SlotPlan(
+            self.pair_b.to(device, **kw), self.pair_c.to(device, **kw),
+            [(u, it.to(device, **kw), None if bias is None else bias.to(device, **kw)) for u, it, bias in self.buckets],
+            self.slot_src.to(device, **kw))
+
+    def pin_memory(self) -> "SlotPlan":
+        return SlotPlan(self.pair_b.pin_memory(), self.pair_c.pin_memory(),
+                        [(u, it.pin_memory(), None if b is None else b.pin_memory()) for u, it, b in self.buckets],
+                        self.slot_src.pin_memory())
+
+    @property
+    def n_pairs(self) -> int:
+        return int(self.pair_b.shape[0])
+
+    def items_per_size(self) -> dict[int, int]:
+        """Number of encoded items per slot count U."""
+        return {u: int(it.shape[0]) for u, it, _ in self.buckets}
+
+
+def plan_slots(group_idx: Tensor, dedupe: bool) -> SlotPlan:
+    """The :class:`SlotPlan` of assignments ``group_idx (B, E, G, S)`` (host-side, pure)."""
+    gi = group_idx.detach().cpu().tolist()
+    b_count = len(gi)
+    pair_id: dict[tuple[int, int], int] = {}
+    for bi in range(b_count):
+        for ch in sorted({ch for draw in gi[bi] for grp in draw for ch in grp}):
+            pair_id[(bi, ch)] = len(pair_id)
+    item_of: dict[tuple, tuple[int, int]] = {}
+    buckets: dict[int, list[tuple[list[int], list[int]]]] = {}
+    slot_item: list[tuple[int, int, int]] = []  # per (b, e, g, s): (U, item index in bucket, position)
+    for bi in range(b_count):
+        for ei, draw in enumerate(gi[bi]):
+            for gj, chans in enumerate(draw):
+                if dedupe:
+                    uniq = sorted(set(chans))
+                    counts = [chans.count(ch) for ch in uniq]
+                    key = (bi, tuple(uniq), tuple(counts))
+                    positions = [uniq.index(ch) for ch in chans]
+                else:
+                    uniq, counts = list(chans), [1] * len(chans)
+                    key = (bi, ei, gj)
+                    positions = list(range(len(chans)))
+                if key not in item_of:
+                    bucket = buckets.setdefault(len(uniq), [])
+                    item_of[key] = (len(uniq), len(bucket))
+                    bucket.append(([pair_id[(bi, ch)] for ch in uniq], counts))
+                u_count, item = item_of[key]
+                slot_item.extend((u_count, item, pos) for pos in positions)
+    out_buckets, offsets, offset = [], {}, 0
+    for u_count in sorted(buckets):
+        items = buckets[u_count]
+        counts = torch.tensor([it[1] for it in items], dtype=torch.float32)
+        bias = counts.log() if bool((counts != 1).any()) else None
+        out_buckets.append((u_count, torch.tensor([it[0] for it in items], dtype=torch.long), bias))
+        offsets[u_count] = offset
+        offset += len(items) * u_count
+    shape = tuple(group_idx.shape)
+    src = torch.tensor([offsets[u] + item * u + pos for (u, item, pos) in slot_item], dtype=torch.long).view(shape)
+    pairs = list(pair_id)
+    return SlotPlan(torch.tensor([p[0] for p in pairs], dtype=torch.long),
+                    torch.tensor([p[1] for p in pairs], dtype=torch.long), out_buckets, src)
 
 
 class SignalEncoder(nn.Module):
@@ -72,17 +153,30 @@ class SignalEncoder(nn.Module):
         return torch.cat(outs, dim=0)
 
     # ------------------------------------------------------------------------------------------
-    def encode_rows(self, X_rows: Tensor, group_idx_rows: Tensor) -> Tensor:
-        """``X_rows (N, C, L_0)`` row-episodes, ``group_idx_rows (N, G, S)`` -> ``z (N, G, S, P)``."""
-        n, c, length = X_rows.shape
-        _, g, s = group_idx_rows.shape
-        tokens = self.patch_tokenizer(X_rows.reshape(n * c, length))
+    def encode_with_plan(
+        self, X: Tensor, plan: SlotPlan, *, group_chunk: int | None = None, token_chunk: int | None = None
+    ) -> Tensor:
+        """``X (B, T, C, L_0)`` and a :class:`SlotPlan` of ``(B, E, G, S)`` -> ``z (B, E, T, G, S, P)``.
+
+        ``group_chunk``: group instances per dual-axis/readout call; ``token_chunk``: series per
+        tokenizer call (memory knobs only)."""
+        if X.ndim != 4:
+            raise ValueError(f"X must be (B, T, C, L), got {tuple(X.shape)}")
+        t, length = X.shape[1], X.shape[3]
+        series = X[plan.pair_b, :, plan.pair_c]  # (n_pairs, T, L)
+        tokens = self.patch_tokenizer.tokenize_chunked(series.reshape(-1, length), token_chunk)
         m, p = tokens.shape[-2:]
-        tokens = tokens.view(n, c, m, p)
-        rows = torch.arange(n, device=X_rows.device)[:, None, None]
-        slots = tokens[rows, group_idx_rows]  # (N, G, S, M, P)
-        z = self.encode_groups(slots.reshape(n * g, s, m, p))
-        return z.view(n, g, s, p)
+        tokens = tokens.view(plan.n_pairs, t, m, p)
+        tables = []
+        for u_count, items, bias in plan.buckets:
+            n = items.shape[0]
+            tok = tokens[items].transpose(1, 2).reshape(n * t, u_count, m, p)  # (N*T, U, M, P)
+            row_bias = None if bias is None else bias.to(tok.dtype).repeat_interleave(t, dim=0)
+            zb = self.encode_groups(tok, row_bias, group_chunk).view(n, t, u_count, p)
+            tables.append(zb.transpose(1, 2).reshape(n * u_count, t, p))
+        table = torch.cat(tables, dim=0)
+        z = table[plan.slot_src]  # (B, E, G, S, T, P)
+        return z.permute(0, 1, 4, 2, 3, 5)
 
     def encode_slots(
         self,
@@ -93,86 +187,6 @@ class SignalEncoder(nn.Module):
         group_chunk: int | None = 256,
         token_chunk: int | None = 256,
     ) -> Tensor:
-        """``X (B, T, C, L_0)``, ``group_idx (B, E, G, S)`` -> ``z (B, E, T, G, S, P)``.
-
-        ``group_chunk``: group instances per dual-axis/readout call; ``token_chunk``: series per
-        tokenizer call (memory knobs only).
-        """
-        if X.ndim != 4:
-            raise ValueError(f"X must be (B, T, C, L), got {tuple(X.shape)}")
-        if dedupe:
-            return self._encode_slots_dedupe(X, group_idx, group_chunk, token_chunk)
-        return self._encode_slots_full(X, group_idx, group_chunk, token_chunk)
-
-    def _encode_slots_full(
-        self, X: Tensor, group_idx: Tensor, group_chunk: int | None, token_chunk: int | None
-    ) -> Tensor:
-        b, t, _, length = X.shape
-        _, e, g, s = group_idx.shape
-        gi = group_idx.to(X.device)
-        # gather (B, E, G, S, T, L): every slot of every group of every draw
-        flat = gi.reshape(b, e * g * s)
-        series = torch.stack([X[i][:, flat[i]] for i in range(b)])  # (B, T, E*G*S, L)
-        series = series.view(b, t, e, g, s, length).permute(0, 2, 3, 1, 4, 5)  # (B, E, G, T, S, L)
-        tokens = self.patch_tokenizer.tokenize_chunked(series.reshape(-1, length), token_chunk)
-        m, p = tokens.shape[-2:]
-        z = self.encode_groups(tokens.view(b * e * g * t, s, m, p), None, group_chunk)
-        return z.view(b, e, g, t, s, p).permute(0, 1, 3, 2, 4, 5).contiguous()
-
-    def _encode_slots_dedupe(
-        self, X: Tensor, group_idx: Tensor, group_chunk: int | None, token_chunk: int | None
-    ) -> Tensor:
-        b, t, _, length = X.shape
-        _, e, g, s = group_idx.shape
-        device = X.device
-        gi = group_idx.detach().cpu().tolist()
-
-        # 1. tokenize each (episode, channel) that any draw uses, once
-        pair_id: dict[tuple[int, int], int] = {}
-        for bi in range(b):
-            for ch in sorted({ch for draw in gi[bi] for grp in draw for ch in grp}):
-                pair_id[(bi, ch)] = len(pair_id)
-        pb = torch.tensor([k[0] for k in pair_id], device=device)
-        pc = torch.tensor([k[1] for k in pair_id], device=device)
-        series = X[pb, :, pc]  # (n_pairs, T, L)
-        tokens = self.patch_tokenizer.tokenize_chunked(series.reshape(-1, length), token_chunk)
-        m, p = tokens.shape[-2:]
-        tokens = tokens.view(len(pair_id), t, m, p)
-
-        # 2. distinct channel multisets per episode; bucket them by number of distinct channels
-        item_of: dict[tuple[int, tuple[int, ...], tuple[int, ...]], tuple[int, int]] = {}
-        buckets: dict[int, list[tuple[list[int], list[int]]]] = {}
-        slot_item: list[tuple[int, int, int]] = []  # per (b, e, g, s): (U, item index in bucket, position)
-        for bi in range(b):
-            for ei in range(e):
-                for gj in range(g):
-                    chans = gi[bi][ei][gj]
-                    uniq = sorted(set(chans))
-                    counts = [chans.count(ch) for ch in uniq]
-                    key = (bi, tuple(uniq), tuple(counts))
-                    if key not in item_of:
-                        bucket = buckets.setdefault(len(uniq), [])
-                        item_of[key] = (len(uniq), len(bucket))
-                        bucket.append(([pair_id[(bi, ch)] for ch in uniq], counts))
-                    u_count, item = item_of[key]
-                    for ch in chans:
-                        slot_item.append((u_count, item, uniq.index(ch)))
-
-        # 3. encode every bucket; lay the outputs out as one table of (distinct slot, T, P)
-        tables, offsets, offset = [], {}, 0
-        for u_count in sorted(buckets):
-            items = buckets[u_count]
-            idx = torch.tensor([it[0] for it in items], device=device)  # (N, U)
-            tok = tokens[idx].transpose(1, 2).reshape(len(items) * t, u_count, m, p)  # (N*T, U, M, P)
-            counts = torch.tensor([it[1] for it in items], dtype=torch.float32, device=device)
-            bias = None
-            if bool((counts != 1).any()):
-                bias = counts.log().repeat_interleave(t, dim=0).to(tok.dtype)  # (N*T, U)
-            zb = self.encode_groups(tok, bias, group_chunk).view(len(items), t, u_count, p)
-            tables.append(zb.transpose(1, 2).reshape(len(items) * u_count, t, p))
-            offsets[u_count] = offset
-            offset += len(items) * u_count
-        table = torch.cat(tables, dim=0)
-        src = torch.tensor([offsets[u] + item * u + pos for (u, item, pos) in slot_item], device=device)
-        z = table[src].view(b, e, g, s, t, p)
-        return z.permute(0, 1, 4, 2, 3, 5).contiguous()
+        """``X (B, T, C, L_0)``, ``group_idx (B, E, G, S)`` -> ``z (B, E, T, G, S, P)``."""
+        plan = plan_slots(group_idx, dedupe).to(X.device)
+        return self.encode_with_plan(X, plan, group_chunk=group_chunk, token_chunk=token_chunk).contiguous()

@@ -101,6 +101,7 @@ class MicroBatch:
     n_classes: torch.Tensor
     channel_mask: torch.Tensor
     group_idx: torch.Tensor
+    plan: Any  # chorustic.model.signal_encoder.SlotPlan of group_idx
     omegas: list  # the episodes' configurations (chorustic.prior.Omega)
     gen_seconds: float = 0.0
 
@@ -111,6 +112,7 @@ class MicroBatch:
     def pin_memory(self) -> "MicroBatch":
         for name in ("X", "y_context", "y_query", "n_classes", "channel_mask", "group_idx"):
             setattr(self, name, getattr(self, name).pin_memory())
+        self.plan = self.plan.pin_memory()
         return self
 
     def to(self, device: torch.device, non_blocking: bool = False) -> "MicroBatch":
@@ -118,13 +120,17 @@ class MicroBatch:
         return dataclasses.replace(
             self, X=self.X.to(device, **kw), y_context=self.y_context.to(device, **kw),
             y_query=self.y_query.to(device, **kw), n_classes=self.n_classes.to(device, **kw),
-            channel_mask=self.channel_mask.to(device, **kw), group_idx=self.group_idx.to(device, **kw))
+            channel_mask=self.channel_mask.to(device, **kw), group_idx=self.group_idx.to(device, **kw),
+            plan=self.plan.to(device, **kw))
 
 
 def generate_micro_batch(prior: PriorConfig, seed: int, step: int, micro: int, layout: StreamLayout, *,
-                         num_groups: int, group_size: int, rssc_sampling: str = "coverage") -> MicroBatch:
-    """Micro-batch ``micro`` of step ``step`` (a pure function of its arguments)."""
+                         num_groups: int, group_size: int, rssc_sampling: str = "coverage",
+                         dedupe: bool = True) -> MicroBatch:
+    """Micro-batch ``micro`` of step ``step`` (a pure function of its arguments), with the slot plan of
+    its RSSC draws (``dedupe``: the de-duplicating schedule, exact unless the encoder trains with dropout)."""
     from chorustic.model.rssc import sample_rssc_assignment
+    from chorustic.model.signal_encoder import plan_slots
 
     t0 = time.perf_counter()
     mb = layout.micro_batch_size
@@ -143,6 +149,7 @@ def generate_micro_batch(prior: PriorConfig, seed: int, step: int, micro: int, l
         g = torch.Generator().manual_seed(_seed(seed, _RSSC, step, j))
         draws.append(sample_rssc_assignment(mask[b : b + 1], num_groups=num_groups, group_size=group_size,
                                             mode=rssc_sampling, generator=g)[:, 0])
+    group_idx = torch.cat(draws)
     return MicroBatch(
         step=step,
         index=micro,
@@ -151,7 +158,8 @@ def generate_micro_batch(prior: PriorConfig, seed: int, step: int, micro: int, l
         y_query=torch.from_numpy(np.ascontiguousarray(batch.y_query)),
         n_classes=torch.from_numpy(batch.n_classes),
         channel_mask=mask,
-        group_idx=torch.cat(draws),
+        group_idx=group_idx,
+        plan=plan_slots(group_idx[:, None], dedupe),
         omegas=list(batch.omegas),
         gen_seconds=time.perf_counter() - t0,
     )
@@ -166,13 +174,13 @@ class EpisodeStream(IterableDataset):
     """
 
     def __init__(self, train_config: TrainConfig, layout: StreamLayout, *, prior_at, num_groups: int,
-                 group_size: int, rssc_sampling: str = "coverage", rank: int = 0, start_step: int = 0,
-                 stop_step: int | None = None) -> None:
+                 group_size: int, rssc_sampling: str = "coverage", dedupe: bool = True, rank: int = 0,
+                 start_step: int = 0, stop_step: int | None = None) -> None:
         super().__init__()
         self.cfg = train_config
         self.layout = layout
         self.prior_at = prior_at
-        self.rssc = dict(num_groups=num_groups, group_size=group_size, rssc_sampling=rssc_sampling)
+        self.rssc = dict(num_groups=num_groups, group_size=group_size, rssc_sampling=rssc_sampling, dedupe=dedupe)
         self.rank = rank
         self.start_step = int(start_step)
         self.stop_step = stop_step

@@ -5,11 +5,14 @@ devices without storage), so a laptop plans a GPU run in seconds to a minute:
 
 * parameter counts (trainable / frozen) per top-level module;
 * FLOPs of one training step's forward + backward per episode, with ``torch.utils.flop_counter``: at the
-  prior's largest episode, and the mean over the prior (the FLOPs of an episode are exactly
-  ``a + b T + c T C + d N_c + e T N_c``, ``a`` being the inducing points' work per feature column; the
-  coefficients are fitted on small fake episodes and the
-  mean is taken over 4,000 (T, N_c, C) drawn from the prior's own sampler, C being the channel count
-  of the micro-batch the episode is padded to);
+  prior's largest episode, and the mean over the prior. The FLOPs of a micro-batch are exactly
+  ``T * (f_tok * pairs + sum_U f_U * items_U + f_rssc * B) + B * (a + b T + c N_c + d T N_c)``: every
+  row tokenizes the plan's (episode, channel) pairs, encodes its items (groups of U distinct slots) and
+  composes B RSSC representations, and the task level of an episode is affine in T, N_c and T N_c
+  (``a`` is the inducing points' work per feature column). Each coefficient is counted on its own
+  stage on fake tensors (:func:`fit_flop_model`), the sum is checked against a whole fake step at the
+  largest episode, and the mean is taken over 4,000 episodes whose (T, N_c, C) and RSSC draws come from
+  the prior's and the model's own samplers;
 * activation bytes saved for the backward pass per episode (``torch.autograd.graph.saved_tensors_hooks``,
   unique storages, parameters excluded) without activation checkpointing, and with it;
 * peak memory of a micro-batch of B episodes at the largest shape, from the live storages of the fake
@@ -37,7 +40,7 @@ import torch
 
 from chorustic.training.config import TrainConfig
 
-__all__ = ["DEVICE_PEAK_TFLOPS", "plan_pretraining"]
+__all__ = ["DEVICE_PEAK_TFLOPS", "FlopModel", "fit_flop_model", "plan_pretraining"]
 
 #: Dense (no sparsity) tensor-core peaks in TFLOP/s of common training GPUs, bf16 (V100: fp16).
 DEVICE_PEAK_TFLOPS = {
@@ -98,15 +101,19 @@ class _LiveStorages:
         return self.mode.__exit__(*exc)
 
 
-def _fake_inputs(cfg, b: int, t: int, n_ctx: int, c: int, classes: int):
-    X = torch.randn(b, t, c, cfg.seq_len)
-    y = torch.arange(n_ctx).remainder(classes).repeat(b, 1)
-    gi = torch.randint(0, c, (b, cfg.num_groups, cfg.group_size))
-    return X, y, gi
+def _plan_of(cfg, b: int, t: int, c: int, dedupe: bool):
+    """The slot plan of random RSSC draws over ``c`` channels (real host tensors, as a worker makes it)."""
+    from chorustic.model.rssc import sample_rssc_assignment
+    from chorustic.model.signal_encoder import plan_slots
+
+    gi = sample_rssc_assignment(torch.ones(b, c, dtype=torch.bool), num_groups=cfg.num_groups,
+                                group_size=cfg.group_size, mode=cfg.rssc_sampling,
+                                generator=torch.Generator().manual_seed(t * 1000 + c))
+    return plan_slots(gi, dedupe)
 
 
 class _Fake:
-    """A fake copy of a real (CPU) model and a runner of one training micro-batch on it."""
+    """A fake copy of a real (CPU) model and runners of a training micro-batch (or of one stage) on it."""
 
     def __init__(self, real_model, train_config: TrainConfig, autocast_dtype: torch.dtype | None) -> None:
         from torch._subclasses.fake_tensor import FakeCopyMode, FakeTensorMode
@@ -117,17 +124,40 @@ class _Fake:
         self.model.train()
         self.tc = train_config
         self.dtype = autocast_dtype
-        self.param_storages = set()
+        self.dedupe = not self.model.config.signal_dropout_in_training
+
+    def _amp(self):
+        return torch.autocast("cpu", dtype=self.dtype) if self.dtype is not None else contextlib.nullcontext()
+
+    def stage_flops(self, fn) -> float:
+        """FLOPs of ``fn()`` (which builds fake inputs and returns a tensor to back-propagate from)."""
+        from torch.utils.flop_counter import FlopCounterMode
+
+        counter = FlopCounterMode(display=False)
+        with self.mode, counter:
+            with self._amp():
+                out = fn()
+            if out.requires_grad:
+                out.float().sum().backward()
+        for p in self.model.parameters():
+            p.grad = None
+        return float(counter.get_total_flops())
 
     def run(self, b, t, n_ctx, c, classes, *, recompute: bool, flops: bool = False, saved: bool = False,
-            live: bool = False) -> dict[str, float]:
+            live: bool = False) -> dict[str, Any]:
         from torch.utils.flop_counter import FlopCounterMode
         from torch.utils.weak import WeakIdKeyDictionary
 
-        out: dict[str, float] = {}
-        tc, cfg = self.tc, self.model.config
+        out: dict[str, Any] = {}
+        tc = self.tc
+        plan = _plan_of(self.model.config, b, t, c, self.dedupe)
+        out["pairs"], out["items"] = plan.n_pairs, plan.items_per_size()
         with self.mode:
-            X, y, gi = _fake_inputs(cfg, b, t, n_ctx, c, classes)
+            X = torch.randn(b, t, c, self.model.config.seq_len)
+            y = torch.arange(n_ctx).remainder(classes).repeat(b, 1)
+            for p in self.model.parameters():  # gradients exist across micro-batches: counted as static
+                if p.requires_grad:
+                    p.grad = torch.zeros_like(p)
             params = {p.untyped_storage() for p in self.model.parameters()}
             saved_storages = WeakIdKeyDictionary()
 
@@ -140,11 +170,10 @@ class _Fake:
             counter = FlopCounterMode(display=False) if flops else contextlib.nullcontext()
             tracker = _LiveStorages() if live else contextlib.nullcontext()
             hooks = torch.autograd.graph.saved_tensors_hooks(pack, lambda x: x) if saved else contextlib.nullcontext()
-            amp = torch.autocast("cpu", dtype=self.dtype) if self.dtype is not None else contextlib.nullcontext()
             with counter, tracker:
-                with hooks, amp:
+                with hooks, self._amp():
                     logits = self.model.episode_logits(
-                        X, y, gi, recompute=recompute, signal_rows=tc.signal_chunk_rows,
+                        X, y, plan=plan, recompute=recompute, signal_rows=tc.signal_chunk_rows,
                         cdm_columns=tc.cdm_chunk_columns, interaction_rows=tc.interaction_chunk_rows)
                 if saved:
                     out["saved_bytes"] = float(sum(saved_storages.values()))
@@ -160,26 +189,107 @@ class _Fake:
         return out
 
 
-def _prior_shapes(train_config: TrainConfig, model_config, n: int = 4000, seed: int = 0) -> np.ndarray:
-    """(T, N_c, C_batch) of ``n`` episodes drawn with the prior's own sampler; C_batch is the channel count
-    the episode's micro-batch is padded to (the largest C among ``micro_batch_size`` episodes)."""
+def _prior_episodes(train_config: TrainConfig, model_config, n: int = 4000, seed: int = 0) -> list[tuple]:
+    """(T, N_c, pairs, items per U, C) of ``n`` episodes: shapes and channel counts from the prior's own
+    sampler, one RSSC draw each from the model's sampler, planned as in training."""
+    from chorustic.model.rssc import sample_rssc_assignment
+    from chorustic.model.signal_encoder import plan_slots
     from chorustic.prior import EpisodePrior
 
     prior = dataclasses.replace(train_config.prior, output_length=model_config.seq_len,
                                 max_classes=min(train_config.prior.max_classes, model_config.max_classes))
     gen = EpisodePrior(prior, seed=seed)
-    mb = train_config.micro_batch_size or train_config.group_size
+    torch_gen = torch.Generator().manual_seed(seed)
+    dedupe = not model_config.signal_dropout_in_training
     rows = []
     while len(rows) < n:
         T, n_ctx, L = gen.sample_shape()
-        cs = [gen.sample_omega(T, n_ctx, L).n_channels for _ in range(mb)]
-        rows.extend((T, n_ctx, max(cs)) for _ in range(mb))
-    return np.array(rows[:n], dtype=np.float64)
+        c = gen.sample_omega(T, n_ctx, L).n_channels
+        gi = sample_rssc_assignment(torch.ones(1, c, dtype=torch.bool), num_groups=model_config.num_groups,
+                                    group_size=model_config.group_size, mode=model_config.rssc_sampling,
+                                    generator=torch_gen)
+        plan = plan_slots(gi, dedupe)
+        rows.append((T, n_ctx, plan.n_pairs, plan.items_per_size(), c))
+    return rows
 
 
-def _features(T, n_ctx, C):
-    T, n_ctx, C = (np.asarray(v, dtype=np.float64) for v in (T, n_ctx, C))
-    return np.stack([np.ones_like(T), T, T * C, n_ctx, T * n_ctx], axis=-1)
+@dataclasses.dataclass(frozen=True)
+class FlopModel:
+    """Forward + backward FLOPs of a training micro-batch (see the module docstring)."""
+
+    tokenize: float  # per tokenized series and row
+    encode: tuple[float, ...]  # per encoded item and row, by number of slots U = 1 .. S
+    compose: float  # per RSSC representation (episode and row)
+    task: tuple[float, float, float, float]  # per episode: 1, T, N_c, T * N_c
+    tokenize_call: float = 0.0  # per tokenizer call (its closed-form Gram matrices)
+    signal_rows: int | None = None  # row-episodes per signal chunk (one tokenizer call each)
+
+    def signal_calls(self, episodes: int, rows: int) -> int:
+        step = max(1, self.signal_rows // episodes) if self.signal_rows else rows
+        return -(-rows // step)
+
+    def task_episode(self, rows: float, context_rows: float) -> float:
+        a, b, c, d = self.task
+        return a + b * rows + c * context_rows + d * rows * context_rows
+
+    def signal_row(self, pairs: int, items: dict[int, int], episodes: int = 1) -> float:
+        return (self.tokenize * pairs + sum(self.encode[u - 1] * k for u, k in items.items())
+                + self.compose * episodes)
+
+    def micro_batch(self, episodes: int, rows: int, context_rows: int, plan) -> float:
+        """FLOPs of a micro-batch of ``episodes`` episodes with the :class:`SlotPlan` ``plan``."""
+        return (rows * self.signal_row(plan.n_pairs, plan.items_per_size(), episodes)
+                + self.signal_calls(episodes, rows) * self.tokenize_call
+                + episodes * self.task_episode(rows, context_rows))
+
+
+def _fit(fake: "_Fake") -> FlopModel:
+    model, cfg = fake.model, fake.model.config
+    trainable = not cfg.freeze_signal_encoder
+    m, p = cfg.num_patches, cfg.hidden_dim
+
+    def slope(make) -> float:  # FLOPs per unit (2 units minus 1 unit: per-call constants cancel)
+        return fake.stage_flops(lambda: make(2)) - fake.stage_flops(lambda: make(1))
+
+    def grad_ctx():
+        return contextlib.nullcontext() if trainable else torch.no_grad()
+
+    def tok(n):
+        with grad_ctx():
+            return model.signal_encoder.patch_tokenizer(torch.randn(n, cfg.seq_len))
+
+    def enc(u):
+        def make(n):
+            with grad_ctx():
+                return model.signal_encoder.encode_groups(torch.randn(n, u, m, p, requires_grad=trainable))
+        return make
+
+    def compose(n):
+        return model.rssc(torch.randn(n, cfg.num_groups, cfg.group_size, p, requires_grad=trainable))
+
+    def task(t, n_ctx):
+        def fn():
+            H = torch.randn(1, t, cfg.d_h, requires_grad=True)
+            return model.task_logits(H, torch.arange(n_ctx).remainder(2)[None])
+        return fn
+
+    probes = [(8, 4), (16, 4), (16, 12), (24, 8), (12, 6)]
+    y = np.array([fake.stage_flops(task(t, n)) for t, n in probes])
+    ts, ns = np.array(probes, dtype=np.float64).T
+    coef, *_ = np.linalg.lstsq(np.stack([np.ones_like(ts), ts, ns, ts * ns], axis=1), y, rcond=None)
+    tok1 = fake.stage_flops(lambda: tok(1))
+    per_series = fake.stage_flops(lambda: tok(2)) - tok1
+    return FlopModel(tokenize=per_series, encode=tuple(slope(enc(u)) for u in range(1, cfg.group_size + 1)),
+                     compose=slope(compose), task=tuple(float(c) for c in coef), tokenize_call=tok1 - per_series,
+                     signal_rows=fake.tc.signal_chunk_rows)
+
+
+def fit_flop_model(model_config, train_config: TrainConfig, amp_dtype: str | None = None) -> FlopModel:
+    """The exact FLOP model of ``model_config`` (its stages counted on small fake inputs; seconds)."""
+    from chorustic.model import ChorusTIC
+
+    torch.manual_seed(0)
+    return _fit(_Fake(ChorusTIC(model_config), train_config, getattr(torch, amp_dtype) if amp_dtype else None))
 
 
 def plan_pretraining(model_config, train_config: TrainConfig, *, memory_gb: float = 32.0,
@@ -209,13 +319,17 @@ def plan_pretraining(model_config, train_config: TrainConfig, *, memory_gb: floa
     C_max = prior.max_channels if prior.p_univariate < 1 else 1
 
     # FLOPs: exact in (T, T*C, N_c, T*N_c); fit on small fake episodes, check at the largest one
-    probes = [(8, 4, 2), (16, 4, 2), (8, 6, 3), (16, 12, 4), (12, 6, 5), (24, 8, 3)]
-    y = np.array([fake.run(1, t, n, c, 2, recompute=False, flops=True)["flops"] for t, n, c in probes])
-    coef, *_ = np.linalg.lstsq(_features(*np.array(probes, dtype=float).T), y, rcond=None)
+    flop_model = _fit(fake)
     largest = fake.run(1, T_max, n_ctx_max, C_max, k_max, recompute=False, flops=True, saved=True)
-    fit_largest = float(_features(T_max, n_ctx_max, C_max) @ coef)
-    shapes = _prior_shapes(tc, mc)
-    mean_flops = float((_features(shapes[:, 0], shapes[:, 1], shapes[:, 2]) @ coef).mean())
+    fit_largest = (T_max * flop_model.signal_row(largest["pairs"], largest["items"])
+                   + flop_model.signal_calls(1, T_max) * flop_model.tokenize_call
+                   + flop_model.task_episode(T_max, n_ctx_max))
+    episodes_drawn = _prior_episodes(tc, mc)
+    mb = tc.micro_batch_size or tc.group_size
+    per_episode = [T * flop_model.signal_row(pairs, items) + flop_model.task_episode(T, n_ctx)
+                   + flop_model.signal_calls(mb, T) * flop_model.tokenize_call / mb
+                   for T, n_ctx, pairs, items, _ in episodes_drawn]
+    mean_flops = float(np.mean(per_episode))
     fwd = {}
     if tc.activation_checkpointing:
         rec = fake.run(1, T_max, n_ctx_max, C_max, k_max, recompute=True, flops=True)
@@ -240,7 +354,8 @@ def plan_pretraining(model_config, train_config: TrainConfig, *, memory_gb: floa
             continue
         peak = static + transient + mb * per_episode
         candidates.append({"micro_batch_size": mb, "gradient_accumulation": lay.accumulation_steps,
-                           "estimated_peak_gb": round(peak / 2**30, 2), "fits": bool(peak <= budget)})
+                           "estimated_peak_gb": round(peak / 2**30, 2), "activation_peak_bytes": int(peak - static),
+                           "fits": bool(peak <= budget)})
     chosen = next((c for c in candidates if c["fits"]), None)
 
     peak = peak_tflops if peak_tflops is not None else DEVICE_PEAK_TFLOPS.get(target_device.lower())
@@ -250,7 +365,7 @@ def plan_pretraining(model_config, train_config: TrainConfig, *, memory_gb: floa
                               "peak_tflops": peak, "mfu": mfu, "world_size": world_size}
     if peak:
         seconds = total / (peak * 1e12 * mfu * world_size)
-        timing.update(estimated_hours=round(seconds / 3600, 2),
+        timing.update(estimated_hours=round(seconds / 3600, 2), estimated_seconds=float(f"{seconds:.3g}"),
                       episodes_per_s=round(peak * 1e12 * mfu * world_size / mean_flops, 2))
     else:
         timing["note"] = f"unknown device {target_device!r}: pass --peak-tflops (known: {sorted(DEVICE_PEAK_TFLOPS)})"
@@ -267,7 +382,11 @@ def plan_pretraining(model_config, train_config: TrainConfig, *, memory_gb: floa
                             "classes": k_max},
         "flops_per_episode": {
             "largest": largest["flops"], "prior_mean": mean_flops,
-            "prior_mean_rows": float(shapes[:, 0].mean()), "prior_mean_batch_channels": float(shapes[:, 2].mean()),
+            "prior_mean_rows": float(np.mean([e[0] for e in episodes_drawn])),
+            "prior_mean_channels": float(np.mean([e[4] for e in episodes_drawn])),
+            "prior_mean_slot_encodings_per_row": float(np.mean([sum(u * k for u, k in e[3].items())
+                                                                for e in episodes_drawn])),
+            "slot_schedule": "de-duplicated" if fake.dedupe else "every slot (dropout in training)",
             "fit_relative_error_at_largest": abs(fit_largest - largest["flops"]) / largest["flops"],
             "counted": "forward + backward of one training micro-batch (model FLOPs, no recomputation)", **fwd},
         "activations_per_episode_gb": {
@@ -277,7 +396,9 @@ def plan_pretraining(model_config, train_config: TrainConfig, *, memory_gb: floa
             "peak_growth_per_episode": round(per_episode / gb, 3),
             "recomputation_transient": round(transient / gb, 3),
         },
-        "memory": {"budget_gb": memory_gb, "static_gb": round(static / gb, 3), "world_size": world_size,
+        "memory": {"budget_gb": memory_gb, "static_gb": round(static / gb, 3),
+                   "static": "fp32 weights, gradients and AdamW moments" + (" + autocast weight copies" if dtype else ""),
+                   "world_size": world_size,
                    "micro_batch_size": chosen["micro_batch_size"] if chosen else None,
                    "gradient_accumulation": chosen["gradient_accumulation"] if chosen else None,
                    "estimated_peak_gb": chosen["estimated_peak_gb"] if chosen else None,

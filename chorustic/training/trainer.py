@@ -109,8 +109,8 @@ class _PretrainForward(nn.Module):
         self.kw = dict(recompute=cfg.activation_checkpointing, signal_rows=cfg.signal_chunk_rows,
                        cdm_columns=cfg.cdm_chunk_columns, interaction_rows=cfg.interaction_chunk_rows)
 
-    def forward(self, X: torch.Tensor, y_context: torch.Tensor, group_idx: torch.Tensor) -> torch.Tensor:
-        return self.model.episode_logits(X, y_context, group_idx, **self.kw)
+    def forward(self, X: torch.Tensor, y_context: torch.Tensor, plan) -> torch.Tensor:
+        return self.model.episode_logits(X, y_context, plan=plan, **self.kw)
 
 
 class Trainer:
@@ -371,7 +371,8 @@ class Trainer:
     def _open_stream(self) -> None:
         stream = EpisodeStream(self.cfg, self.layout, prior_at=self.prior_schedule,
                                num_groups=self.model_config.num_groups, group_size=self.model_config.group_size,
-                               rssc_sampling=self.model_config.rssc_sampling, rank=self.dist.rank,
+                               rssc_sampling=self.model_config.rssc_sampling,
+                               dedupe=not self.model_config.signal_dropout_in_training, rank=self.dist.rank,
                                start_step=self.step)
         self._loader = make_loader(stream, num_workers=self.num_workers, pin_memory=self.device.type == "cuda",
                                    prefetch_factor=self.cfg.prefetch_factor)
@@ -410,7 +411,7 @@ class Trainer:
             sync = self._ddp is None or k == n_micro - 1
             with (contextlib.nullcontext() if sync else self._ddp.no_sync()):
                 with autocast:
-                    logits = self._forward(mb.X, mb.y_context, mb.group_idx)
+                    logits = self._forward(mb.X, mb.y_context, mb.plan)
                 per_ep, correct = query_cross_entropy(logits, mb.y_query, mb.n_classes, cfg.mask_unused_classes)
                 loss = per_ep.sum() * scale
                 self.scaler.scale(loss).backward()

@@ -1,0 +1,152 @@
+"""The pretraining pipeline: a worker-generated stream that does not depend on workers or ranks,
+data-parallel training with torchrun equal to one process, and the --plan measurements."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from chorustic.cli import main
+from chorustic.model import ChorusTIC, ChorusTICConfig
+from chorustic.prior import PriorConfig
+from chorustic.training import TrainConfig
+from chorustic.training.data import EpisodeStream, StreamLayout, make_loader
+from chorustic.training.trainer import PriorSchedule
+
+MICRO = dataclasses.replace(ChorusTICConfig.tiny(), seq_len=32, num_patches=4, num_groups=2, group_size=2,
+                            slot_dim=4)
+PRIOR = PriorConfig(min_rows=12, max_rows=16, min_length=32, max_length=64, max_channels=4, max_classes=3)
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def _stream(cfg: TrainConfig, world: int = 1, rank: int = 0, start: int = 0, stop: int = 3) -> EpisodeStream:
+    return EpisodeStream(cfg, StreamLayout.of(cfg, world), prior_at=PriorSchedule(cfg, MICRO.seq_len, 10),
+                         num_groups=MICRO.num_groups, group_size=MICRO.group_size, rank=rank,
+                         start_step=start, stop_step=stop)
+
+
+def _key(mb):
+    return (mb.step, mb.index, mb.X.numpy().tobytes(), mb.y_context.numpy().tobytes(),
+            mb.y_query.numpy().tobytes(), mb.group_idx.numpy().tobytes(), mb.plan.slot_src.numpy().tobytes())
+
+
+CFG = TrainConfig(name="t", steps=3, batch_size=8, micro_batch_size=2, shape_group_size=4, prior=PRIOR, seed=5)
+
+
+def test_the_stream_does_not_depend_on_the_number_of_workers():
+    ref = [_key(mb) for mb in make_loader(_stream(CFG), num_workers=0, pin_memory=False)]
+    assert len(ref) == 3 * 4 and [k[:2] for k in ref[:5]] == [(0, 0), (0, 1), (0, 2), (0, 3), (1, 0)]
+    for workers in (1, 2):
+        got = [_key(mb) for mb in make_loader(_stream(CFG), num_workers=workers, pin_memory=False)]
+        assert got == ref, workers
+
+
+def test_ranks_partition_the_stream_and_shape_groups_share_shapes():
+    one = [_key(mb) for mb in _stream(CFG)]
+    r0 = [_key(mb) for mb in _stream(CFG, world=2, rank=0)]
+    r1 = [_key(mb) for mb in _stream(CFG, world=2, rank=1)]
+    assert sorted(r0 + r1) == sorted(one)
+    assert {k[1] for k in r0} == {0, 2} and {k[1] for k in r1} == {1, 3}
+    mbs = list(_stream(CFG))
+    shapes = [(mb.step, mb.index // 2, tuple(mb.X.shape[1:2]), mb.y_context.shape[1]) for mb in mbs]
+    for s in range(3):  # micro-batches 0,1 form shape group 0 and 2,3 group 1
+        assert shapes[4 * s][2:] == shapes[4 * s + 1][2:] and shapes[4 * s + 2][2:] == shapes[4 * s + 3][2:]
+    # a resumed stream regenerates exactly the same micro-batches
+    assert [_key(mb) for mb in _stream(CFG, start=2)] == one[8:]
+
+
+def test_layout_errors_name_the_fix():
+    with pytest.raises(ValueError, match="must divide shape_group_size"):
+        TrainConfig(batch_size=8, micro_batch_size=3, shape_group_size=4)
+    with pytest.raises(ValueError, match="multiple of the number of processes"):
+        StreamLayout(batch_size=8, shape_group_size=4, micro_batch_size=4, world_size=3)
+    assert StreamLayout(36, 12, 3, 4).accumulation_steps == 3
+
+
+@pytest.mark.slow
+def test_torchrun_two_processes_train_the_same_model_as_one(tmp_path):
+    """DDP (gloo) over 2 processes, the global batch split across ranks, equals one process."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    common = ["--model-config", "tiny", "--train-config", "tiny", "--steps", "3", "--device", "cpu",
+              "--threads", "1", "--no-progress", "--workers", "0"]
+    one = subprocess.run([sys.executable, "-m", "chorustic", "pretrain", *common, "--out", str(tmp_path / "one")],
+                         env=env, capture_output=True, text=True, timeout=600)
+    assert one.returncode == 0, one.stderr[-3000:]
+    two = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+                          "-m", "chorustic", "pretrain", *common, "--out", str(tmp_path / "two")],
+                         env=env, capture_output=True, text=True, timeout=600)
+    assert two.returncode == 0, two.stderr[-3000:]
+    a, b = load_file(str(tmp_path / "one" / "model.safetensors")), load_file(str(tmp_path / "two" / "model.safetensors"))
+    assert a.keys() == b.keys()
+    assert max(float((a[k].float() - b[k].float()).abs().max()) for k in a) <= 1e-4
+    info = json.loads((tmp_path / "two" / "run.json").read_text())
+    assert info["world_size"] == 2
+    logs = [json.loads(x) for x in (tmp_path / "two" / "log.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in logs if r["kind"] == "val"] == [0, 3]  # rank 0 alone validates and logs
+
+
+def test_plan_measures_flops_and_memory_of_the_real_step(tmp_path, capsys):
+    """--plan on fake tensors: FLOPs equal a real FlopCounterMode count of a real micro-batch, and the
+    peak-memory estimate is close to the storages a real step keeps alive."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from chorustic.training.plan import _LiveStorages, _plan_of, fit_flop_model, plan_pretraining
+
+    mc = MICRO
+    tc = TrainConfig(name="t", steps=10, batch_size=4, micro_batch_size=2, shape_group_size=4, prior=PRIOR)
+    flop_model = fit_flop_model(mc, tc)
+    torch.manual_seed(0)
+    model = ChorusTIC(mc).train()
+    plan = _plan_of(mc, 2, 14, 3, dedupe=True)
+    X, y = torch.randn(2, 14, 3, mc.seq_len), torch.arange(6).remainder(3).repeat(2, 1)
+    counter, live = FlopCounterMode(display=False), _LiveStorages()
+    with counter, live:
+        model.episode_logits(X, y, plan=plan).float().logsumexp(-1).sum().backward()
+    assert flop_model.micro_batch(2, 14, 6, plan) == pytest.approx(counter.get_total_flops(), rel=1e-3)
+
+    plan_json = plan_pretraining(mc, tc, memory_gb=1.0, amp_dtype=None)  # float32, as the real step below
+    assert plan_json["model"]["parameters_total"] == sum(p.numel() for p in model.parameters())
+    assert plan_json["flops_per_episode"]["fit_relative_error_at_largest"] < 1e-3
+    mem = plan_json["memory"]
+    assert mem["micro_batch_size"] == 4 and mem["gradient_accumulation"] == 1  # the largest that fits
+    by_mb = {c["micro_batch_size"]: c for c in mem["candidates"]}
+    assert sorted(by_mb) == [1, 2, 4] and by_mb[4]["estimated_peak_gb"] > by_mb[1]["estimated_peak_gb"]
+    t = plan_json["time"]
+    assert t["estimated_seconds"] == pytest.approx(10 * 4 * plan_json["flops_per_episode"]["prior_mean"]
+                                                   / (989e12 * 0.4), rel=0.01)
+    # the fake measurement of one largest micro-batch vs the real one (same storages, real tensors)
+    largest = plan_json["largest_episode"]
+    X = torch.randn(2, largest["rows"], largest["channels"], mc.seq_len)
+    y = torch.arange(largest["context_rows"]).remainder(3).repeat(2, 1)
+    plan = _plan_of(mc, 2, largest["rows"], largest["channels"], dedupe=True)
+    live = _LiveStorages()
+    for p in model.parameters():
+        p.grad = torch.zeros_like(p)  # as in training: gradients are accumulated in place
+    with live:
+        model.episode_logits(X, y, plan=plan).float().logsumexp(-1).sum().backward()
+    assert live.peak == pytest.approx(by_mb[2]["activation_peak_bytes"], rel=0.1)
+
+    mcfg = tmp_path / "m.json"
+    mcfg.write_text(json.dumps(mc.to_dict()))
+    tcfg = tmp_path / "t.json"
+    tcfg.write_text(json.dumps(tc.to_dict()))
+    assert main(["pretrain", "--plan", "--model-config", str(mcfg), "--train-config", str(tcfg),
+                 "--memory-gb", "16", "--target-device", "a100"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["time"]["peak_tflops"] == 312.0 and printed["memory"]["budget_gb"] == 16
