@@ -162,7 +162,7 @@ def test_frozen_signal_encoder_and_partial_initialization(tmp_path):
 
 def test_non_finite_losses_abort_with_a_clear_error(tmp_path, monkeypatch):
     tr = Trainer(MICRO, micro_train(max_consecutive_bad_steps=2), tmp_path, progress=False)
-    monkeypatch.setattr(tr.model, "episode_logits", lambda X, y, gi, **kw: torch.full(
+    monkeypatch.setattr(tr.model, "episode_logits", lambda X, y, gi=None, **kw: torch.full(
         (X.shape[0], X.shape[1] - y.shape[1], 10), float("nan"), requires_grad=True))
     tr.train_step()
     with pytest.raises(TrainingAborted, match="non-finite"):
