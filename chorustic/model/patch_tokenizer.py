@@ -105,7 +105,13 @@ class PatchTokenizer(MantisTokenGenerator):
         return out * ln.weight.to(dt) + ln.bias.to(dt)
 
     def _scalar_tokens(self, branch: int, stat: Tensor) -> Tensor:
-        """The multi-scale scalar encoder of Mantis, all scales in one tensor: ``(N, M, 1) -> (N, M, h)``."""
+        """Mantis's multi-scale scalar encoder in closed form: ``(N, M, 1) -> (N, M, h)``.
+
+        Scale s maps the scalar x to ``LN_s(x w_s + k_s b_s)``; with ``w_s``, ``b_s`` centred (``wc``,
+        ``bc``) its LayerNorm variance is ``(x^2 |wc|^2 + 2 x k_s wc.bc + k_s^2 |bc|^2) / h``, so the
+        alpha-weighted sum over scales is ``a @ (wc gamma) + c @ (bc gamma) + alpha @ beta`` with
+        ``a_s = alpha_s x / sigma_s`` and ``c_s = alpha_s k_s / sigma_s``: three ``(N M, S) x (S, h)``
+        products instead of S LayerNorms over ``(N, M, h)``."""
         enc = self.scalar_encoders[branch]
         dt = stat.dtype
         w = torch.cat([e.w for e in enc.encoders]).to(dt)  # (S, h)
@@ -113,14 +119,19 @@ class PatchTokenizer(MantisTokenGenerator):
         gamma = torch.stack([e.layer_norm.weight for e in enc.encoders]).to(dt)
         beta = torch.stack([e.layer_norm.bias for e in enc.encoders]).to(dt)
         scales = enc.scales.to(dt)
-        z = stat[..., None] * w + scales[:, None] * b  # (N, M, S, h)
-        mu = z.mean(dim=-1, keepdim=True)
-        var = z.var(dim=-1, unbiased=False, keepdim=True)
         eps = enc.encoders[0].layer_norm.eps
-        zn = (z - mu) * torch.rsqrt(var + eps) * gamma + beta
+        h = w.shape[1]
+        wc = w - w.mean(dim=1, keepdim=True)
+        bc = b - b.mean(dim=1, keepdim=True)
+        ww, wb, bb = (wc * wc).sum(1) / h, (wc * bc).sum(1) / h, (bc * bc).sum(1) / h  # (S,)
+        x = stat  # (N, M, 1)
+        var = x * x * ww + 2.0 * x * scales * wb + (scales * scales) * bb  # (N, M, S)
+        inv_sigma = torch.rsqrt(var.clamp_min(0.0) + eps)
         alpha = torch.abs(1.0 / torch.log(stat.abs() @ (1.0 / scales.reshape(1, -1)) + enc.epsilon))  # (N, M, S)
         alpha = alpha / alpha.sum(dim=-1, keepdim=True)
-        return (zn * alpha[..., None]).sum(dim=-2)
+        a = alpha * inv_sigma * x
+        c = alpha * inv_sigma * scales
+        return a @ (wc * gamma) + c @ (bc * gamma) + alpha @ beta
 
     def forward(self, x: Tensor) -> Tensor:  # type: ignore[override]
         self._check(x)
