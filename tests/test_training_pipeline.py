@@ -104,9 +104,7 @@ def test_torchrun_two_processes_train_the_same_model_as_one(tmp_path):
 def test_plan_measures_flops_and_memory_of_the_real_step(tmp_path, capsys):
     """--plan on fake tensors: FLOPs equal a real FlopCounterMode count of a real micro-batch, and the
     peak-memory estimate is close to the storages a real step keeps alive."""
-    from torch.utils.flop_counter import FlopCounterMode
-
-    from chorustic.training.plan import _LiveStorages, _plan_of, fit_flop_model, plan_pretraining
+    from chorustic.training.plan import _LiveStorages, _plan_of, fit_flop_model, flop_counter, plan_pretraining
 
     mc = MICRO
     tc = TrainConfig(name="t", steps=10, batch_size=4, micro_batch_size=2, shape_group_size=4, prior=PRIOR)
@@ -115,10 +113,12 @@ def test_plan_measures_flops_and_memory_of_the_real_step(tmp_path, capsys):
     model = ChorusTIC(mc).train()
     plan = _plan_of(mc, 2, 14, 3, dedupe=True)
     X, y = torch.randn(2, 14, 3, mc.seq_len), torch.arange(6).remainder(3).repeat(2, 1)
-    counter, live = FlopCounterMode(display=False), _LiveStorages()
+    counter, live = flop_counter(), _LiveStorages()
     with counter, live:
         model.episode_logits(X, y, plan=plan).float().logsumexp(-1).sum().backward()
     assert flop_model.micro_batch(2, 14, 6, plan) == pytest.approx(counter.get_total_flops(), rel=1e-3)
+    sdpa = [k for k in counter.get_flop_counts()["Global"] if "scaled_dot_product" in str(k)]
+    assert sdpa, "attention FLOPs must be counted on CPU too"
 
     plan_json = plan_pretraining(mc, tc, memory_gb=1.0, amp_dtype=None)  # float32, as the real step below
     assert plan_json["model"]["parameters_total"] == sum(p.numel() for p in model.parameters())

@@ -40,7 +40,7 @@ import torch
 
 from chorustic.training.config import TrainConfig
 
-__all__ = ["DEVICE_PEAK_TFLOPS", "FlopModel", "fit_flop_model", "plan_pretraining"]
+__all__ = ["DEVICE_PEAK_TFLOPS", "FlopModel", "fit_flop_model", "flop_counter", "plan_pretraining"]
 
 #: Dense (no sparsity) tensor-core peaks in TFLOP/s of common training GPUs, bf16 (V100: fp16).
 DEVICE_PEAK_TFLOPS = {
@@ -55,6 +55,23 @@ DEVICE_PEAK_TFLOPS = {
     "v100": 125.0,  # fp16 tensor cores (no bf16)
     "mi300x": 1307.0,
 }
+
+
+def flop_counter():
+    """``torch.utils.flop_counter.FlopCounterMode`` that also counts the CPU flash-attention kernels.
+
+    torch's registry knows the CUDA SDPA kernels but not ``_scaled_dot_product_flash_attention_for_cpu``
+    (and its backward), which CPU and fake CPU tensors dispatch to; their FLOPs are the same formula."""
+    from torch.utils import flop_counter as fc
+
+    aten = torch.ops.aten
+    pairs = [(getattr(aten, "_scaled_dot_product_flash_attention_for_cpu", None), aten._scaled_dot_product_flash_attention),
+             (getattr(aten, "_scaled_dot_product_flash_attention_for_cpu_backward", None),
+              aten._scaled_dot_product_flash_attention_backward)]
+    for cpu_op, gpu_op in pairs:
+        if cpu_op is not None and cpu_op not in fc.flop_registry and gpu_op in fc.flop_registry:
+            fc.register_flop_formula(cpu_op, get_raw=True)(fc.flop_registry[gpu_op])
+    return fc.FlopCounterMode(display=False)
 
 
 class _LiveStorages:
@@ -131,9 +148,7 @@ class _Fake:
 
     def stage_flops(self, fn) -> float:
         """FLOPs of ``fn()`` (which builds fake inputs and returns a tensor to back-propagate from)."""
-        from torch.utils.flop_counter import FlopCounterMode
-
-        counter = FlopCounterMode(display=False)
+        counter = flop_counter()
         with self.mode, counter:
             with self._amp():
                 out = fn()
@@ -145,7 +160,6 @@ class _Fake:
 
     def run(self, b, t, n_ctx, c, classes, *, recompute: bool, flops: bool = False, saved: bool = False,
             live: bool = False) -> dict[str, Any]:
-        from torch.utils.flop_counter import FlopCounterMode
         from torch.utils.weak import WeakIdKeyDictionary
 
         out: dict[str, Any] = {}
@@ -167,7 +181,7 @@ class _Fake:
                     saved_storages[st] = st.nbytes()
                 return x
 
-            counter = FlopCounterMode(display=False) if flops else contextlib.nullcontext()
+            counter = flop_counter() if flops else contextlib.nullcontext()
             tracker = _LiveStorages() if live else contextlib.nullcontext()
             hooks = torch.autograd.graph.saved_tensors_hooks(pack, lambda x: x) if saved else contextlib.nullcontext()
             with counter, tracker:
@@ -332,8 +346,7 @@ def plan_pretraining(model_config, train_config: TrainConfig, *, memory_gb: floa
     mean_flops = float(np.mean(per_episode))
     fwd = {}
     if tc.activation_checkpointing:
-        rec = fake.run(1, T_max, n_ctx_max, C_max, k_max, recompute=True, flops=True)
-        fwd["with_recompute_largest"] = rec["flops"]
+        fwd["recomputation"] = "one more forward pass of the checkpointed chunks (about +1/3 of the FLOPs)"
 
     # memory at the largest episode, B = 1 and 2
     m1 = fake.run(1, T_max, n_ctx_max, C_max, k_max, recompute=tc.activation_checkpointing, saved=True, live=True)
