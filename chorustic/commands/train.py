@@ -18,9 +18,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "package's format), OUT/summary.json and OUT/curve.png.",
     )
     p.add_argument("--model-config", default="small",
-                   help="paper | small | tiny | a JSON file of ChorusTICConfig fields (default: small)")
+                   help="paper | base | small | tiny | a JSON file of ChorusTICConfig fields (default: small)")
     p.add_argument("--train-config", default=None,
-                   help="paper | small | tiny | a JSON file of TrainConfig fields (default: same name as "
+                   help="paper | base | small | tiny | a JSON file of TrainConfig fields (default: same name as "
                         "--model-config when it is a preset, else small)")
     p.add_argument("--out", type=Path, default=None, help="run directory (required unless --plan)")
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its newest state")
@@ -93,8 +93,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _model_config(spec: str):
     from chorustic.model import ChorusTICConfig
+    from chorustic.model.config import MODEL_PRESETS as presets
 
-    presets = {"paper": ChorusTICConfig.paper, "small": ChorusTICConfig.small, "tiny": ChorusTICConfig.tiny}
     if spec in presets:
         return presets[spec]()
     path = Path(spec)
@@ -114,7 +114,9 @@ def _configs(args: argparse.Namespace):
     from chorustic.training import TrainConfig
 
     mcfg = _model_config(args.model_config)
-    tspec = args.train_config or (args.model_config if args.model_config in ("paper", "small", "tiny") else "small")
+    from chorustic.training.config import TRAIN_PRESETS
+
+    tspec = args.train_config or (args.model_config if args.model_config in TRAIN_PRESETS else "small")
     tcfg = TrainConfig.resolve(tspec)
     if args.no_channel_axis_attention:
         mcfg = dataclasses.replace(mcfg, use_channel_axis_attention=False)

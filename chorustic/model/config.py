@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-__all__ = ["MANTIS_SCALAR_SCALES", "ChorusTICConfig"]
+__all__ = ["MANTIS_SCALAR_SCALES", "MODEL_PRESETS", "ChorusTICConfig"]
 
 #: Scales of the multi-scale scalar encoders of the patch tokenizer (Mantis/NuTime default, 9 decades).
 MANTIS_SCALAR_SCALES: tuple[float, ...] = (1e-4, 1e-3, 1e-2, 1e-1, 1.0, 1e1, 1e2, 1e3, 1e4)
@@ -203,6 +203,44 @@ class ChorusTICConfig:
         )
 
     @classmethod
+    def base(cls) -> ChorusTICConfig:
+        """A GPU-trainable ChorusTIC sized for about half an hour of one H100 (``chorustic pretrain --plan``).
+
+        The released architecture at half width and about a seventh of the parameters (7.7 M; fp16 weights
+        about 15 MB): signal width 256 over the same 32 patches of 512-sample inputs, 2 dual-axis layers,
+        a 2-layer readout, 16-dim slots (d_h = 256), a task level of width 64 (d_u = 256) with an 8-block
+        ICL. Dropout off: the prior is infinite, and without dropout identical slot groups are encoded once
+        (the de-duplicating schedule), several times less signal-encoder work per episode. Trained from
+        scratch, so H is standardized by its context rows as in ``small``.
+        """
+        return cls(
+            hidden_dim=256,
+            num_dual_axis_layers=2,
+            temporal_heads=4,
+            channel_heads=4,
+            temporal_mlp_dim=512,
+            channel_mlp_dim=512,
+            dual_axis_dropout=0.0,
+            readout_depth=2,
+            readout_heads=4,
+            readout_dim_head=64,
+            readout_mlp_dim=512,
+            readout_dropout=0.0,
+            slot_dim=16,
+            slot_projector_hidden=128,
+            freeze_signal_encoder=False,
+            context_standardization=True,
+            embed_dim=64,
+            col_num_blocks=2,
+            col_nhead=4,
+            col_num_inds=64,
+            row_num_blocks=2,
+            row_nhead=4,
+            icl_num_blocks=8,
+            icl_nhead=4,
+        )
+
+    @classmethod
     def tiny(cls) -> ChorusTICConfig:
         """A few-thousand-parameter configuration for unit tests (runs in milliseconds)."""
         return cls(
@@ -245,3 +283,8 @@ class ChorusTICConfig:
         if unknown:
             raise ValueError(f"unknown ChorusTICConfig keys: {unknown}; known keys: {sorted(known)}")
         return cls(**d)
+
+
+#: The named configurations (``chorustic pretrain --model-config NAME``).
+MODEL_PRESETS = {"paper": ChorusTICConfig.paper, "base": ChorusTICConfig.base, "small": ChorusTICConfig.small,
+                 "tiny": ChorusTICConfig.tiny}

@@ -156,6 +156,32 @@ class TrainConfig:
         )
 
     @classmethod
+    def base(cls) -> "TrainConfig":
+        """GPU pretraining of the ``base`` model (about half an hour of one H100; see ``--plan``): the paper's
+        prior and episode sizes, 48 episodes per step in 3 shape groups of 16 (micro-batches of 8: 48 GB at
+        the largest episodes, no activation checkpointing), AdamW 5e-4 with 300 warm-up steps and a cosine
+        decay to 5e-5 over 6,000 steps (288,000 episodes), the small run's curriculum over the first 1,000
+        steps, bf16 autocast."""
+        return cls(
+            name="base",
+            steps=6000,
+            batch_size=48,
+            micro_batch_size=8,
+            shape_group_size=16,
+            lr=5e-4,
+            schedule="cosine",
+            warmup_steps=300,
+            min_lr_ratio=0.1,
+            checkpoint_every=250,
+            keep_checkpoints=2,
+            log_every=25,
+            val_every=250,
+            curriculum_steps=1000,
+            curriculum_start_difficulty=0.3,
+            curriculum_start_classes=4,
+        )
+
+    @classmethod
     def tiny(cls) -> "TrainConfig":
         """Seconds-long runs for tests: few rows, short series, small batches."""
         return cls(
@@ -246,4 +272,5 @@ OPERATIONAL_FIELDS = LAYOUT_FIELDS | frozenset({
 })
 
 
-TRAIN_PRESETS = {"paper": TrainConfig.paper, "small": TrainConfig.small, "tiny": TrainConfig.tiny}
+TRAIN_PRESETS = {"paper": TrainConfig.paper, "base": TrainConfig.base, "small": TrainConfig.small,
+                 "tiny": TrainConfig.tiny}
