@@ -314,7 +314,7 @@ def test_checksum_mismatch_against_the_lock(server, tmp_path):
         ensure_dataset("Beef", tmp_path, mirrors=[server.tsc], **FAST)
     err = e.value
     assert err.expected == pinned and err.found != pinned and err.file.endswith("Beef_TRAIN.ts")
-    assert pinned in str(err) and "--update-lock" in str(err) and f"delete {folder}" in str(err)
+    assert pinned in str(err) and "--update-lock" in str(err) and f"move {folder} away" in str(err)
 
     # the server now serves another version: the download is refused, nothing lands
     import shutil

@@ -23,6 +23,7 @@ import sys
 import traceback
 from pathlib import Path
 
+from chorustic.errors import UnknownMethodError, did_you_mean
 from chorustic.methods.base import Method, ReportedMethod
 
 __all__ = ["register", "discover", "default_plugin_dir", "Discovery"]
@@ -69,8 +70,9 @@ class Discovery:
             hint = ""
             if self.broken:
                 hint = f" (plugin files that failed to load: {', '.join(sorted(self.broken))})"
-            raise KeyError(
-                f"unknown method {name!r}; known methods: {', '.join(sorted(self.methods))}{hint}"
+            raise UnknownMethodError(
+                f"unknown method {name!r}.{did_you_mean(name, self.methods)} "
+                f"Known methods: {', '.join(sorted(self.methods))}{hint}"
             ) from None
 
 
