@@ -31,6 +31,7 @@ __all__ = [
     "method_entry",
     "method_resources",
     "method_datasets",
+    "evaluation_jobs",
     "pretrain_run_of",
     "checkpoint_path",
     "check_methods",
@@ -192,6 +193,12 @@ def method_datasets(cfg: dict, run: str, datasets: list[str] | None = None) -> l
     if entry["archives"]:
         datasets = [d for d in datasets if dataset_archive(d) in entry["archives"]]
     return datasets
+
+
+def evaluation_jobs(cfg: dict) -> list[tuple[str, str]]:
+    """Every (method run, dataset) evaluation job of the configuration, in table order."""
+    datasets = dataset_names(cfg)
+    return [(m, d) for m in evaluated_methods(cfg) for d in method_datasets(cfg, m, datasets)]
 
 
 def method_resources(cfg: dict, run: str, plugin_defaults: dict[str, Any] | None = None) -> dict[str, Any]:

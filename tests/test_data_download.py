@@ -28,6 +28,7 @@ from chorustic.data.errors import (
     DownloadHTTPError,
     DownloadTimeoutError,
     MissingSplitError,
+    ModifiedDataError,
     PartialDownloadError,
     UnknownDatasetError,
 )
@@ -242,8 +243,12 @@ def test_clean_download_then_verified_local_copy(server, tmp_path):
     shutil.rmtree(folder)
     ensure_dataset("Beef", tmp_path, mirrors=[server.tsc], **FAST)
     assert len(server.requests()) == n + 1 and not kept.exists()
-    ds = load_dataset("Beef", tmp_path, mirrors=[server.tsc], **FAST)
+    # the served data are synthetic (2 classes, length 40), not the real Beef: a modified variant
+    with pytest.raises(ModifiedDataError, match="5 in the archive"):
+        load_dataset("Beef", tmp_path, mirrors=[server.tsc], **FAST)
+    ds = load_dataset("Beef", tmp_path, mirrors=[server.tsc], allow_modified=True, **FAST)
     assert ds.X_train.shape == (30, 1, 512) and ds.classes.tolist() == ["1", "2"]
+    assert any("2 classes in the files, 5 in the archive" in m for m in ds.modifications)
 
 
 def test_interrupted_transfer_resumes_with_range(server, tmp_path):

@@ -6,10 +6,11 @@ rule contexts:
         f"{RESULTS}/contexts/{{dataset}}.json",
     params:
         protocols=json.dumps(config["protocols"]),
+        data=lambda w: data_args(w.dataset),
     conda:
         "../envs/chorustic.yaml"
     log:
         f"{LOGS}/contexts/{{dataset}}.log",
     shell:
         "chorustic contexts {wildcards.dataset} --data-dir {DATA_DIR} --cache-dir {CACHE_DIR} "
-        "--protocols '{params.protocols}' --out {output} > {log} 2>&1"
+        "--protocols '{params.protocols}' {params.data} --out {output} > {log} 2>&1"

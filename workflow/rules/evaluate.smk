@@ -6,6 +6,11 @@ rule evaluate:
         checkpoint=method_checkpoint_inputs,
     output:
         f"{RESULTS}/runs/{{method}}/{{dataset}}.json",
+    params:
+        # Snakemake's params trigger re-runs the job when the method's parameters or code change ...
+        fingerprint=lambda w: FINGERPRINTS[w.method],
+        # ... or when its manifest or a prediction file it lists is missing, truncated or edited.
+        rerun=lambda w: rerun_token(f"{RESULTS}/runs/{w.method}/{w.dataset}.json"),
     conda:
         lambda w: method_conda_env(w.method)
     log:

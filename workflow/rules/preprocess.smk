@@ -4,6 +4,8 @@ rule preprocess:
         rules.download.output,
     output:
         f"{CACHE_DIR}/summaries/{{dataset}}.json",
+    params:
+        data=lambda w: data_args(w.dataset),
     conda:
         "../envs/chorustic.yaml"
     log:
@@ -12,4 +14,4 @@ rule preprocess:
         f"{LOGS}/benchmarks/preprocess/{{dataset}}.tsv"
     shell:
         "chorustic preprocess {wildcards.dataset} --data-dir {DATA_DIR} --cache-dir {CACHE_DIR} "
-        "--offline --no-progress --json {output} > {log} 2>&1"
+        "--offline --no-progress {params.data} --json {output} > {log} 2>&1"
