@@ -67,8 +67,15 @@ def load_config(paths: Iterable[str | os.PathLike] | None = None, overrides: dic
     for f in files:
         try:
             data = yaml.safe_load(Path(f).read_text()) or {}
-        except (OSError, yaml.YAMLError) as exc:
-            raise ConfigError(f"cannot read config file {f}: {exc}") from exc
+        except OSError as exc:
+            raise ConfigError(f"cannot read config file {f}: {exc.strerror or exc}") from None
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+            problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+            raise ConfigError(f"cannot read config file {f}: not valid YAML ({problem}{where})") from None
+        if not isinstance(data, dict):
+            raise ConfigError(f"config file {f} must hold a mapping of settings, not {type(data).__name__}")
         cfg = deep_merge(cfg, data)
     if overrides:
         cfg = deep_merge(cfg, overrides)

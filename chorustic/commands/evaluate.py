@@ -74,7 +74,7 @@ def _contexts(args: argparse.Namespace) -> int:
 def _evaluate(args: argparse.Namespace) -> int:
     from chorustic import config as cc
     from chorustic.evaluation.integrity import rerun_token, run_fingerprint
-    from chorustic.evaluation.job import manifest_path, run_job
+    from chorustic.evaluation.job import JobFailed, manifest_path, run_job
     from chorustic.evaluation.snakemake_glue import failed_runs_message, job_spec
     from chorustic.evaluation.supervisor import run_supervised
     from chorustic.methods import discover
@@ -103,10 +103,15 @@ def _evaluate(args: argparse.Namespace) -> int:
                         fingerprint=fingerprint, rerun_token=token)
         if args.protocols:
             spec.protocols = [p.strip() for p in args.protocols.split(",") if p.strip()]
-        if args.no_isolation:
-            manifest = run_job(spec)
-        else:
-            manifest = run_supervised(spec, mem_mb=args.mem_mb, runtime_min=args.runtime, threads=args.threads)
+        try:
+            if args.no_isolation:
+                manifest = run_job(spec)
+            else:
+                manifest = run_supervised(spec, mem_mb=args.mem_mb, runtime_min=args.runtime, threads=args.threads)
+        except JobFailed as exc:
+            print(f"chorustic evaluate: {exc}", file=sys.stderr)
+            failures += 1
+            continue
         for run in manifest["runs"]:
             acc = f"{run['accuracy']:.4f}" if run.get("accuracy") is not None else "-"
             print(f"{args.method}\t{dataset}\t{run['protocol']}\tseed {run['seed']}\t{run['status']}\t{acc}"

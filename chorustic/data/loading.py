@@ -201,6 +201,7 @@ def read_ts_split(
 
     path = Path(path)
     what = f"the {split} file of dataset {dataset!r}" if split else f"a file of dataset {dataset!r}"
+    replace = f"replace it with the official file (move it away and run `chorustic download {dataset}`)"
     if not path.is_file():
         raise MissingDataFileError(
             f"{what} is missing: {path}. Run `chorustic download {dataset}` (or put the official "
@@ -235,17 +236,18 @@ def read_ts_split(
     n = len(X)
     if n == 0:
         raise MalformedDataFileError(
-            f"{path} ({what}) holds no series after @data.", dataset=dataset, path=path
+            f"{path} ({what}) holds no series after @data (empty or truncated); {replace}.",
+            dataset=dataset, path=path,
         )
     if len(y) != n:
         raise MalformedDataFileError(
-            f"{path} ({what}): {n} series but {len(y)} labels.", dataset=dataset, path=path
+            f"{path} ({what}): {n} series but {len(y)} labels; {replace}.", dataset=dataset, path=path
         )
     if isinstance(X, list):
         empty = [i for i, s in enumerate(X) if s.shape[-1] == 0]
         if empty:
             raise MalformedDataFileError(
-                f"{path} ({what}): series {empty[0]} is empty.", dataset=dataset, path=path
+                f"{path} ({what}): series {empty[0]} is empty; {replace}.", dataset=dataset, path=path
             )
     y = [str(v).strip() for v in y]
     timestamps = fields.get("timestamps", "false").lower() == "true"

@@ -39,7 +39,7 @@ from chorustic.evaluation.integrity import file_record
 from chorustic.evaluation.results import result_path, write_result_file
 from chorustic.io import atomic_write_json
 
-__all__ = ["JobSpec", "run_job", "manifest_path", "failure_record_path", "finished_manifest", "write_finished",
+__all__ = ["JobSpec", "JobFailed", "run_job", "manifest_path", "failure_record_path", "finished_manifest", "write_finished",
            "clear_job_outputs", "MANIFEST_FORMAT", "RUN_STATUSES", "FINISHED_STATUSES"]
 
 MANIFEST_FORMAT = "chorustic-run/1"
@@ -47,6 +47,11 @@ MANIFEST_FORMAT = "chorustic-run/1"
 RUN_STATUSES = ("ok", "failed", "ineligible", "reported")
 #: Outcomes that finish a run; a job with any other outcome is retried.
 FINISHED_STATUSES = ("ok", "ineligible", "reported")
+
+
+class JobFailed(RuntimeError):
+    """A job could not record an outcome for its contexts, or recorded failed runs; the message says what
+    and where (the CLI prints it, the workflow writes it to the job's log)."""
 
 
 @dataclasses.dataclass

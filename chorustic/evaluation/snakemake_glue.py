@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 from chorustic import config as cc
 from chorustic.evaluation.aggregate import Collected, ExpectedJob, collect_runs, write_accuracies
-from chorustic.evaluation.job import FINISHED_STATUSES, JobSpec, failure_record_path, run_job
+from chorustic.evaluation.job import FINISHED_STATUSES, JobFailed, JobSpec, failure_record_path, run_job
 from chorustic.evaluation.supervisor import run_supervised
 
 __all__ = [
@@ -35,10 +35,6 @@ __all__ = [
     "method_metadata",
     "run_script",
 ]
-
-
-class JobFailed(RuntimeError):
-    """A workflow job finished its work but something in it failed (the message says what and where)."""
 
 
 def job_spec(cfg: dict, method: str, dataset: str, *, contexts_file: str, n_jobs: int = 1,

@@ -30,6 +30,7 @@ from typing import Any
 
 from chorustic.evaluation.job import (
     MANIFEST_FORMAT,
+    JobFailed,
     JobSpec,
     clear_job_outputs,
     finished_manifest,
@@ -209,7 +210,11 @@ def run_supervised(
                          "params": spec.params, "fingerprint": json.loads(spec.fingerprint) if spec.fingerprint
                          else None, "rerun_token": spec.rerun_token, "runs": []}
             recorded = {(r["protocol"], r["seed"]) for r in state["runs"]}
-            pending = _pending_contexts(spec, recorded)
+            try:
+                pending = _pending_contexts(spec, recorded)
+            except (OSError, ValueError, KeyError, TypeError) as exc:  # no contexts to record outcomes for
+                raise JobFailed(f"{spec.method}/{spec.dataset}: {reason} (and the context file "
+                                f"{spec.contexts_file} cannot be read: {type(exc).__name__}); nothing recorded") from None
             log(f"[{spec.method}/{spec.dataset}] {reason}; {len(pending)} context(s) not finished")
             if not pending:
                 break

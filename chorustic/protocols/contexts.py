@@ -124,7 +124,8 @@ def read_contexts(path: str | os.PathLike, y_train: np.ndarray | None = None) ->
     try:
         doc = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
-        raise ValueError(f"cannot read context file {path}: {exc}; re-create it with `chorustic contexts`") from exc
+        raise ValueError(f"cannot read context file {path} ({type(exc).__name__}: {exc}); it was truncated or edited: "
+                         "delete it and run `snakemake` again (or `chorustic contexts`) to re-create it") from None
     if doc.get("format") != FORMAT:
         raise ValueError(f"context file {path} has format {doc.get('format')!r}, expected {FORMAT!r}")
     if y_train is not None and doc["train_labels_sha256"] != labels_sha256(y_train):
