@@ -49,9 +49,12 @@ onerror:
 
 # The run manifests are requested directly (not only through the aggregate table): the table and the
 # reports are committed for reviewers, the manifests and prediction files are not, so a fresh clone
-# re-runs every evaluation instead of finding the committed table "up to date".
+# re-runs every evaluation instead of finding the committed table "up to date". The datasets' records
+# are requested too: a dataset file edited after it was recorded (its record set aside) is read again
+# and everything made from it re-made.
 rule all:
     input:
+        SOURCES,
         MANIFESTS,
         ACCURACIES,
         REPORT_INDEX,

@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from chorustic.cli import main
-from chorustic.evaluation.integrity import rerun_token
+from chorustic.evaluation.integrity import manifest_problem
 from chorustic.evaluation.job import failure_record_path, manifest_path
 from fault_plugins import write_plugins
 
@@ -175,7 +175,7 @@ def failed_row_and_remake(fragment: str, corrupt: bool):
         assert r.status == "failed" and fragment in r.error and "re-makes" in r.error
         assert row(root, protocol="full").status == "ok"  # the other run of the job is still reported
         assert (pred(root).with_name(pred(root).name + ".corrupt").exists()) == corrupt
-        assert rerun_token(manifest(root)).startswith("re-make:")  # the workflow re-makes the job
+        assert manifest_problem(manifest(root)) is not None  # the workflow sets it aside and re-makes the job
     return check
 
 
@@ -183,7 +183,7 @@ def manifest_failed_rows(root: Path) -> None:
     df = table(root)
     assert (df[df.method == "centroid"].status == "failed").all()
     assert df[df.method == "centroid"].error.str.contains("unreadable").all()
-    assert rerun_token(manifest(root)).startswith("re-make:")
+    assert manifest_problem(manifest(root)) is not None
 
 
 def failed_run_not_finished(root: Path) -> None:

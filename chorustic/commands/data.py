@@ -190,7 +190,7 @@ def _cmd_download(args: argparse.Namespace) -> int:
         try:
             ok[name] = ensure_dataset(name, data_dir, **kw)
             if args.record:
-                _write_record(args.record, name, ok[name], args.rerun_token)
+                _write_record(args.record, name, ok[name])
             print(f"{name}: {ok[name]} ({time.perf_counter() - t:.1f} s)")
         except DataError as exc:
             failed[name] = str(exc)
@@ -216,14 +216,14 @@ def _check_names(names, data_dir) -> None:
             get_info(name)  # UnknownDatasetError with the closest names
 
 
-def _write_record(path: Path, name: str, folder: Path, rerun_token: str = "") -> None:
+def _write_record(path: Path, name: str, folder: Path) -> None:
     """What the workflow's download rule produces: where the dataset's files are and their checksums
     (a file of the harness; the dataset's own files are never a rule's output, so never deleted)."""
     from chorustic.data.download import split_paths
     from chorustic.evaluation.integrity import source_record
     from chorustic.io import atomic_write_json
 
-    atomic_write_json(path, source_record(name, list(split_paths(folder, name)), rerun_token))
+    atomic_write_json(path, source_record(name, list(split_paths(folder, name))))
 
 
 # --------------------------------------------------------------------------------- preprocess
@@ -313,7 +313,6 @@ def register(subparsers) -> None:
         metavar="JSON",
         help="write where the dataset's files are and their SHA-256 here (one dataset; the workflow's rule output)",
     )
-    p.add_argument("--rerun-token", default="", help=argparse.SUPPRESS)
     _add_provider_options(p)
     p.set_defaults(func=_cmd_download)
 

@@ -73,8 +73,8 @@ def _contexts(args: argparse.Namespace) -> int:
 
 def _evaluate(args: argparse.Namespace) -> int:
     from chorustic import config as cc
-    from chorustic.evaluation.integrity import rerun_token, run_fingerprint
-    from chorustic.evaluation.job import JobFailed, manifest_path, run_job
+    from chorustic.evaluation.integrity import run_fingerprint
+    from chorustic.evaluation.job import JobFailed, run_job
     from chorustic.evaluation.snakemake_glue import failed_runs_message, job_spec
     from chorustic.evaluation.supervisor import run_supervised
     from chorustic.methods import discover
@@ -98,9 +98,8 @@ def _evaluate(args: argparse.Namespace) -> int:
                               allow_modified=cc.allow_modified_data(cfg, dataset))
             write_contexts(ctx_file, build_contexts(ds.y_train, dataset=ds.name, archive=ds.archive,
                                                     protocols=cfg["protocols"], class_labels=ds.classes))
-        token = rerun_token(manifest_path(cfg["paths"]["results_dir"], args.method, dataset))
         spec = job_spec(cfg, args.method, dataset, contexts_file=str(ctx_file), n_jobs=args.threads,
-                        fingerprint=fingerprint, rerun_token=token)
+                        fingerprint=fingerprint)
         if args.protocols:
             spec.protocols = [p.strip() for p in args.protocols.split(",") if p.strip()]
         try:

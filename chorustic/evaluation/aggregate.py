@@ -14,7 +14,9 @@ What is verified before a row is written (:func:`collect_runs`):
   other parameters or code: its rows become ``failed`` ("stale"), never reported as results;
 * with ``jobs`` (every job the configuration expects), a job without a finished manifest: its
   failure record's rows (``<dataset>.failed.json``), or one ``failed`` row per context saying why it
-  did not run. One failing method or dataset never keeps the others out of the table.
+  did not run; ``why_not_run(job)`` can say that a job's inputs are missing or were re-made after its
+  manifest (then its manifest does not count either). One failing method or dataset never keeps the
+  others out of the table.
 
 The table is written atomically together with ``accuracies.csv.sha256`` (``sha256sum`` format), which
 ``chorustic report`` checks, so a truncated or edited table is an error naming the file.
@@ -223,7 +225,7 @@ def collect_runs(
     *,
     metadata: dict[str, dict] | None = None,
     fingerprints: dict[str, str] | None = None,
-    why_not_run: Callable[[ExpectedJob], str] | None = None,
+    why_not_run: Callable[[ExpectedJob], str | None] | None = None,
     relative_to: str | os.PathLike | None = None,
 ) -> Collected:
     """Every run of ``jobs`` (default: every manifest and failure record under ``results_dir/runs``),
@@ -240,6 +242,13 @@ def collect_runs(
     else:
         targets = [(j.method, j.dataset, j) for j in jobs]
     for method, dataset, job in targets:
+        upstream = why_not_run(job) if (job is not None and why_not_run is not None) else None
+        if upstream is not None:  # the dataset's files or contexts are being re-made: no result of it counts
+            problems.append(f"{method}/{dataset}: {upstream}")
+            stub = {"method": method, "dataset": dataset, "archive": job.archive,
+                    "runs": [_failed_run(c, upstream) for c in job.contexts]}
+            rows += _rows(stub, metadata, relative_to)
+            continue
         good = manifest_path(results_dir, method, dataset)
         bad = failure_record_path(results_dir, method, dataset)
         path = good if good.exists() else bad if bad.exists() else None
@@ -264,7 +273,7 @@ def collect_runs(
             problems.append(reason or f"{method}/{dataset}: no manifest")
             continue
         if reason is None:
-            reason = why_not_run(job) if why_not_run else "not run: the evaluation job did not finish"
+            reason = "not run: the evaluation job did not finish"
         problems.append(f"{method}/{dataset}: {reason}")
         stub = {"method": method, "dataset": dataset, "archive": job.archive,
                 "runs": [_failed_run(c, reason) for c in job.contexts]}

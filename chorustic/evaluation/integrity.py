@@ -1,4 +1,4 @@
-"""When a finished evaluation counts as finished: its fingerprint and the checksums of its files.
+"""When a finished result counts as finished: its fingerprint and the checksums of its files.
 
 * The **fingerprint** of a method run (:func:`run_fingerprint`) is its plugin, its complete parameters
   (the plugin's defaults merged with the config's) and a SHA-256 over the method's code: the plugin
@@ -7,19 +7,13 @@
   of the evaluate rule, so Snakemake's own params trigger re-runs exactly the jobs whose parameters
   or method code changed; it is also recorded in every manifest.
 * Every prediction file a manifest lists is recorded with its SHA-256, size and modification time
-  (:func:`file_record`). :func:`manifest_problem` says whether a finished manifest and its files are
-  intact (a missing, truncated or edited file, an unreadable manifest); :func:`rerun_token` turns
-  that into a second ``params:`` value, so a damaged result is re-made by the next ``snakemake``.
+  (:func:`file_record`); the download rule's record lists the dataset's files the same way
+  (:func:`source_record`). When the workflow builds its DAG, :func:`set_aside_damaged` checks every
+  finished result (a missing, truncated or edited prediction file, an unreadable manifest, a dataset
+  file edited after it was recorded, an ``accuracies.csv`` that no longer matches its checksum) and
+  moves the harness's own record of it aside (``<name>.damaged``), so Snakemake sees that output
+  missing and re-makes exactly that job (and what depends on it). The user's files are never moved.
   Aggregation verifies the full checksums again (:func:`verify_result_file`).
-
-The workflow's download rule works the same way for a dataset's own files (which are never a rule's
-output, so Snakemake never deletes them): its output is a record of where the files are and their
-checksums (:func:`source_record`), and :func:`source_rerun_token` re-runs it (and everything made
-from the dataset) when a file was edited, replaced or removed.
-
-The rerun token is ``""`` for a missing manifest (the job runs anyway) and the token the job was
-started with for an intact one (the job records it in its manifest), so it changes only when
-something is damaged, and a re-made job is stable afterwards.
 """
 
 from __future__ import annotations
@@ -41,9 +35,11 @@ __all__ = [
     "file_record",
     "verify_result_file",
     "manifest_problem",
-    "rerun_token",
     "source_record",
-    "source_rerun_token",
+    "source_problem",
+    "table_problem",
+    "set_aside",
+    "set_aside_damaged",
 ]
 
 #: Harness modules every plugin uses for its declaration only (not for computing results).
@@ -188,23 +184,17 @@ def manifest_problem(path: str | os.PathLike, *, full: bool = False) -> str | No
     return None
 
 
-def rerun_token(path: str | os.PathLike) -> str:
-    """The evaluate rule's rerun ``params:`` value for the manifest ``path`` (see the module docstring)."""
+def set_aside(path: str | os.PathLike) -> Path:
+    """Move a damaged file of the harness to ``<name>.damaged`` (kept for inspection, replacing an older one)."""
     path = Path(path)
-    if not path.exists():
-        return ""
-    problem = manifest_problem(path, full=False)
-    if problem is not None:
-        return f"re-make: {problem}"
-    try:
-        return str(json.loads(path.read_text(encoding="utf-8")).get("rerun_token") or "")
-    except (OSError, ValueError):  # pragma: no cover - checked above
-        return "re-make"
+    dest = path.with_name(path.name + ".damaged")
+    os.replace(path, dest)
+    return dest
 
 
-def source_record(dataset: str, files: list[Path], rerun_token: str = "") -> dict[str, Any]:
-    """What the download rule writes: the dataset's files with their checksums, and its rerun token."""
-    return {"dataset": dataset, "files": {str(p): file_record(p) for p in files}, "rerun_token": rerun_token}
+def source_record(dataset: str, files: list[Path]) -> dict[str, Any]:
+    """What the download rule writes: where the dataset's files are, with their checksums."""
+    return {"dataset": dataset, "files": {str(p): file_record(p) for p in files}}
 
 
 def _changed(path: Path, rec: dict[str, Any]) -> str | None:
@@ -219,19 +209,58 @@ def _changed(path: Path, rec: dict[str, Any]) -> str | None:
     return None
 
 
-def source_rerun_token(path: str | os.PathLike) -> str:
-    """The download rule's rerun ``params:`` value for its record ``path``: changes when a dataset file
-    the record lists was edited, replaced or removed (see the module docstring)."""
+def source_problem(path: str | os.PathLike) -> str | None:
+    """``None`` when every dataset file the download rule's record ``path`` lists is unchanged."""
     path = Path(path)
-    if not path.exists():
-        return ""
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-        files = doc["files"]
+        files = json.loads(path.read_text(encoding="utf-8"))["files"]
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        return f"re-make: the record {path} is unreadable ({type(exc).__name__})"
+        return f"the record {path} is unreadable ({type(exc).__name__})"
     for name, rec in sorted(files.items()):
         why = _changed(Path(name), rec if isinstance(rec, dict) else {})
         if why:
-            return f"re-make: {why}"
-    return str(doc.get("rerun_token") or "")
+            return why
+    return None
+
+
+def table_problem(path: str | os.PathLike) -> str | None:
+    """``None`` when ``accuracies.csv`` matches the checksum the aggregate step wrote with it."""
+    from chorustic.evaluation.aggregate import checksum_path
+
+    path, sums = Path(path), checksum_path(path)
+    if not path.exists() or not sums.exists():
+        return None
+    words = sums.read_text(encoding="utf-8").split()
+    if not words or sha256_file(path) != words[0]:
+        return f"{path} does not match its checksum file {sums.name} (truncated or edited)"
+    return None
+
+
+def set_aside_damaged(manifests: list[str], sources: list[str], tables: list[str]) -> list[str]:
+    """Check every finished result (see the module docstring); move the damaged ones' records aside.
+
+    Returns one message per result moved aside. Cheap when nothing changed: files whose size and
+    modification time are as recorded are not hashed.
+    """
+    from chorustic.evaluation.aggregate import checksum_path
+
+    messages = []
+    for path in manifests:
+        if Path(path).exists():
+            problem = manifest_problem(path, full=False)
+            if problem:
+                moved = set_aside(path)
+                messages.append(f"{problem}: the result is re-made ({Path(path).name} moved aside to {moved.name})")
+    for path in sources:
+        if Path(path).exists():
+            problem = source_problem(path)
+            if problem:
+                set_aside(path)
+                messages.append(f"{problem}: the dataset is read again and everything made from it re-made")
+    for path in tables:
+        problem = table_problem(path)
+        if problem:
+            moved = set_aside(path)
+            set_aside(checksum_path(path))
+            messages.append(f"{problem}: it is re-made ({moved.name} kept)")
+    return messages

@@ -79,8 +79,6 @@ class JobSpec:
     allow_modified_data: bool = False
     fingerprint: str | None = None
     """The run's fingerprint (:func:`chorustic.evaluation.integrity.run_fingerprint`), recorded."""
-    rerun_token: str = ""
-    """The workflow's rerun token this job was started with (:func:`~chorustic.evaluation.integrity.rerun_token`)."""
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "JobSpec":
@@ -261,7 +259,6 @@ def run_job(spec: JobSpec, *, resume: bool = False, log=None) -> dict[str, Any]:
         "archive": spec.archive,
         "params": params,
         "fingerprint": json.loads(spec.fingerprint) if spec.fingerprint else None,
-        "rerun_token": spec.rerun_token,
         "data_modifications": [],
         "device": None,
         "started": started,

@@ -14,6 +14,7 @@ Failure semantics of the workflow (README, "When something goes wrong"):
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import traceback
@@ -37,8 +38,12 @@ __all__ = [
 ]
 
 
+#: The table group of a method whose plugin file failed to import (its metadata is unknown).
+UNKNOWN_GROUP = "Unknown (plugin failed to import)"
+
+
 def job_spec(cfg: dict, method: str, dataset: str, *, contexts_file: str, n_jobs: int = 1,
-             fingerprint: str | None = None, rerun_token: str = "") -> JobSpec:
+             fingerprint: str | None = None) -> JobSpec:
     entry = cc.method_entry(cfg, method)
     return JobSpec(
         method=method,
@@ -59,7 +64,6 @@ def job_spec(cfg: dict, method: str, dataset: str, *, contexts_file: str, n_jobs
         lock_file=cc.lock_file(cfg),
         allow_modified_data=cc.allow_modified_data(cfg, dataset),
         fingerprint=fingerprint,
-        rerun_token=rerun_token or "",
     )
 
 
@@ -78,7 +82,7 @@ def failed_runs_message(manifest: dict[str, Any], results_dir: str) -> str | Non
 def evaluate_from_snakemake(smk: Any) -> None:
     cfg = smk.config
     spec = job_spec(cfg, smk.wildcards.method, smk.wildcards.dataset, contexts_file=smk.input.contexts,
-                    n_jobs=smk.threads, fingerprint=smk.params.fingerprint, rerun_token=smk.params.rerun)
+                    n_jobs=smk.threads, fingerprint=smk.params.fingerprint)
     ev = cfg["evaluation"]
     if ev.get("isolate", True):
         enforce = ev.get("enforce_limits", True)
@@ -108,7 +112,9 @@ def method_metadata(cfg: dict) -> dict[str, dict]:
     for run in cfg["methods"]:
         entry = cc.method_entry(cfg, run)
         m = disc.methods.get(entry["plugin"])
-        if m is None:
+        if m is None:  # its plugin file failed to import: its runs are listed as failed, under its run name
+            meta[run] = {"display_name": entry["display_name"] or run, "group": UNKNOWN_GROUP,
+                         "fits_on_target": False, "reported": False}
             continue
         meta[run] = {"display_name": entry["display_name"] or m.info.display_name, "group": m.info.group,
                      "fits_on_target": m.info.fits_on_target, "reported": m.info.reported}
@@ -165,39 +171,54 @@ def aggregate_from_snakemake(smk: Any) -> None:
     print(f"{len(df)} runs from {len(smk.input)} manifests\n{counts}")
 
 
-def _last_line(path: Path) -> str:
+def _reason_line(path: Path) -> str:
+    """The line of a job's log that says why it failed (the last ``FAILED:``/error line, else the last line)."""
     try:
         lines = [ln.strip() for ln in path.read_text(encoding="utf-8", errors="replace").splitlines() if ln.strip()]
     except OSError:
         return ""
-    return lines[-1][:500] if lines else ""
+    for ln in reversed(lines):
+        if "FAILED: " in ln:
+            return ln.split("FAILED: ", 1)[1][:1500]
+        if re.match(r"^(chorustic [\w-]+: |\w*(Error|Exception)\b)", ln):
+            return ln[:1500]
+    return lines[-1][:1500] if lines else ""
 
 
-def _why_not_run(cfg: dict, steps: list[tuple[str, str, str]], evaluate_log: str) -> Callable[[ExpectedJob], str]:
-    """The reason a job has no manifest: the first of ``steps`` (name, output pattern, log pattern, with
-    ``{dataset}`` / ``{method}`` / ``{run}``) whose output is missing, with the last line of its log."""
+def _why_not_run(cfg: dict, steps: list[tuple[str, str, str]], evaluate_log: str) -> Callable[[ExpectedJob], str | None]:
+    """Why a job's results do not count: the first of ``steps`` (name, output pattern, log pattern, with
+    ``{dataset}`` / ``{run}``) whose output is missing or newer than the job's manifest, with the line of
+    its log that says why; or, with every input in place, why the evaluation itself left no manifest.
+    None when the job's inputs are in place and older than its manifest."""
+    from chorustic.evaluation.job import finished_manifest
 
-    def why(job: ExpectedJob) -> str:
+    def why(job: ExpectedJob) -> str | None:
         fields = {"dataset": job.dataset, "method": job.method}
-        entry = cc.method_entry(cfg, job.method)
-        run = cc.pretrain_run_of(entry)
+        run = cc.pretrain_run_of(cc.method_entry(cfg, job.method))
+        done = finished_manifest(cfg["paths"]["results_dir"], job.method, job.dataset)
+        done_mtime = done.stat().st_mtime if done is not None else None
         for name, out, log in steps:
             if "{run}" in out:
                 if run is None:
                     continue
                 fields["run"] = run
-            if Path(out.format(**fields)).exists():
+            target = Path(out.format(**fields))
+            subject = run if name == "pretrain" else job.dataset
+            if target.exists():
+                if done_mtime is not None and target.stat().st_mtime > done_mtime:
+                    return (f"not run: the {name} output of {subject} was re-made after this result "
+                            "and the evaluation was not re-run")
                 continue
             logf = Path(log.format(**fields))
-            what = f"the {name} step of {job.dataset if name != 'pretrain' else run} failed"
             if not logf.exists():
-                return f"not run: {what.replace('failed', 'did not run')} (an earlier failure or an interrupted run)"
-            return f"not run: {what}: {_last_line(logf) or 'no message'} (log: {logf})"
+                return f"not run: the {name} step of {subject} did not run (an earlier failure or an interrupted run)"
+            return f"not run: the {name} step of {subject} failed: {_reason_line(logf) or 'no message'} (log: {logf})"
+        if done is not None:
+            return None
         logf = Path(evaluate_log.format(**fields))
-        last = _last_line(logf)
         if not logf.exists():
             return "not run: the evaluation did not start (an earlier failure or an interrupted run)"
-        return f"the evaluation job failed: {last or 'no message'} (log: {logf})"
+        return f"the evaluation job failed: {_reason_line(logf) or 'no message'} (log: {logf})"
 
     return why
 

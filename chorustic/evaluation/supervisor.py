@@ -208,7 +208,7 @@ def run_supervised(
                 state = {"format": MANIFEST_FORMAT, "method": spec.method, "plugin": spec.plugin,
                          "display_name": spec.display_name, "dataset": spec.dataset, "archive": spec.archive,
                          "params": spec.params, "fingerprint": json.loads(spec.fingerprint) if spec.fingerprint
-                         else None, "rerun_token": spec.rerun_token, "runs": []}
+                         else None, "runs": []}
             recorded = {(r["protocol"], r["seed"]) for r in state["runs"]}
             try:
                 pending = _pending_contexts(spec, recorded)

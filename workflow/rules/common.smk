@@ -3,7 +3,7 @@ import json
 from pathlib import Path
 
 from chorustic import config as cc
-from chorustic.evaluation.integrity import rerun_token, source_rerun_token
+from chorustic.evaluation.integrity import set_aside_damaged
 from chorustic.evaluation.snakemake_glue import fingerprints
 from chorustic.methods import discover
 
@@ -36,6 +36,15 @@ DATA_LOCK_ARG = f"--lock-file {_LOCK}" if _LOCK else ""
 MANIFESTS = [f"{RESULTS}/runs/{m}/{d}.json" for m, d in EVAL_JOBS]
 ACCURACIES = f"{RESULTS}/accuracies.csv"
 REPORT_INDEX = f"{REPORTS}/README.md"
+SOURCE_RECORD = f"{CACHE_DIR}/sources/{{dataset}}.json"  # the download rule's output (never the data files)
+SOURCES = [SOURCE_RECORD.format(dataset=d) for d in DATASETS]
+
+# A finished result that is damaged (a prediction file missing, truncated or edited, a manifest
+# unreadable, a dataset file edited after it was recorded, accuracies.csv changed after it was written)
+# is set aside here, so Snakemake sees it missing and re-makes exactly that job and what depends on it.
+if workflow.is_main_process:
+    for _msg in set_aside_damaged(MANIFESTS, SOURCES, [ACCURACIES]):
+        logger.warning(f"chorustic: {_msg}")
 
 
 wildcard_constraints:

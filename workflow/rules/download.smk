@@ -3,15 +3,15 @@ rule download:
 
     The output is a record of where the dataset's files are and their checksums, never the files: a
     rule's outputs are deleted by Snakemake before it runs, and a user's data is never deleted. An
-    edited, replaced or removed file re-runs the rule (params.rerun) and everything made from it.
+    edited, replaced or removed file sets the record aside when the DAG is built (common.smk), which
+    re-runs this rule and everything made from the dataset.
     """
     output:
-        f"{CACHE_DIR}/sources/{{dataset}}.json",
+        SOURCE_RECORD,
     params:
         offline="--offline" if config["data"]["offline"] else "",
         mirrors=" ".join(f"--mirror {m}" for m in config["data"].get("mirrors") or []),
         lock=DATA_LOCK_ARG,
-        rerun=lambda w: source_rerun_token(f"{CACHE_DIR}/sources/{w.dataset}.json"),
     conda:
         "../envs/chorustic.yaml"
     log:
@@ -22,4 +22,4 @@ rule download:
         downloads=1,
     shell:
         "chorustic download {wildcards.dataset} --data-dir {DATA_DIR} {params.offline} {params.lock} "
-        "{params.mirrors} --no-progress --record {output} --rerun-token={params.rerun:q} > {log} 2>&1"
+        "{params.mirrors} --no-progress --record {output} > {log} 2>&1"

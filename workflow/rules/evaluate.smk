@@ -7,10 +7,9 @@ rule evaluate:
     output:
         f"{RESULTS}/runs/{{method}}/{{dataset}}.json",
     params:
-        # Snakemake's params trigger re-runs the job when the method's parameters or code change ...
+        # Snakemake's params trigger re-runs the job when the method's parameters or code change (a
+        # damaged manifest or prediction file is set aside when the DAG is built: common.smk).
         fingerprint=lambda w: FINGERPRINTS[w.method],
-        # ... or when its manifest or a prediction file it lists is missing, truncated or edited.
-        rerun=lambda w: rerun_token(f"{RESULTS}/runs/{w.method}/{w.dataset}.json"),
     conda:
         lambda w: method_conda_env(w.method)
     log:
