@@ -93,6 +93,8 @@ def validate_config(cfg: dict) -> None:
     except jsonschema.ValidationError as exc:
         where = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
         raise ConfigError(f"invalid configuration at {where}: {exc.message}") from None
+    if not cfg["evaluate"]:
+        raise ConfigError("`evaluate` lists no method run; list the runs to evaluate (keys of `methods`)")
     dup = _duplicates(cfg["evaluate"])
     if dup:
         raise ConfigError(f"`evaluate` lists {', '.join(map(repr, dup))} more than once; list each method run once")
@@ -102,6 +104,16 @@ def validate_config(cfg: dict) -> None:
         raise ConfigError(f"`evaluate` lists method runs that are not in `methods`: {missing}.{hints} "
                           "Add them to `methods` (with their plugin) or fix the names.")
     produced = {s.protocol for s in _context_specs(cfg)}
+    if not produced:
+        raise ConfigError("the `protocols` settings select no context (full is false and no shots or percents are "
+                          "listed); enable at least one protocol")
+    for m in (cfg.get("data") or {}).get("mirrors") or []:
+        from chorustic.data.download import Mirror
+
+        try:
+            Mirror.parse(m)
+        except ValueError as exc:
+            raise ConfigError(f"data.mirrors: {exc}") from None
     for name in cfg["evaluate"]:
         wanted = cfg["methods"][name].get("protocols") or []
         unknown = [p for p in wanted if p not in produced]
@@ -285,4 +297,15 @@ def check_methods(cfg: dict, discovery=None) -> dict[str, str]:
             unknown = [k for k in entry["params"] if k not in method.default_params]
             hints = "".join(did_you_mean(k, method.default_params) for k in unknown)
             raise ConfigError(f"methods.{run}.params: {exc}.{hints}") from None
+    names: dict[str, str] = {}
+    for run in evaluated_methods(cfg):
+        entry = method_entry(cfg, run)
+        method = disc.methods.get(entry["plugin"])
+        name = entry["display_name"] or (method.info.display_name if method is not None else run)
+        if name in names:
+            raise ConfigError(
+                f"method runs {names[name]!r} and {run!r} would both be shown as {name!r} in every table; give one "
+                f"of them its own display_name in `methods`"
+            )
+        names[name] = run
     return broken_runs

@@ -144,6 +144,15 @@ def relabel_one_test_series(name: str, label: str):
     return inject
 
 
+def cut_last_label(name: str):
+    def inject(root: Path) -> None:
+        p = _copy(root, name) / f"{name}_TEST.ts"
+        head, data = _lines(p)
+        k = next(i for i in range(len(data) - 1, -1, -1) if data[i].rstrip("\n").endswith(":10"))
+        p.write_text("".join(head + data[:k]) + data[k].rstrip("\n")[:-1])  # "...:10" -> "...:1", no line break
+    return inject
+
+
 def replace_file(name: str, split: str, content: bytes):
     def inject(root: Path) -> None:
         (_copy(root, name) / f"{name}_{split}.ts").write_bytes(content)
@@ -351,6 +360,10 @@ FAULTS = [
     Fault("D20", "a file edited after its checksum was pinned", edited_after_pinning("GunPoint"),
           _preprocess("GunPoint"), 1, ("checksum mismatch", "GunPoint_TEST.ts", "--update-lock"),
           file_untouched_and_lock_kept("GunPoint")),
+    Fault("D24", "TEST cut inside the last line's label (10 -> 1: still parses)", cut_last_label("PickupGestureWiimoteZ"),
+          _preprocess("PickupGestureWiimoteZ"), 1, ("does not end with a line break", "cut off")),
+    Fault("D25", "a series without a class label", relabel_one_test_series("GunPoint", ""), _preprocess("GunPoint"), 1,
+          ("has no class label",)),
     Fault("D21", "Windows line endings (not a fault: the same arrays)", crlf_and_lf("GunPoint"),
           _preprocess("GunPoint"), 0, ("GunPoint",), same_arrays_as_lf("GunPoint")),
     Fault("D22", "a misspelled dataset name", nothing, _preprocess("GunPont"), 2, ("Did you mean 'GunPoint'",)),

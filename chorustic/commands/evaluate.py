@@ -85,6 +85,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     for dataset in args.dataset:
         cc.dataset_archive(dataset)  # an unknown dataset: UnknownDatasetError with the closest names
     disc = discover()
+    cc.check_methods(cfg, disc)  # the profile's method runs (plugin names, parameters, display names)
     broken = cc.check_methods({**cfg, "evaluate": [args.method]}, disc)
     fingerprint = run_fingerprint(cfg, args.method, disc)
     failures = 0

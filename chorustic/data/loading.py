@@ -55,6 +55,9 @@ class TimeSeriesDataset:
     """The ``.npz`` these arrays were cached in (None without a cache)."""
     settings: dict[str, Any] = dataclasses.field(default_factory=dict)
     """The preprocessing settings (part of the cache key)."""
+    unterminated_files: list[str] = dataclasses.field(default_factory=list)
+    """Source files that do not end with a line break (the official files all do: a cut-off file's last
+    series or label may be incomplete); a difference from the archive for registry datasets."""
     modifications: list[str] = dataclasses.field(default_factory=list)
     """How the files differ from the archive's published sizes or contradict their own headers; only
     ever non-empty when the caller allowed modified data (``allow_modified=True``), and then recorded
@@ -250,6 +253,7 @@ def read_ts_split(
                 f"{path} ({what}): series {empty[0]} is empty; {replace}.", dataset=dataset, path=path
             )
     y = [str(v).strip() for v in y]
+    ends_with_newline = _ends_with_newline(path)
     timestamps = fields.get("timestamps", "false").lower() == "true"
     if not timestamps:
         if len(raw_labels) != n or [r.lower() for r in raw_labels] != [v.lower() for v in y]:
@@ -260,6 +264,12 @@ def read_ts_split(
                 path=path,
             )
         y = raw_labels  # as written: `Up` and `up` stay two classes
+        empty = [i for i, v in enumerate(y) if not v]
+        if empty:
+            raise MalformedDataFileError(
+                f"{path} ({what}): series {empty[0]} has no class label after its last ':'; {replace}.",
+                dataset=dataset, path=path,
+            )
     else:  # timestamped series: labels from aeon (lower-cased), spelling restored when unambiguous
         by_lower: dict[str, str] = {}
         for h in header:
@@ -279,7 +289,17 @@ def read_ts_split(
     meta = dict(meta)
     meta["class_values_original"] = header
     meta["header_inconsistencies"] = [f"{path.name}: {p}" for p in problems]
+    meta["ends_with_newline"] = ends_with_newline
     return X, np.asarray(y), meta
+
+
+def _ends_with_newline(path: Path) -> bool:
+    with open(path, "rb") as fh:
+        fh.seek(0, os.SEEK_END)
+        if fh.tell() == 0:
+            return False
+        fh.seek(-1, os.SEEK_END)
+        return fh.read(1) == b"\n"
 
 
 def _native(X: np.ndarray | list[np.ndarray]) -> np.ndarray | list[np.ndarray]:
@@ -299,6 +319,7 @@ def _from_cache(
     files = arrays["source_files"].tolist()
     shas = arrays["source_sha256"].tolist()
     header = arrays["header_inconsistencies"].tolist() if "header_inconsistencies" in arrays else []
+    unterminated = arrays["unterminated_files"].tolist() if "unterminated_files" in arrays else []
     return TimeSeriesDataset(
         name=name,
         archive=archive,
@@ -313,6 +334,7 @@ def _from_cache(
         cache_path=path,
         settings=settings,
         modifications=[str(h) for h in header],
+        unterminated_files=[str(u) for u in unterminated],
     )
 
 
@@ -326,6 +348,7 @@ def _to_cache(ds: TimeSeriesDataset) -> dict[str, np.ndarray]:
         "source_files": np.asarray(list(ds.source_sha256), dtype=str),
         "source_sha256": np.asarray(list(ds.source_sha256.values()), dtype=str),
         "header_inconsistencies": np.asarray(list(ds.modifications), dtype=str).reshape(-1),
+        "unterminated_files": np.asarray(list(ds.unterminated_files), dtype=str).reshape(-1),
     }
     for prefix, nat in (("X_train", ds.X_train_native), ("X_test", ds.X_test_native)):
         if isinstance(nat, np.ndarray):
@@ -409,6 +432,8 @@ def load_dataset(
         cache_path=path,
         settings=settings,
         modifications=meta_tr["header_inconsistencies"] + meta_te["header_inconsistencies"],
+        unterminated_files=[p.name for p, m in ((train_path, meta_tr), (test_path, meta_te))
+                            if not m["ends_with_newline"]],
     )
     if path is not None:
         _cache.save_arrays(path, _to_cache(ds))
@@ -450,6 +475,8 @@ def registry_differences(ds: TimeSeriesDataset) -> tuple[list[str], bool]:
               "n_classes": "classes", "length": "series length"}
     diffs = [f"{v} {labels[k]} in the files, {getattr(info, k)} in the archive" for k, v in found.items()
              if getattr(info, k) != v]
+    diffs += [f"{f} does not end with a line break as the archive's files do (cut off? its last series or label "
+              "may be incomplete)" for f in ds.unterminated_files]
     verified = any(tag in info.verification for tag in _VERIFIED)
     return diffs, verified
 
