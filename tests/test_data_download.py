@@ -383,9 +383,11 @@ def test_unknown_name_never_reaches_the_network(server, tmp_path):
     with pytest.raises(UnknownDatasetError, match="'Beef'"):
         ensure_dataset("Beeef", tmp_path, mirrors=[server.tsc], **FAST)
     assert server.requests() == []
+    # a user error: exit status 2 (one message, nothing attempted)
     assert (
-        main(["download", "Beeef", "--data-dir", str(tmp_path), "--mirror", server.tsc, "--no-progress"]) == 1
+        main(["download", "Beeef", "--data-dir", str(tmp_path), "--mirror", server.tsc, "--no-progress"]) == 2
     )
+    assert server.requests() == []
 
 
 def test_offline_and_aeon_wheel(server, tmp_path):

@@ -29,7 +29,7 @@ REPO = Path(__file__).resolve().parents[1]
 OVERRIDE = {
     "datasets": {"archives": ["UCR"], "include": ["GunPoint"], "exclude": []},
     "protocols": {"full": True, "fixed_shot": {"shots": [5], "seeds": [0]}, "proportional": {"percents": [], "seeds": [0]}},
-    "evaluate": ["centroid", "flaky"],
+    "evaluate": ["centroid"],
     "methods": {"centroid": {"plugin": "centroid"}, "flaky": {"plugin": "flaky"}},
     "reports": {"reference_method": "centroid"},
 }
@@ -181,7 +181,7 @@ def failed_row_and_remake(fragment: str, corrupt: bool):
 
 def manifest_failed_rows(root: Path) -> None:
     df = table(root)
-    assert (df[df.method == "centroid"].status == "failed").all()
+    assert len(df[df.method == "centroid"]) == 2 and (df[df.method == "centroid"].status == "failed").all()
     assert df[df.method == "centroid"].error.str.contains("unreadable").all()
     assert manifest_problem(manifest(root)) is not None
 
@@ -196,7 +196,7 @@ def failed_run_not_finished(root: Path) -> None:
 
 def stale_rows(root: Path) -> None:
     df = table(root)
-    assert (df[df.method == "centroid"].status == "failed").all()
+    assert len(df[df.method == "centroid"]) == 2 and (df[df.method == "centroid"].status == "failed").all()
     assert df[df.method == "centroid"].error.str.contains("stale").all()
 
 

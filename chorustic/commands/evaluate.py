@@ -45,7 +45,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "marked stale. Exit status 1 if any run failed or was damaged.")
     p.add_argument("--results-dir", default="results")
     p.add_argument("--out", default=None, help="default: <results-dir>/accuracies.csv")
-    p.add_argument("--config", action="append", default=[], metavar="YAML")
+    p.add_argument("--config", action="append", default=[], metavar="YAML",
+                   help="the configuration whose jobs to collect (merged over config/config.yaml; repeatable)")
     p.set_defaults(func=_aggregate)
 
 
@@ -128,11 +129,17 @@ def _evaluate(args: argparse.Namespace) -> int:
 def _aggregate(args: argparse.Namespace) -> int:
     from chorustic import config as cc
     from chorustic.evaluation.aggregate import collect_runs, write_accuracies
-    from chorustic.evaluation.snakemake_glue import fingerprints, method_metadata
+    from chorustic.evaluation.snakemake_glue import expected_jobs, fingerprints, method_metadata
+    from chorustic.methods import discover
 
     cfg = cc.load_config(args.config)
-    got = collect_runs(args.results_dir, metadata=method_metadata(cfg),
-                       fingerprints=fingerprints(cfg) if args.config else None)
+    disc = discover()
+    # With --config: every job that configuration expects (a missing or unreadable one is listed as failed)
+    # and the current fingerprints (results made with other parameters or code are stale); without: every
+    # manifest found.
+    jobs = expected_jobs(cfg, args.results_dir) if args.config else None
+    got = collect_runs(args.results_dir, jobs, metadata=method_metadata(cfg, disc),
+                       fingerprints=fingerprints(cfg, disc) if args.config else None)
     out = args.out or str(Path(args.results_dir) / "accuracies.csv")
     write_accuracies(got.table, out)
     n_jobs = len({(r.method, r.dataset) for r in got.table.itertuples()})

@@ -103,11 +103,11 @@ def evaluate_from_snakemake(smk: Any) -> None:
         raise JobFailed(f"evaluation of {spec.method} on {spec.dataset} finished without writing {out}")
 
 
-def method_metadata(cfg: dict) -> dict[str, dict]:
+def method_metadata(cfg: dict, discovery=None) -> dict[str, dict]:
     """Display name, group, target fit and reported flag of every configured run (from the plugins)."""
     from chorustic.methods import discover
 
-    disc = discover()
+    disc = discovery if discovery is not None else discover()
     meta = {}
     for run in cfg["methods"]:
         entry = cc.method_entry(cfg, run)
@@ -121,12 +121,12 @@ def method_metadata(cfg: dict) -> dict[str, dict]:
     return meta
 
 
-def expected_jobs(cfg: dict) -> list[ExpectedJob]:
+def expected_jobs(cfg: dict, results_dir: str | Path | None = None) -> list[ExpectedJob]:
     """Every evaluation job of the configuration with the contexts it runs (from the dataset's context
     file when it exists, else from the protocol settings)."""
     from chorustic.protocols.contexts import context_specs
 
-    results = Path(cfg["paths"]["results_dir"])
+    results = Path(results_dir if results_dir is not None else cfg["paths"]["results_dir"])
     specs = [{"protocol": s.protocol, "family": s.family, "budget": s.budget, "seed": s.seed}
              for s in context_specs(cfg["protocols"])]
     jobs = []
@@ -157,7 +157,7 @@ def _collect(cfg: dict, why_not_run: Callable[[ExpectedJob], str] | None = None)
     from chorustic.methods import discover
 
     disc = discover()
-    return collect_runs(cfg["paths"]["results_dir"], expected_jobs(cfg), metadata=method_metadata(cfg),
+    return collect_runs(cfg["paths"]["results_dir"], expected_jobs(cfg), metadata=method_metadata(cfg, disc),
                         fingerprints=fingerprints(cfg, disc), why_not_run=why_not_run)
 
 
