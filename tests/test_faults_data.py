@@ -153,6 +153,29 @@ def cut_last_label(name: str):
     return inject
 
 
+def damaged_cache(name: str):
+    def inject(root: Path) -> None:
+        from chorustic.data import load_dataset
+
+        _copy(root, name)
+        ds = load_dataset(name, root / "raw", cache_dir=root / "cache", offline=True)
+        blob = bytearray(ds.cache_path.read_bytes())
+        blob[len(blob) // 2] ^= 0xFF
+        ds.cache_path.write_bytes(bytes(blob))
+    return inject
+
+
+def same_arrays_as_fresh(name: str):
+    def check(root: Path) -> None:
+        from chorustic.data import load_dataset
+
+        cached = load_dataset(name, root / "raw", cache_dir=root / "cache", offline=True)
+        fresh = load_dataset(name, root / "raw", offline=True)
+        np.testing.assert_array_equal(cached.X_train, fresh.X_train)
+        np.testing.assert_array_equal(cached.X_test, fresh.X_test)
+    return check
+
+
 def replace_file(name: str, split: str, content: bytes):
     def inject(root: Path) -> None:
         (_copy(root, name) / f"{name}_{split}.ts").write_bytes(content)
@@ -364,6 +387,8 @@ FAULTS = [
           _preprocess("PickupGestureWiimoteZ"), 1, ("does not end with a line break", "cut off")),
     Fault("D25", "a series without a class label", relabel_one_test_series("GunPoint", ""), _preprocess("GunPoint"), 1,
           ("has no class label",)),
+    Fault("D26", "a cached array damaged (one flipped byte)", damaged_cache("GunPoint"), _preprocess("GunPoint"), 0,
+          ("GunPoint",), same_arrays_as_fresh("GunPoint")),  # a warning in the log; the cache is rebuilt
     Fault("D21", "Windows line endings (not a fault: the same arrays)", crlf_and_lf("GunPoint"),
           _preprocess("GunPoint"), 0, ("GunPoint",), same_arrays_as_lf("GunPoint")),
     Fault("D22", "a misspelled dataset name", nothing, _preprocess("GunPont"), 2, ("Did you mean 'GunPoint'",)),

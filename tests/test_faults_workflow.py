@@ -167,9 +167,15 @@ def damage_results(wd: Path) -> None:
     p.write_text("".join(p.read_text().splitlines(keepends=True)[:100]))  # truncated at a line boundary
     m = wd / "results" / "runs" / "centroid" / "ItalyPowerDemand.json"
     m.write_text(m.read_text()[:200])  # a truncated manifest
+    t = wd / "results" / "accuracies.csv"
+    t.write_text("".join(t.read_text().splitlines(keepends=True)[:3]))  # the table truncated at a line boundary
+    c = wd / "results" / "contexts" / "ItalyPowerDemand.json"
+    c.write_text(c.read_text()[:50])  # a context file damaged: set aside, re-made when a job needs it
 
 
 def check_remade(wd: Path, out: str) -> None:
+    assert (wd / "results" / "accuracies.csv.damaged").is_file() and "is re-made" in out
+    json.loads((wd / "results" / "contexts" / "ItalyPowerDemand.json").read_text())
     assert (wd / "results" / "fixed5" / "centroid" / "Predictions" / "GunPoint" / "testResample0.csv").is_file()
     assert (table(wd).status == "ok").all() and len(table(wd)) == 8
     json.loads((wd / "results" / "runs" / "centroid" / "ItalyPowerDemand.json").read_text())
@@ -210,8 +216,8 @@ STEPS = [
          check_params),
     Step("W5", "a method's code changed", edit_plugin_code, True, {"evaluate": 2, "aggregate": 1, "report": 1},
          lambda wd, out: None),
-    Step("W6", "a prediction file deleted, another truncated, a manifest truncated", damage_results, True,
-         {"evaluate": 3, "aggregate": 1, "report": 1}, check_remade),
+    Step("W6", "a prediction file deleted, another truncated, a manifest, the table and a context file truncated",
+         damage_results, True, {"contexts": 1, "evaluate": 3, "aggregate": 1, "report": 1}, check_remade),
     Step("W7", "the user edits a data file after its checksum was pinned", edit_user_data, False,
          {"download": 1, "preprocess": 1, "contexts": 1, "evaluate": 2, "aggregate": 1, "report": 1}, check_edited),
     Step("W8", "a misspelled method parameter in the config", typo_in_config, False, {}, check_typo, dry_run=True),

@@ -10,7 +10,8 @@
   (:func:`file_record`); the download rule's record lists the dataset's files the same way
   (:func:`source_record`). When the workflow builds its DAG, :func:`set_aside_damaged` checks every
   finished result (a missing, truncated or edited prediction file, an unreadable manifest, a dataset
-  file edited after it was recorded, an ``accuracies.csv`` that no longer matches its checksum) and
+  file edited after it was recorded, an ``accuracies.csv`` that no longer matches its checksum, an
+  unreadable context file) and
   moves the harness's own record of it aside (``<name>.damaged``), so Snakemake sees that output
   missing and re-makes exactly that job (and what depends on it). The user's files are never moved.
   Aggregation verifies the full checksums again (:func:`verify_result_file`).
@@ -38,6 +39,7 @@ __all__ = [
     "source_record",
     "source_problem",
     "table_problem",
+    "contexts_problem",
     "set_aside",
     "set_aside_damaged",
 ]
@@ -236,7 +238,21 @@ def table_problem(path: str | os.PathLike) -> str | None:
     return None
 
 
-def set_aside_damaged(manifests: list[str], sources: list[str], tables: list[str]) -> list[str]:
+def contexts_problem(path: str | os.PathLike) -> str | None:
+    """``None`` when a context file can be read (it is written atomically; damage comes from outside)."""
+    from chorustic.protocols.contexts import FORMAT
+
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+        if doc.get("format") != FORMAT or not isinstance(doc.get("contexts"), list):
+            return f"the context file {path} is not a chorustic context file"
+    except (OSError, UnicodeDecodeError, ValueError, AttributeError) as exc:
+        return f"the context file {path} is unreadable ({type(exc).__name__})"
+    return None
+
+
+def set_aside_damaged(manifests: list[str], sources: list[str], tables: list[str],
+                      contexts: list[str] = ()) -> list[str]:
     """Check every finished result (see the module docstring); move the damaged ones' records aside.
 
     Returns one message per result moved aside. Cheap when nothing changed: files whose size and
@@ -257,6 +273,12 @@ def set_aside_damaged(manifests: list[str], sources: list[str], tables: list[str
             if problem:
                 set_aside(path)
                 messages.append(f"{problem}: the dataset is read again and everything made from it re-made")
+    for path in contexts:
+        if Path(path).exists():
+            problem = contexts_problem(path)
+            if problem:
+                set_aside(path)
+                messages.append(f"{problem}: it is re-made when a job needs it")
     for path in tables:
         problem = table_problem(path)
         if problem:

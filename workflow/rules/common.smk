@@ -43,7 +43,8 @@ SOURCES = [SOURCE_RECORD.format(dataset=d) for d in DATASETS]
 # unreadable, a dataset file edited after it was recorded, accuracies.csv changed after it was written)
 # is set aside here, so Snakemake sees it missing and re-makes exactly that job and what depends on it.
 if workflow.is_main_process:
-    for _msg in set_aside_damaged(MANIFESTS, SOURCES, [ACCURACIES]):
+    _contexts = [f"{RESULTS}/contexts/{d}.json" for d in DATASETS]
+    for _msg in set_aside_damaged(MANIFESTS, SOURCES, [ACCURACIES], _contexts):
         logger.warning(f"chorustic: {_msg}")
 
 
