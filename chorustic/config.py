@@ -126,7 +126,14 @@ def validate_config(cfg: dict) -> None:
         run = pretrain_run_of(entry)
         if run is not None and run not in (cfg.get("pretrain") or {}):
             raise ConfigError(f"method {name!r} uses checkpoint 'pretrain:{run}' but `pretrain` has no run {run!r}")
-    dataset_names(cfg)
+    datasets = dataset_names(cfg)
+    empty = [m for m in cfg["evaluate"] if not method_datasets(cfg, m, datasets)]
+    if empty:
+        raise ConfigError(
+            "method run(s) " + ", ".join(f"{m!r} (archives {cfg['methods'][m].get('archives')})" for m in empty)
+            + " would have no dataset among the selected ones, so they would be missing from every table; remove "
+            "them from `evaluate` or select a dataset of their archives"
+        )
     ref = (cfg.get("reports") or {}).get("reference_method")
     if ref is not None and ref not in cfg["evaluate"]:
         raise ConfigError(f"reports.reference_method {ref!r} is not one of the evaluated methods {cfg['evaluate']}")

@@ -77,6 +77,10 @@ FAULTS = [
                 ("'minirocket' and 'quant'", "display_name")),
     ConfigFault("C22", "a protocol seed listed twice", {"protocols": {"full": True, "fixed_shot": {"shots": [5],
                 "seeds": [0, 0]}, "proportional": {"percents": [], "seeds": [0]}}}, ("protocols", "once")),
+    ConfigFault("C23", "a method restricted to archives none of the selected datasets is in",
+                {"datasets": {"archives": ["UCR"], "include": ["GunPoint"]},
+                 "methods": {"quant": {"plugin": "quant", "archives": ["UEA"]}}},
+                ("'quant' (archives ['UEA'])", "no dataset", "remove them from `evaluate`")),
     ConfigFault("C17", "an unknown dataset on the command line", None, ("'BasicMotion'", "Did you mean 'BasicMotions'"),
                 dataset="BasicMotion"),
 ]

@@ -119,6 +119,8 @@ def check_start(wd: Path, out: str) -> None:
     log = (wd / "logs" / "evaluate" / "flaky" / "ItalyPowerDemand.log").read_text()
     assert "FAILED: flaky/ItalyPowerDemand: 1 of 2 runs failed" in log
     assert "GunPoint_TEST.ts" in (wd / "logs" / "download" / "GunPoint.log").read_text()
+    broken_log = (wd / "logs" / "evaluate" / "broken" / "ItalyPowerDemand.log").read_text()
+    assert "Traceback" in broken_log and "PluginLoadError" in broken_log  # the failing worker's traceback
     assert not (wd / "results" / "runs" / "flaky" / "ItalyPowerDemand.json").exists()
 
 
@@ -204,6 +206,20 @@ def check_typo(wd: Path, out: str) -> None:
     assert "methods.centroid.params" in out and "Did you mean 'shrink'" in out
 
 
+def data_settings(wd: Path) -> None:
+    set_config(wd, evaluate=["centroid", "flaky"],
+               data={"offline": True, "lock_file": "locks/data.lock.json", "allow_modified_data": ["GunPoint"]})
+
+
+def check_data_settings(wd: Path, out: str) -> None:
+    pre = [ln for ln in out.splitlines() if "chorustic preprocess" in ln]
+    assert any("GunPoint" in ln and "--allow-modified-data" in ln and "--lock-file locks/data.lock.json" in ln
+               for ln in pre), pre
+    assert all("--allow-modified-data" not in ln for ln in pre if "ItalyPowerDemand" in ln), pre
+    # moving the lock file re-runs nothing (the data did not change); GunPoint's download is still pending from W7
+    assert "chorustic download ItalyPowerDemand" not in out and "chorustic preprocess ItalyPowerDemand" not in out
+
+
 STEPS = [
     Step("W1", "TEST file missing (user's TRAIN only), a method failing on some contexts, a broken plugin file",
          start, False, {"download": 2, "preprocess": 2, "contexts": 2, "evaluate": 6, "aggregate": 1, "report": 1},
@@ -221,6 +237,8 @@ STEPS = [
     Step("W7", "the user edits a data file after its checksum was pinned", edit_user_data, False,
          {"download": 1, "preprocess": 1, "contexts": 1, "evaluate": 2, "aggregate": 1, "report": 1}, check_edited),
     Step("W8", "a misspelled method parameter in the config", typo_in_config, False, {}, check_typo, dry_run=True),
+    Step("W9", "the data lock file moved (for a read-only data folder), GunPoint allowed to differ (dry run)",
+         data_settings, True, {}, check_data_settings, dry_run=True),
 ]
 
 
@@ -229,7 +247,7 @@ def test_workflow_faults(tmp_path):
     wd = tmp_path
     for step in STEPS:
         step.inject(wd)
-        proc = snakemake(wd, *(["-n"] if step.dry_run else []))
+        proc = snakemake(wd, *(["-n", "-p"] if step.dry_run else []))
         out = proc.stdout + proc.stderr
         where = f"{step.id} ({step.what})"
         assert (proc.returncode == 0) == step.exit_ok, f"{where}: exit {proc.returncode}\n{out[-5000:]}"
@@ -237,3 +255,24 @@ def test_workflow_faults(tmp_path):
             ran = jobs_scheduled(out)
             assert ran == step.jobs, f"{where}: scheduled {ran}, expected exactly {step.jobs}\n{out[-3000:]}"
         step.check(wd, out)
+
+
+def test_a_failing_script_leaves_its_traceback_in_its_log(tmp_path, capsys):
+    """The workflow's scripts keep stderr on their log until the traceback is written (the `lost sys.stderr`
+    bug: redirecting stderr inside a `with` block closed the log before Python printed the traceback)."""
+    from types import SimpleNamespace
+
+    from chorustic.evaluation.snakemake_glue import run_script
+
+    def crash(smk):
+        print("working ...")
+        json.loads("{ truncated")
+
+    smk = SimpleNamespace(log=[str(tmp_path / "aggregate.log")], rule="aggregate")
+    with pytest.raises(SystemExit) as e:
+        run_script(smk, crash)
+    assert e.value.code == 1
+    log = (tmp_path / "aggregate.log").read_text()
+    assert "working ..." in log and "Traceback (most recent call last)" in log and "JSONDecodeError" in log
+    err = capsys.readouterr().err
+    assert "aggregate" in err and "JSONDecodeError" in err and "aggregate.log" in err

@@ -32,6 +32,7 @@ EVAL_JOBS = cc.evaluation_jobs(config)
 # The method runs' parameters and code (a params: of the evaluate rule; a change re-runs its jobs).
 FINGERPRINTS = fingerprints(config, _DISCOVERY)
 _LOCK = cc.lock_file(config)
+# Where the data lock file is does not change any data: a shell argument, not a params (no re-run).
 DATA_LOCK_ARG = f"--lock-file {_LOCK}" if _LOCK else ""
 MANIFESTS = [f"{RESULTS}/runs/{m}/{d}.json" for m, d in EVAL_JOBS]
 ACCURACIES = f"{RESULTS}/accuracies.csv"
@@ -52,14 +53,6 @@ wildcard_constraints:
     dataset=r"[A-Za-z0-9][A-Za-z0-9_\-]*",
     method=r"[a-z0-9_]+",
     run=r"[a-z0-9_]+",
-
-
-def data_args(dataset):
-    """The data options of the CLI steps that read a dataset (lock file, modified data allowed)."""
-    args = [DATA_LOCK_ARG]
-    if cc.allow_modified_data(config, dataset):
-        args.append("--allow-modified-data")
-    return " ".join(a for a in args if a)
 
 
 def method_resources(method):

@@ -11,7 +11,6 @@ rule download:
     params:
         offline="--offline" if config["data"]["offline"] else "",
         mirrors=" ".join(f"--mirror {m}" for m in config["data"].get("mirrors") or []),
-        lock=DATA_LOCK_ARG,
     conda:
         "../envs/chorustic.yaml"
     log:
@@ -21,5 +20,5 @@ rule download:
     resources:
         downloads=1,
     shell:
-        "chorustic download {wildcards.dataset} --data-dir {DATA_DIR} {params.offline} {params.lock} "
+        "chorustic download {wildcards.dataset} --data-dir {DATA_DIR} {params.offline} {DATA_LOCK_ARG} "
         "{params.mirrors} --no-progress --record {output} > {log} 2>&1"

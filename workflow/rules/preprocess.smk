@@ -5,7 +5,8 @@ rule preprocess:
     output:
         f"{CACHE_DIR}/summaries/{{dataset}}.json",
     params:
-        data=lambda w: data_args(w.dataset),
+        # accepting modified files changes what is accepted and recorded: a change re-runs the step
+        allow=lambda w: "--allow-modified-data" if cc.allow_modified_data(config, w.dataset) else "",
     conda:
         "../envs/chorustic.yaml"
     log:
@@ -14,4 +15,4 @@ rule preprocess:
         f"{LOGS}/benchmarks/preprocess/{{dataset}}.tsv"
     shell:
         "chorustic preprocess {wildcards.dataset} --data-dir {DATA_DIR} --cache-dir {CACHE_DIR} "
-        "--offline --no-progress {params.data} --json {output} > {log} 2>&1"
+        "--offline --no-progress {DATA_LOCK_ARG} {params.allow} --json {output} > {log} 2>&1"
