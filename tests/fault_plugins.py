@@ -13,7 +13,7 @@ import textwrap
 from pathlib import Path
 
 PLUGINS = {
-    "centroid.py": '''
+    "centroid.py": """
         import numpy as np
         from chorustic.methods import Method, MethodInfo, register
 
@@ -41,8 +41,8 @@ PLUGINS = {
             default_params = {"shrink": 0.0}
             def build(self, *, seed, device="cpu", n_jobs=1, shrink=0.0):
                 return Centroid(seed, shrink)
-    ''',
-    "flaky.py": '''
+    """,
+    "flaky.py": """
         import os
         from chorustic.methods import Method, MethodInfo, register
         from chorustic_plugins.centroid import Centroid
@@ -58,7 +58,7 @@ PLUGINS = {
             info = MethodInfo(name="flaky", display_name="Flaky", group="Classical", fits_on_target=True)
             def build(self, *, seed, device="cpu", n_jobs=1):
                 return Flaky(seed)
-    ''',
+    """,
     "broken.py": "import a_module_that_does_not_exist  # the plugin's dependency is not installed\n",
 }
 

@@ -39,20 +39,34 @@ def _lines(path: Path) -> tuple[list[str], list[str]]:
     """(header lines up to and including @data, data lines) of a .ts file."""
     text = path.read_text().splitlines(keepends=True)
     i = next(k for k, ln in enumerate(text) if ln.strip().lower() == "@data")
-    return text[: i + 1], text[i + 1:]
+    return text[: i + 1], text[i + 1 :]
 
 
-def _write_generated(folder: Path, name: str, train_labels: list[str], test_labels: list[str],
-                     header_labels: list[str] | None = None) -> None:
+def _write_generated(
+    folder: Path,
+    name: str,
+    train_labels: list[str],
+    test_labels: list[str],
+    header_labels: list[str] | None = None,
+) -> None:
     """A small univariate dataset (length 20) that is not in the registry, with the given labels."""
     rng = np.random.default_rng(0)
     folder.mkdir(parents=True, exist_ok=True)
     for split, labels in (("TRAIN", train_labels), ("TEST", test_labels)):
-        head = [f"@problemName {name}", "@timeStamps false", "@missing false", "@univariate true",
-                "@equalLength true", "@seriesLength 20",
-                f"@classLabel true {' '.join(header_labels or sorted(set(train_labels) | set(test_labels)))}",
-                "@data"]
-        rows = [",".join(f"{v:.4f}" for v in rng.normal(size=20) + (i % 3)) + f":{y}" for i, y in enumerate(labels)]
+        head = [
+            f"@problemName {name}",
+            "@timeStamps false",
+            "@missing false",
+            "@univariate true",
+            "@equalLength true",
+            "@seriesLength 20",
+            f"@classLabel true {' '.join(header_labels or sorted(set(train_labels) | set(test_labels)))}",
+            "@data",
+        ]
+        rows = [
+            ",".join(f"{v:.4f}" for v in rng.normal(size=20) + (i % 3)) + f":{y}"
+            for i, y in enumerate(labels)
+        ]
         (folder / f"{name}_{split}.ts").write_text("\n".join(head + rows) + "\n")
 
 
@@ -74,8 +88,19 @@ class Fault:
 
 
 def _preprocess(name: str, *extra: str) -> list[str]:
-    return ["preprocess", name, "--data-dir", "{root}/raw", "--cache-dir", "{root}/cache", "--offline",
-            "--no-progress", "--json", "{root}/summary.json", *extra]
+    return [
+        "preprocess",
+        name,
+        "--data-dir",
+        "{root}/raw",
+        "--cache-dir",
+        "{root}/cache",
+        "--offline",
+        "--no-progress",
+        "--json",
+        "{root}/summary.json",
+        *extra,
+    ]
 
 
 def _download(name: str, *extra: str) -> list[str]:
@@ -95,8 +120,12 @@ def only_train(name: str, edit: bool = False, generate: bool = False):
             p = folder / f"{name}_TRAIN.ts"
             p.write_text(p.read_text().replace("@problemName", "# my edits\n@problemName", 1))
         os.chmod(folder, 0o755)
-        (root / "before.json").write_text(json.dumps({
-            "sha": sha256_file(folder / f"{name}_TRAIN.ts"), "mode": stat.S_IMODE(folder.stat().st_mode)}))
+        (root / "before.json").write_text(
+            json.dumps(
+                {"sha": sha256_file(folder / f"{name}_TRAIN.ts"), "mode": stat.S_IMODE(folder.stat().st_mode)}
+            )
+        )
+
     return inject
 
 
@@ -105,8 +134,11 @@ def train_untouched(name: str):
         folder = root / "raw" / name
         before = json.loads((root / "before.json").read_text())
         assert sha256_file(folder / f"{name}_TRAIN.ts") == before["sha"], "the user's TRAIN file was changed"
-        assert not (folder / f"{name}_TEST.ts").exists(), "a TEST file was added next to the user's TRAIN file"
+        assert not (folder / f"{name}_TEST.ts").exists(), (
+            "a TEST file was added next to the user's TRAIN file"
+        )
         assert stat.S_IMODE(folder.stat().st_mode) == before["mode"]
+
     return check
 
 
@@ -115,6 +147,7 @@ def truncate_test_at_line(name: str, keep: int):
         p = _copy(root, name) / f"{name}_TEST.ts"
         head, data = _lines(p)
         p.write_text("".join(head + data[:keep]))
+
     return inject
 
 
@@ -123,6 +156,7 @@ def truncate_test_mid_line(name: str):
         p = _copy(root, name) / f"{name}_TEST.ts"
         head, data = _lines(p)
         p.write_text("".join(head + data[:10]) + data[10][: len(data[10]) // 2])
+
     return inject
 
 
@@ -132,6 +166,7 @@ def edit_header(name: str, old: str, new: str, split: str = "TEST"):
         text = p.read_text()
         assert old in text
         p.write_text(text.replace(old, new, 1))
+
     return inject
 
 
@@ -141,6 +176,7 @@ def relabel_one_test_series(name: str, label: str):
         head, data = _lines(p)
         data[0] = data[0].rstrip("\n").rsplit(":", 1)[0] + f":{label}\n"
         p.write_text("".join(head + data))
+
     return inject
 
 
@@ -149,7 +185,10 @@ def cut_last_label(name: str):
         p = _copy(root, name) / f"{name}_TEST.ts"
         head, data = _lines(p)
         k = next(i for i in range(len(data) - 1, -1, -1) if data[i].rstrip("\n").endswith(":10"))
-        p.write_text("".join(head + data[:k]) + data[k].rstrip("\n")[:-1])  # "...:10" -> "...:1", no line break
+        p.write_text(
+            "".join(head + data[:k]) + data[k].rstrip("\n")[:-1]
+        )  # "...:10" -> "...:1", no line break
+
     return inject
 
 
@@ -162,6 +201,7 @@ def damaged_cache(name: str):
         blob = bytearray(ds.cache_path.read_bytes())
         blob[len(blob) // 2] ^= 0xFF
         ds.cache_path.write_bytes(bytes(blob))
+
     return inject
 
 
@@ -173,12 +213,14 @@ def same_arrays_as_fresh(name: str):
         fresh = load_dataset(name, root / "raw", offline=True)
         np.testing.assert_array_equal(cached.X_train, fresh.X_train)
         np.testing.assert_array_equal(cached.X_test, fresh.X_test)
+
     return check
 
 
 def replace_file(name: str, split: str, content: bytes):
     def inject(root: Path) -> None:
         (_copy(root, name) / f"{name}_{split}.ts").write_bytes(content)
+
     return inject
 
 
@@ -190,6 +232,7 @@ def swap_splits(name: str):
         tr.rename(tmp)
         te.rename(tr)
         tmp.rename(te)
+
     return inject
 
 
@@ -197,12 +240,14 @@ def other_datasets_test(name: str, other: str):
     def inject(root: Path) -> None:
         folder = _copy(root, name)
         shutil.copyfile(AEON / other / f"{other}_TEST.ts", folder / f"{name}_TEST.ts")
+
     return inject
 
 
 def generated(name: str, train: list[str], test: list[str], header: list[str] | None = None):
     def inject(root: Path) -> None:
         _write_generated(root / "raw" / name, name, train, test, header)
+
     return inject
 
 
@@ -211,6 +256,7 @@ def crlf(name: str):
         folder = _copy(root, name)
         for p in folder.glob("*.ts"):
             p.write_bytes(p.read_bytes().replace(b"\n", b"\r\n"))
+
     return inject
 
 
@@ -226,6 +272,7 @@ def edited_after_pinning(name: str):
         head, data = _lines(p)
         data[3] = data[3].replace("1", "2", 1)
         p.write_text("".join(head + data))
+
     return inject
 
 
@@ -254,7 +301,10 @@ def root_ignores_read_only(monkeypatch: pytest.MonkeyPatch, root: Path) -> None:
         return real_mkdtemp(*a, dir=dir, **k)
 
     def mkdir(self, *a, **k):
-        if self.resolve().is_relative_to((root / "raw").resolve()) and self.resolve() != (root / "raw").resolve():
+        if (
+            self.resolve().is_relative_to((root / "raw").resolve())
+            and self.resolve() != (root / "raw").resolve()
+        ):
             raise PermissionError(13, "Permission denied", str(self))
         return real_mkdir(self, *a, **k)
 
@@ -271,6 +321,7 @@ def summary(root: Path, name: str) -> dict:
 def classes_are(name: str, classes: list[str]):
     def check(root: Path) -> None:
         assert summary(root, name)["classes"] == classes
+
     return check
 
 
@@ -278,6 +329,7 @@ def modification_recorded(name: str, fragment: str):
     def check(root: Path) -> None:
         mods = summary(root, name)["modifications"]
         assert any(fragment in m for m in mods), mods
+
     return check
 
 
@@ -290,6 +342,7 @@ def aeon_copy_with_normal_permissions(name: str):
         for p in folder.glob("*.ts"):
             assert stat.S_IMODE(p.stat().st_mode) == 0o666 & ~mask
             assert sha256_file(p) == sha256_file(AEON / name / p.name)
+
     return check
 
 
@@ -301,6 +354,7 @@ def same_arrays_as_lf(name: str):
         crlf_ds = load_dataset(name, root / "raw", offline=True, lock=False)
         np.testing.assert_array_equal(lf.X_test, crlf_ds.X_test)
         np.testing.assert_array_equal(lf.y_test, crlf_ds.y_test)
+
     return check
 
 
@@ -311,6 +365,7 @@ def crlf_and_lf(name: str):
         folder.mkdir(parents=True)
         for s in ("TRAIN", "TEST"):
             shutil.copyfile(AEON / name / f"{name}_{s}.ts", folder / f"{name}_{s}.ts")
+
     return inject
 
 
@@ -323,77 +378,239 @@ def file_untouched_and_lock_kept(name: str):
     def check(root: Path) -> None:
         assert (root / "raw" / name / f"{name}_TEST.ts").is_file()
         lock = json.loads((root / "raw" / "chorustic-data.lock.json").read_text())
-        assert sha256_file(root / "raw" / name / f"{name}_TEST.ts") != lock["datasets"][name]["files"][f"{name}_TEST.ts"]
+        assert (
+            sha256_file(root / "raw" / name / f"{name}_TEST.ts")
+            != lock["datasets"][name]["files"][f"{name}_TEST.ts"]
+        )
+
     return check
 
 
 FAULTS = [
     # case 1: a user's data deleted or overwritten
-    Fault("D01", "TRAIN present, TEST missing (a dataset inside aeon), offline", only_train("GunPoint"),
-          _download("GunPoint"), 1, ("GunPoint_TEST.ts", "never replaces", "move the folder"),
-          train_untouched("GunPoint")),
-    Fault("D02", "the user's edited TRAIN file, TEST missing (inside aeon): never replaced by aeon's copy",
-          only_train("GunPoint", edit=True), _preprocess("GunPoint"), 1, ("GunPoint_TEST.ts", "never replaces"),
-          train_untouched("GunPoint")),
-    Fault("D03", "TRAIN present, TEST missing, a dataset not inside aeon, offline",
-          only_train("Coffee", generate=True), _download("Coffee"), 1, ("Coffee_TEST.ts", "never replaces"),
-          train_untouched("Coffee")),
-    Fault("D04", "a dataset inside aeon not in the data folder: copied with normal permissions", nothing,
-          _download("BasicMotions"), 0, ("BasicMotions",), aeon_copy_with_normal_permissions("BasicMotions")),
-    Fault("D05", "read-only data folder, a dataset inside aeon missing from it, lock file elsewhere",
-          read_only_data_dir, _preprocess("GunPoint", "--lock-file", "{root}/lock.json"), 0, ("GunPoint",),
-          nothing_written_in, patch=root_ignores_read_only),
+    Fault(
+        "D01",
+        "TRAIN present, TEST missing (a dataset inside aeon), offline",
+        only_train("GunPoint"),
+        _download("GunPoint"),
+        1,
+        ("GunPoint_TEST.ts", "never replaces", "move the folder"),
+        train_untouched("GunPoint"),
+    ),
+    Fault(
+        "D02",
+        "the user's edited TRAIN file, TEST missing (inside aeon): never replaced by aeon's copy",
+        only_train("GunPoint", edit=True),
+        _preprocess("GunPoint"),
+        1,
+        ("GunPoint_TEST.ts", "never replaces"),
+        train_untouched("GunPoint"),
+    ),
+    Fault(
+        "D03",
+        "TRAIN present, TEST missing, a dataset not inside aeon, offline",
+        only_train("Coffee", generate=True),
+        _download("Coffee"),
+        1,
+        ("Coffee_TEST.ts", "never replaces"),
+        train_untouched("Coffee"),
+    ),
+    Fault(
+        "D04",
+        "a dataset inside aeon not in the data folder: copied with normal permissions",
+        nothing,
+        _download("BasicMotions"),
+        0,
+        ("BasicMotions",),
+        aeon_copy_with_normal_permissions("BasicMotions"),
+    ),
+    Fault(
+        "D05",
+        "read-only data folder, a dataset inside aeon missing from it, lock file elsewhere",
+        read_only_data_dir,
+        _preprocess("GunPoint", "--lock-file", "{root}/lock.json"),
+        0,
+        ("GunPoint",),
+        nothing_written_in,
+        patch=root_ignores_read_only,
+    ),
     # case 2: labels silently re-coded
-    Fault("D06", "labels that differ only by case (Up/up) stay two classes, spelled as written",
-          generated("MyUpDown", ["Up", "up", "Up", "up", "Up", "up"], ["up", "Up"]), _preprocess("MyUpDown"), 0,
-          ("2 classes",), classes_are("MyUpDown", ["Up", "up"])),
-    Fault("D07", "two spellings of one number (1 and 1.0) are an error, not two classes",
-          generated("MyNumbers", ["1", "2", "1.0", "2", "1", "2"], ["1", "2"]), _preprocess("MyNumbers"), 1,
-          ("'1' and '1.0'", "same number", "MyNumbers")),
-    Fault("D08", "a class label the @classLabel header does not declare",
-          relabel_one_test_series("GunPoint", "3"), _preprocess("GunPoint"), 1,
-          ("GunPoint_TEST.ts", "'3'", "not declared in @classLabel", "chorustic download GunPoint")),
-    Fault("D09", "a test label the training split lacks (header declares it)",
-          generated("MyUnseen", ["a", "b"] * 3, ["a", "c"], ["a", "b", "c"]), _preprocess("MyUnseen"), 1,
-          ("MyUnseen_TEST.ts", "'c'", "training split does not have")),
+    Fault(
+        "D06",
+        "labels that differ only by case (Up/up) stay two classes, spelled as written",
+        generated("MyUpDown", ["Up", "up", "Up", "up", "Up", "up"], ["up", "Up"]),
+        _preprocess("MyUpDown"),
+        0,
+        ("2 classes",),
+        classes_are("MyUpDown", ["Up", "up"]),
+    ),
+    Fault(
+        "D07",
+        "two spellings of one number (1 and 1.0) are an error, not two classes",
+        generated("MyNumbers", ["1", "2", "1.0", "2", "1", "2"], ["1", "2"]),
+        _preprocess("MyNumbers"),
+        1,
+        ("'1' and '1.0'", "same number", "MyNumbers"),
+    ),
+    Fault(
+        "D08",
+        "a class label the @classLabel header does not declare",
+        relabel_one_test_series("GunPoint", "3"),
+        _preprocess("GunPoint"),
+        1,
+        ("GunPoint_TEST.ts", "'3'", "not declared in @classLabel", "chorustic download GunPoint"),
+    ),
+    Fault(
+        "D09",
+        "a test label the training split lacks (header declares it)",
+        generated("MyUnseen", ["a", "b"] * 3, ["a", "c"], ["a", "b", "c"]),
+        _preprocess("MyUnseen"),
+        1,
+        ("MyUnseen_TEST.ts", "'c'", "training split does not have"),
+    ),
     # case 3: truncated or inconsistent data
-    Fault("D10", "TEST cut at a line boundary (60 of 150 series)", truncate_test_at_line("GunPoint", 60),
-          _preprocess("GunPoint"), 1, ("GunPoint", "60 test series in the files, 150 in the archive",
-                                       "chorustic download GunPoint", "allow_modified_data")),
-    Fault("D11", "the same truncated TEST, accepted on purpose (own variant): loads, difference recorded",
-          truncate_test_at_line("GunPoint", 60), _preprocess("GunPoint", "--allow-modified-data"), 0,
-          ("modified data (allowed, recorded)",), modification_recorded("GunPoint", "60 test series")),
-    Fault("D12", "TEST cut in the middle of a line", truncate_test_mid_line("GunPoint"), _preprocess("GunPoint"), 1,
-          ("GunPoint_TEST.ts", "cannot parse", "truncated")),
-    Fault("D13", "@seriesLength disagrees with the data", edit_header("GunPoint", "@seriesLength 150",
-          "@seriesLength 140"), _preprocess("GunPoint"), 1, ("GunPoint_TEST.ts", "@seriesLength 140", "length 150")),
-    Fault("D14", "@dimensions disagrees with the data", edit_header("BasicMotions", "@dimensions 6", "@dimensions 5"),
-          _preprocess("BasicMotions"), 1, ("BasicMotions_TEST.ts", "@dimensions 5", "6 channel")),
-    Fault("D15", "TRAIN and TEST swapped", swap_splits("GunPoint"), _preprocess("GunPoint"), 1,
-          ("150 training series in the files, 50 in the archive",)),
-    Fault("D16", "TEST of another dataset (other channels)", other_datasets_test("GunPoint", "BasicMotions"),
-          _preprocess("GunPoint"), 1, ("GunPoint",)),
-    Fault("D17", "random bytes instead of a .ts file", replace_file("GunPoint", "TRAIN", os.urandom(3000)),
-          _preprocess("GunPoint"), 1, ("GunPoint_TRAIN.ts",)),
-    Fault("D18", "an empty TEST file", replace_file("GunPoint", "TEST", b""), _preprocess("GunPoint"), 1,
-          ("GunPoint_TEST.ts",)),
-    Fault("D19", "a UTF-16 encoded file", replace_file("GunPoint", "TEST",
-          (AEON / "GunPoint" / "GunPoint_TEST.ts").read_text().encode("utf-16")), _preprocess("GunPoint"), 1,
-          ("GunPoint_TEST.ts",)),
-    Fault("D20", "a file edited after its checksum was pinned", edited_after_pinning("GunPoint"),
-          _preprocess("GunPoint"), 1, ("checksum mismatch", "GunPoint_TEST.ts", "--update-lock"),
-          file_untouched_and_lock_kept("GunPoint")),
-    Fault("D24", "TEST cut inside the last line's label (10 -> 1: still parses)", cut_last_label("PickupGestureWiimoteZ"),
-          _preprocess("PickupGestureWiimoteZ"), 1, ("does not end with a line break", "cut off")),
-    Fault("D25", "a series without a class label", relabel_one_test_series("GunPoint", ""), _preprocess("GunPoint"), 1,
-          ("has no class label",)),
-    Fault("D26", "a cached array damaged (one flipped byte)", damaged_cache("GunPoint"), _preprocess("GunPoint"), 0,
-          ("GunPoint",), same_arrays_as_fresh("GunPoint")),  # a warning in the log; the cache is rebuilt
-    Fault("D21", "Windows line endings (not a fault: the same arrays)", crlf_and_lf("GunPoint"),
-          _preprocess("GunPoint"), 0, ("GunPoint",), same_arrays_as_lf("GunPoint")),
-    Fault("D22", "a misspelled dataset name", nothing, _preprocess("GunPont"), 2, ("Did you mean 'GunPoint'",)),
-    Fault("D23", "a misspelled dataset name to download", nothing, _download("BasicMotion"), 2,
-          ("Did you mean 'BasicMotions'",)),
+    Fault(
+        "D10",
+        "TEST cut at a line boundary (60 of 150 series)",
+        truncate_test_at_line("GunPoint", 60),
+        _preprocess("GunPoint"),
+        1,
+        (
+            "GunPoint",
+            "60 test series in the files, 150 in the archive",
+            "chorustic download GunPoint",
+            "allow_modified_data",
+        ),
+    ),
+    Fault(
+        "D11",
+        "the same truncated TEST, accepted on purpose (own variant): loads, difference recorded",
+        truncate_test_at_line("GunPoint", 60),
+        _preprocess("GunPoint", "--allow-modified-data"),
+        0,
+        ("modified data (allowed, recorded)",),
+        modification_recorded("GunPoint", "60 test series"),
+    ),
+    Fault(
+        "D12",
+        "TEST cut in the middle of a line",
+        truncate_test_mid_line("GunPoint"),
+        _preprocess("GunPoint"),
+        1,
+        ("GunPoint_TEST.ts", "cannot parse", "truncated"),
+    ),
+    Fault(
+        "D13",
+        "@seriesLength disagrees with the data",
+        edit_header("GunPoint", "@seriesLength 150", "@seriesLength 140"),
+        _preprocess("GunPoint"),
+        1,
+        ("GunPoint_TEST.ts", "@seriesLength 140", "length 150"),
+    ),
+    Fault(
+        "D14",
+        "@dimensions disagrees with the data",
+        edit_header("BasicMotions", "@dimensions 6", "@dimensions 5"),
+        _preprocess("BasicMotions"),
+        1,
+        ("BasicMotions_TEST.ts", "@dimensions 5", "6 channel"),
+    ),
+    Fault(
+        "D15",
+        "TRAIN and TEST swapped",
+        swap_splits("GunPoint"),
+        _preprocess("GunPoint"),
+        1,
+        ("150 training series in the files, 50 in the archive",),
+    ),
+    Fault(
+        "D16",
+        "TEST of another dataset (other channels)",
+        other_datasets_test("GunPoint", "BasicMotions"),
+        _preprocess("GunPoint"),
+        1,
+        ("GunPoint",),
+    ),
+    Fault(
+        "D17",
+        "random bytes instead of a .ts file",
+        replace_file("GunPoint", "TRAIN", os.urandom(3000)),
+        _preprocess("GunPoint"),
+        1,
+        ("GunPoint_TRAIN.ts",),
+    ),
+    Fault(
+        "D18",
+        "an empty TEST file",
+        replace_file("GunPoint", "TEST", b""),
+        _preprocess("GunPoint"),
+        1,
+        ("GunPoint_TEST.ts",),
+    ),
+    Fault(
+        "D19",
+        "a UTF-16 encoded file",
+        replace_file(
+            "GunPoint", "TEST", (AEON / "GunPoint" / "GunPoint_TEST.ts").read_text().encode("utf-16")
+        ),
+        _preprocess("GunPoint"),
+        1,
+        ("GunPoint_TEST.ts",),
+    ),
+    Fault(
+        "D20",
+        "a file edited after its checksum was pinned",
+        edited_after_pinning("GunPoint"),
+        _preprocess("GunPoint"),
+        1,
+        ("checksum mismatch", "GunPoint_TEST.ts", "--update-lock"),
+        file_untouched_and_lock_kept("GunPoint"),
+    ),
+    Fault(
+        "D24",
+        "TEST cut inside the last line's label (10 -> 1: still parses)",
+        cut_last_label("PickupGestureWiimoteZ"),
+        _preprocess("PickupGestureWiimoteZ"),
+        1,
+        ("does not end with a line break", "cut off"),
+    ),
+    Fault(
+        "D25",
+        "a series without a class label",
+        relabel_one_test_series("GunPoint", ""),
+        _preprocess("GunPoint"),
+        1,
+        ("has no class label",),
+    ),
+    Fault(
+        "D26",
+        "a cached array damaged (one flipped byte)",
+        damaged_cache("GunPoint"),
+        _preprocess("GunPoint"),
+        0,
+        ("GunPoint",),
+        same_arrays_as_fresh("GunPoint"),
+    ),  # a warning in the log; the cache is rebuilt
+    Fault(
+        "D21",
+        "Windows line endings (not a fault: the same arrays)",
+        crlf_and_lf("GunPoint"),
+        _preprocess("GunPoint"),
+        0,
+        ("GunPoint",),
+        same_arrays_as_lf("GunPoint"),
+    ),
+    Fault(
+        "D22", "a misspelled dataset name", nothing, _preprocess("GunPont"), 2, ("Did you mean 'GunPoint'",)
+    ),
+    Fault(
+        "D23",
+        "a misspelled dataset name to download",
+        nothing,
+        _download("BasicMotion"),
+        2,
+        ("Did you mean 'BasicMotions'",),
+    ),
 ]
 
 
@@ -424,7 +641,11 @@ def test_entry_point_exit_status_and_one_line(tmp_path):
     import sys
 
     exe = Path(sys.executable).parent / "chorustic"
-    proc = subprocess.run([str(exe), "preprocess", "GunPont", "--cache-dir", str(tmp_path)], capture_output=True,
-                          text=True, timeout=120)
+    proc = subprocess.run(
+        [str(exe), "preprocess", "GunPont", "--cache-dir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and "Did you mean 'GunPoint'" in proc.stderr

@@ -28,7 +28,11 @@ from fault_plugins import write_plugins
 REPO = Path(__file__).resolve().parents[1]
 OVERRIDE = {
     "datasets": {"archives": ["UCR"], "include": ["GunPoint"], "exclude": []},
-    "protocols": {"full": True, "fixed_shot": {"shots": [5], "seeds": [0]}, "proportional": {"percents": [], "seeds": [0]}},
+    "protocols": {
+        "full": True,
+        "fixed_shot": {"shots": [5], "seeds": [0]},
+        "proportional": {"percents": [], "seeds": [0]},
+    },
     "evaluate": ["centroid"],
     "methods": {"centroid": {"plugin": "centroid"}, "flaky": {"plugin": "flaky"}},
     "reports": {"reference_method": "centroid"},
@@ -53,7 +57,20 @@ def finished(tmp_path_factory):
     os.environ["CHORUSTIC_BASELINES"] = str(root / "plugins")
     os.chdir(root)
     try:
-        assert main(["evaluate", "--method", "centroid", "--dataset", "GunPoint", "--no-isolation", *_config(root)]) == 0
+        assert (
+            main(
+                [
+                    "evaluate",
+                    "--method",
+                    "centroid",
+                    "--dataset",
+                    "GunPoint",
+                    "--no-isolation",
+                    *_config(root),
+                ]
+            )
+            == 0
+        )
         assert main(["aggregate", *_config(root)]) == 0
     finally:
         os.chdir(old)
@@ -88,12 +105,23 @@ def aggregate(root: Path) -> list[str]:
 
 
 def report(root: Path) -> list[str]:
-    return ["report", "--results", "results", "--out", "reports", "--reference", "centroid", "--formats", "png"]
+    return [
+        "report",
+        "--results",
+        "results",
+        "--out",
+        "reports",
+        "--reference",
+        "centroid",
+        "--formats",
+        "png",
+    ]
 
 
 def evaluate(method: str, *extra: str, **changes):
     def argv(root: Path) -> list[str]:
         return ["evaluate", "--method", method, "--dataset", "GunPoint", *extra, *_config(root, **changes)]
+
     return argv
 
 
@@ -176,6 +204,7 @@ def failed_row_and_remake(fragment: str, corrupt: bool):
         assert row(root, protocol="full").status == "ok"  # the other run of the job is still reported
         assert (pred(root).with_name(pred(root).name + ".corrupt").exists()) == corrupt
         assert manifest_problem(manifest(root)) is not None  # the workflow sets it aside and re-makes the job
+
     return check
 
 
@@ -203,6 +232,7 @@ def stale_rows(root: Path) -> None:
 def nothing_finished(method: str):
     def check(root: Path) -> None:
         assert not manifest(root, method).exists()
+
     return check
 
 
@@ -215,35 +245,127 @@ def reason_names_label(root: Path) -> None:
 CHORUSTIC_RUN = {"chk": {"plugin": "chorustic", "params": {"checkpoint": "models/model.safetensors"}}}
 
 FAULTS = [
-    ResultFault("R01", "a prediction file deleted", delete_prediction, aggregate, 1,
-                ("testResample0.csv is missing",), failed_row_and_remake("is missing", corrupt=False)),
-    ResultFault("R02", "a prediction file truncated at a line boundary", truncate_prediction, aggregate, 1,
-                ("truncated or changed",), failed_row_and_remake("bytes", corrupt=True)),
-    ResultFault("R03", "a prediction file edited in place (same size)", edit_prediction_same_size, aggregate, 1,
-                ("does not match the SHA-256",), failed_row_and_remake("SHA-256", corrupt=True)),
-    ResultFault("R04", "a run manifest truncated", truncate_manifest, aggregate, 1,
-                ("GunPoint.json is unreadable",), manifest_failed_rows),
-    ResultFault("R05", "accuracies.csv truncated at a line boundary", truncate_table_at_line, report, 2,
-                ("accuracies.csv does not match the checksum", "truncated or edited", "run `snakemake` again")),
-    ResultFault("R06", "a method that fails on some contexts", flaky_down, evaluate("flaky", "--no-isolation"), 1,
-                ("1 of 2 runs failed", "GunPoint.failed.json", "retries"),
-                failed_run_not_finished),
-    ResultFault("R07", "results made with other parameters, not re-made yet", noop,
-                lambda root: ["aggregate", *_config(root, methods={**OVERRIDE["methods"], "centroid": {
-                    "plugin": "centroid", "params": {"shrink": 0.5}}})], 1, ("stale",), stale_rows),
-    ResultFault("R09", "a context file damaged after it was written", corrupt_contexts, evaluate("centroid"), 1,
-                ("cannot read context file", "delete it and run `snakemake` again"), nothing_finished("centroid")),
-    ResultFault("R10", "a model.safetensors of random bytes", random_bytes_checkpoint,
-                evaluate("chk", "--no-isolation", "--protocols", "fixed5", methods=CHORUSTIC_RUN,
-                         evaluate=["chk"], reports={"reference_method": "chk"}), 1,
-                ("models/model.safetensors", "not a readable safetensors file", "Replace it")),
-    ResultFault("R11", "a truncated model.safetensors", truncated_checkpoint,
-                evaluate("chk", "--no-isolation", "--protocols", "fixed5", methods=CHORUSTIC_RUN,
-                         evaluate=["chk"], reports={"reference_method": "chk"}), 1,
-                ("models/model.safetensors", "damaged or truncated")),
-    ResultFault("R12", "k-shot ineligibility names the class by its label", imbalanced_dataset,
-                lambda root: ["contexts", "MyFew", "--data-dir", "mine", "--cache-dir", "cache", "--out", "ctx.json"],
-                0, (), reason_names_label),
+    ResultFault(
+        "R01",
+        "a prediction file deleted",
+        delete_prediction,
+        aggregate,
+        1,
+        ("testResample0.csv is missing",),
+        failed_row_and_remake("is missing", corrupt=False),
+    ),
+    ResultFault(
+        "R02",
+        "a prediction file truncated at a line boundary",
+        truncate_prediction,
+        aggregate,
+        1,
+        ("truncated or changed",),
+        failed_row_and_remake("bytes", corrupt=True),
+    ),
+    ResultFault(
+        "R03",
+        "a prediction file edited in place (same size)",
+        edit_prediction_same_size,
+        aggregate,
+        1,
+        ("does not match the SHA-256",),
+        failed_row_and_remake("SHA-256", corrupt=True),
+    ),
+    ResultFault(
+        "R04",
+        "a run manifest truncated",
+        truncate_manifest,
+        aggregate,
+        1,
+        ("GunPoint.json is unreadable",),
+        manifest_failed_rows,
+    ),
+    ResultFault(
+        "R05",
+        "accuracies.csv truncated at a line boundary",
+        truncate_table_at_line,
+        report,
+        2,
+        ("accuracies.csv does not match the checksum", "truncated or edited", "run `snakemake` again"),
+    ),
+    ResultFault(
+        "R06",
+        "a method that fails on some contexts",
+        flaky_down,
+        evaluate("flaky", "--no-isolation"),
+        1,
+        ("1 of 2 runs failed", "GunPoint.failed.json", "retries"),
+        failed_run_not_finished,
+    ),
+    ResultFault(
+        "R07",
+        "results made with other parameters, not re-made yet",
+        noop,
+        lambda root: [
+            "aggregate",
+            *_config(
+                root,
+                methods={
+                    **OVERRIDE["methods"],
+                    "centroid": {"plugin": "centroid", "params": {"shrink": 0.5}},
+                },
+            ),
+        ],
+        1,
+        ("stale",),
+        stale_rows,
+    ),
+    ResultFault(
+        "R09",
+        "a context file damaged after it was written",
+        corrupt_contexts,
+        evaluate("centroid"),
+        1,
+        ("cannot read context file", "delete it and run `snakemake` again"),
+        nothing_finished("centroid"),
+    ),
+    ResultFault(
+        "R10",
+        "a model.safetensors of random bytes",
+        random_bytes_checkpoint,
+        evaluate(
+            "chk",
+            "--no-isolation",
+            "--protocols",
+            "fixed5",
+            methods=CHORUSTIC_RUN,
+            evaluate=["chk"],
+            reports={"reference_method": "chk"},
+        ),
+        1,
+        ("models/model.safetensors", "not a readable safetensors file", "Replace it"),
+    ),
+    ResultFault(
+        "R11",
+        "a truncated model.safetensors",
+        truncated_checkpoint,
+        evaluate(
+            "chk",
+            "--no-isolation",
+            "--protocols",
+            "fixed5",
+            methods=CHORUSTIC_RUN,
+            evaluate=["chk"],
+            reports={"reference_method": "chk"},
+        ),
+        1,
+        ("models/model.safetensors", "damaged or truncated"),
+    ),
+    ResultFault(
+        "R12",
+        "k-shot ineligibility names the class by its label",
+        imbalanced_dataset,
+        lambda root: ["contexts", "MyFew", "--data-dir", "mine", "--cache-dir", "cache", "--out", "ctx.json"],
+        0,
+        (),
+        reason_names_label,
+    ),
 ]
 
 
@@ -279,11 +401,22 @@ def test_the_workers_reason_reaches_the_error_column(finished, tmp_path, monkeyp
     from chorustic.evaluation.supervisor import run_supervised
 
     _workdir(finished, tmp_path, monkeypatch)
-    spec = JobSpec(method="centroid", plugin="centroid", dataset="GunPoint", archive="UCR", results_dir="results",
-                   contexts_file="results/contexts/GunPoint.json", data_dir="data/raw", cache_dir="data/cache",
-                   params={"n_kernel": 3}, protocols=["full", "fixed5"])
+    spec = JobSpec(
+        method="centroid",
+        plugin="centroid",
+        dataset="GunPoint",
+        archive="UCR",
+        results_dir="results",
+        contexts_file="results/contexts/GunPoint.json",
+        data_dir="data/raw",
+        cache_dir="data/cache",
+        params={"n_kernel": 3},
+        protocols=["full", "fixed5"],
+    )
     m = run_supervised(spec)
     errors = {r["error"] for r in m["runs"]}
     assert len(errors) == 1
-    assert "no parameter 'n_kernel'" in next(iter(errors)) and "known parameters: ['shrink']" in next(iter(errors))
+    assert "no parameter 'n_kernel'" in next(iter(errors)) and "known parameters: ['shrink']" in next(
+        iter(errors)
+    )
     assert failure_record_path("results", "centroid", "GunPoint").exists()

@@ -34,25 +34,51 @@ GP = "data/raw/GunPoint"
 
 CONFIG = {
     "datasets": {"archives": ["UCR"], "include": ["GunPoint", "ItalyPowerDemand"], "exclude": []},
-    "protocols": {"full": True, "fixed_shot": {"shots": [5], "seeds": [0]}, "proportional": {"percents": [], "seeds": [0]}},
+    "protocols": {
+        "full": True,
+        "fixed_shot": {"shots": [5], "seeds": [0]},
+        "proportional": {"percents": [], "seeds": [0]},
+    },
     "evaluate": ["centroid", "flaky", "broken"],
-    "methods": {"centroid": {"plugin": "centroid"}, "flaky": {"plugin": "flaky"}, "broken": {"plugin": "broken"}},
+    "methods": {
+        "centroid": {"plugin": "centroid"},
+        "flaky": {"plugin": "flaky"},
+        "broken": {"plugin": "broken"},
+    },
     "reports": {"reference_method": "centroid"},
 }
 
 
 def snakemake(wd: Path, *extra: str) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(wd), "--cores", "2",
-           "--keep-going", "--configfile", str(REPO / "config" / "demo.yaml"), str(wd / "override.yaml"), *extra]
-    env = {**os.environ, "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
-           "CHORUSTIC_BASELINES": str(wd / "plugins"), "FLAKY_FAIL": str(wd / "down")}
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(REPO / "Snakefile"),
+        "-d",
+        str(wd),
+        "--cores",
+        "2",
+        "--keep-going",
+        "--configfile",
+        str(REPO / "config" / "demo.yaml"),
+        str(wd / "override.yaml"),
+        *extra,
+    ]
+    env = {
+        **os.environ,
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
+        "CHORUSTIC_BASELINES": str(wd / "plugins"),
+        "FLAKY_FAIL": str(wd / "down"),
+    }
     return subprocess.run(cmd, cwd=wd, capture_output=True, text=True, timeout=600, env=env)
 
 
 def jobs_scheduled(output: str) -> dict[str, int]:
     if "Job stats:" not in output:
         return {}
-    stats = output[output.index("Job stats:"):]
+    stats = output[output.index("Job stats:") :]
     counts = {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)\s*$", stats, re.M)}
     counts.pop("total", None)
     counts.pop("all", None)
@@ -111,7 +137,10 @@ def check_start(wd: Path, out: str) -> None:
     assert len(gp) == 6 and (gp.status == "failed").all()
     assert gp.error.str.contains("GunPoint_TEST.ts").all() and gp.error.str.contains("download").all()
     broken = rows(wd, "broken", "ItalyPowerDemand")
-    assert len(broken) == 2 and broken.error.str.contains("plugin file broken.py of method .broken. failed to import").all()
+    assert (
+        len(broken) == 2
+        and broken.error.str.contains("plugin file broken.py of method .broken. failed to import").all()
+    )
     assert broken.error.str.contains("No module named 'a_module_that_does_not_exist'").all()
     assert (wd / "reports" / "README.md").is_file() and (wd / "reports" / "missing_runs.csv").is_file()
     # one message saying what failed and what to do; each failing job's reason in its own log
@@ -145,8 +174,11 @@ def check_nothing(wd: Path, out: str) -> None:
 
 
 def change_params(wd: Path) -> None:
-    set_config(wd, evaluate=["centroid", "flaky"],
-               methods={**CONFIG["methods"], "centroid": {"plugin": "centroid", "params": {"shrink": 0.9}}})
+    set_config(
+        wd,
+        evaluate=["centroid", "flaky"],
+        methods={**CONFIG["methods"], "centroid": {"plugin": "centroid", "params": {"shrink": 0.9}}},
+    )
 
 
 def check_params(wd: Path, out: str) -> None:
@@ -170,7 +202,9 @@ def damage_results(wd: Path) -> None:
     m = wd / "results" / "runs" / "centroid" / "ItalyPowerDemand.json"
     m.write_text(m.read_text()[:200])  # a truncated manifest
     t = wd / "results" / "accuracies.csv"
-    t.write_text("".join(t.read_text().splitlines(keepends=True)[:3]))  # the table truncated at a line boundary
+    t.write_text(
+        "".join(t.read_text().splitlines(keepends=True)[:3])
+    )  # the table truncated at a line boundary
     c = wd / "results" / "contexts" / "ItalyPowerDemand.json"
     c.write_text(c.read_text()[:50])  # a context file damaged: set aside, re-made when a job needs it
 
@@ -178,7 +212,9 @@ def damage_results(wd: Path) -> None:
 def check_remade(wd: Path, out: str) -> None:
     assert (wd / "results" / "accuracies.csv.damaged").is_file() and "is re-made" in out
     json.loads((wd / "results" / "contexts" / "ItalyPowerDemand.json").read_text())
-    assert (wd / "results" / "fixed5" / "centroid" / "Predictions" / "GunPoint" / "testResample0.csv").is_file()
+    assert (
+        wd / "results" / "fixed5" / "centroid" / "Predictions" / "GunPoint" / "testResample0.csv"
+    ).is_file()
     assert (table(wd).status == "ok").all() and len(table(wd)) == 8
     json.loads((wd / "results" / "runs" / "centroid" / "ItalyPowerDemand.json").read_text())
 
@@ -198,8 +234,11 @@ def check_edited(wd: Path, out: str) -> None:
 
 
 def typo_in_config(wd: Path) -> None:
-    set_config(wd, evaluate=["centroid", "flaky"],
-               methods={**CONFIG["methods"], "centroid": {"plugin": "centroid", "params": {"shrinc": 0.5}}})
+    set_config(
+        wd,
+        evaluate=["centroid", "flaky"],
+        methods={**CONFIG["methods"], "centroid": {"plugin": "centroid", "params": {"shrinc": 0.5}}},
+    )
 
 
 def check_typo(wd: Path, out: str) -> None:
@@ -207,38 +246,95 @@ def check_typo(wd: Path, out: str) -> None:
 
 
 def data_settings(wd: Path) -> None:
-    set_config(wd, evaluate=["centroid", "flaky"],
-               data={"offline": True, "lock_file": "locks/data.lock.json", "allow_modified_data": ["GunPoint"]})
+    set_config(
+        wd,
+        evaluate=["centroid", "flaky"],
+        data={"offline": True, "lock_file": "locks/data.lock.json", "allow_modified_data": ["GunPoint"]},
+    )
 
 
 def check_data_settings(wd: Path, out: str) -> None:
     pre = [ln for ln in out.splitlines() if "chorustic preprocess" in ln]
-    assert any("GunPoint" in ln and "--allow-modified-data" in ln and "--lock-file locks/data.lock.json" in ln
-               for ln in pre), pre
+    assert any(
+        "GunPoint" in ln and "--allow-modified-data" in ln and "--lock-file locks/data.lock.json" in ln
+        for ln in pre
+    ), pre
     assert all("--allow-modified-data" not in ln for ln in pre if "ItalyPowerDemand" in ln), pre
     # moving the lock file re-runs nothing (the data did not change); GunPoint's download is still pending from W7
-    assert "chorustic download ItalyPowerDemand" not in out and "chorustic preprocess ItalyPowerDemand" not in out
+    assert (
+        "chorustic download ItalyPowerDemand" not in out
+        and "chorustic preprocess ItalyPowerDemand" not in out
+    )
 
 
 STEPS = [
-    Step("W1", "TEST file missing (user's TRAIN only), a method failing on some contexts, a broken plugin file",
-         start, False, {"download": 2, "preprocess": 2, "contexts": 2, "evaluate": 6, "aggregate": 1, "report": 1},
-         check_start),
-    Step("W2", "the user adds the TEST file, the service is back, the broken method is dropped",
-         fix_everything, True, {"download": 1, "preprocess": 1, "contexts": 1, "evaluate": 3, "aggregate": 1,
-                                "report": 1}, check_fixed),
+    Step(
+        "W1",
+        "TEST file missing (user's TRAIN only), a method failing on some contexts, a broken plugin file",
+        start,
+        False,
+        {"download": 2, "preprocess": 2, "contexts": 2, "evaluate": 6, "aggregate": 1, "report": 1},
+        check_start,
+    ),
+    Step(
+        "W2",
+        "the user adds the TEST file, the service is back, the broken method is dropped",
+        fix_everything,
+        True,
+        {"download": 1, "preprocess": 1, "contexts": 1, "evaluate": 3, "aggregate": 1, "report": 1},
+        check_fixed,
+    ),
     Step("W3", "nothing changed", no_change, True, {}, check_nothing),
-    Step("W4", "a method's parameters changed", change_params, True, {"evaluate": 2, "aggregate": 1, "report": 1},
-         check_params),
-    Step("W5", "a method's code changed", edit_plugin_code, True, {"evaluate": 2, "aggregate": 1, "report": 1},
-         lambda wd, out: None),
-    Step("W6", "a prediction file deleted, another truncated, a manifest, the table and a context file truncated",
-         damage_results, True, {"contexts": 1, "evaluate": 3, "aggregate": 1, "report": 1}, check_remade),
-    Step("W7", "the user edits a data file after its checksum was pinned", edit_user_data, False,
-         {"download": 1, "preprocess": 1, "contexts": 1, "evaluate": 2, "aggregate": 1, "report": 1}, check_edited),
-    Step("W8", "a misspelled method parameter in the config", typo_in_config, False, {}, check_typo, dry_run=True),
-    Step("W9", "the data lock file moved (for a read-only data folder), GunPoint allowed to differ (dry run)",
-         data_settings, True, {}, check_data_settings, dry_run=True),
+    Step(
+        "W4",
+        "a method's parameters changed",
+        change_params,
+        True,
+        {"evaluate": 2, "aggregate": 1, "report": 1},
+        check_params,
+    ),
+    Step(
+        "W5",
+        "a method's code changed",
+        edit_plugin_code,
+        True,
+        {"evaluate": 2, "aggregate": 1, "report": 1},
+        lambda wd, out: None,
+    ),
+    Step(
+        "W6",
+        "a prediction file deleted, another truncated, a manifest, the table and a context file truncated",
+        damage_results,
+        True,
+        {"contexts": 1, "evaluate": 3, "aggregate": 1, "report": 1},
+        check_remade,
+    ),
+    Step(
+        "W7",
+        "the user edits a data file after its checksum was pinned",
+        edit_user_data,
+        False,
+        {"download": 1, "preprocess": 1, "contexts": 1, "evaluate": 2, "aggregate": 1, "report": 1},
+        check_edited,
+    ),
+    Step(
+        "W8",
+        "a misspelled method parameter in the config",
+        typo_in_config,
+        False,
+        {},
+        check_typo,
+        dry_run=True,
+    ),
+    Step(
+        "W9",
+        "the data lock file moved (for a read-only data folder), GunPoint allowed to differ (dry run)",
+        data_settings,
+        True,
+        {},
+        check_data_settings,
+        dry_run=True,
+    ),
 ]
 
 

@@ -51,11 +51,29 @@ __all__ = [
 
 #: Columns every reader needs (``chorustic report`` checks them), then the optional ones.
 REQUIRED_COLUMNS = [
-    "method", "display_name", "group", "fits_on_target", "reported", "archive", "dataset", "protocol",
-    "family", "budget", "seed", "status", "accuracy",
+    "method",
+    "display_name",
+    "group",
+    "fits_on_target",
+    "reported",
+    "archive",
+    "dataset",
+    "protocol",
+    "family",
+    "budget",
+    "seed",
+    "status",
+    "accuracy",
 ]
 OPTIONAL_COLUMNS = [
-    "n_context", "n_test", "n_classes", "fit_time_s", "predict_time_s", "peak_memory_mb", "error", "result_file",
+    "n_context",
+    "n_test",
+    "n_classes",
+    "fit_time_s",
+    "predict_time_s",
+    "peak_memory_mb",
+    "error",
+    "result_file",
 ]
 COLUMNS = REQUIRED_COLUMNS + OPTIONAL_COLUMNS
 
@@ -87,14 +105,26 @@ def read_manifest(path: str | os.PathLike) -> dict[str, Any]:
             f"the run manifest {path} is unreadable ({type(exc).__name__}: {exc}); it was truncated or edited. "
             "Delete it and run `snakemake` (or `chorustic evaluate`) again to re-make it."
         ) from None
-    if not isinstance(doc, dict) or doc.get("format") != MANIFEST_FORMAT or not isinstance(doc.get("runs"), list):
-        raise ManifestError(f"{path} is not a chorustic run manifest (format {MANIFEST_FORMAT}); delete it and re-run")
+    if (
+        not isinstance(doc, dict)
+        or doc.get("format") != MANIFEST_FORMAT
+        or not isinstance(doc.get("runs"), list)
+    ):
+        raise ManifestError(
+            f"{path} is not a chorustic run manifest (format {MANIFEST_FORMAT}); delete it and re-run"
+        )
     return doc
 
 
 def _rows(doc: dict[str, Any], metadata: dict[str, dict], relative_to) -> list[dict[str, Any]]:
-    meta = {**metadata.get(doc["method"], {}), **{k: doc[k] for k in
-            ("display_name", "group", "fits_on_target", "reported") if doc.get(k) is not None}}
+    meta = {
+        **metadata.get(doc["method"], {}),
+        **{
+            k: doc[k]
+            for k in ("display_name", "group", "fits_on_target", "reported")
+            if doc.get(k) is not None
+        },
+    }
     rows = []
     for run in doc["runs"]:
         result_file = run.get("result_file")
@@ -103,29 +133,31 @@ def _rows(doc: dict[str, Any], metadata: dict[str, dict], relative_to) -> list[d
                 result_file = os.path.relpath(result_file, relative_to)
             except ValueError:
                 pass
-        rows.append({
-            "method": doc["method"],
-            "display_name": meta.get("display_name", doc["method"]),
-            "group": meta.get("group"),
-            "fits_on_target": meta.get("fits_on_target"),
-            "reported": bool(meta.get("reported", False)),
-            "archive": doc["archive"],
-            "dataset": doc["dataset"],
-            "protocol": run["protocol"],
-            "family": run["family"],
-            "budget": run.get("budget"),
-            "seed": run["seed"],
-            "status": run["status"],
-            "accuracy": run.get("accuracy"),
-            "n_context": run.get("n_context"),
-            "n_test": run.get("n_test"),
-            "n_classes": run.get("n_classes"),
-            "fit_time_s": run.get("fit_time_s"),
-            "predict_time_s": run.get("predict_time_s"),
-            "peak_memory_mb": run.get("peak_memory_mb"),
-            "error": run.get("error"),
-            "result_file": result_file,
-        })
+        rows.append(
+            {
+                "method": doc["method"],
+                "display_name": meta.get("display_name", doc["method"]),
+                "group": meta.get("group"),
+                "fits_on_target": meta.get("fits_on_target"),
+                "reported": bool(meta.get("reported", False)),
+                "archive": doc["archive"],
+                "dataset": doc["dataset"],
+                "protocol": run["protocol"],
+                "family": run["family"],
+                "budget": run.get("budget"),
+                "seed": run["seed"],
+                "status": run["status"],
+                "accuracy": run.get("accuracy"),
+                "n_context": run.get("n_context"),
+                "n_test": run.get("n_test"),
+                "n_classes": run.get("n_classes"),
+                "fit_time_s": run.get("fit_time_s"),
+                "predict_time_s": run.get("predict_time_s"),
+                "peak_memory_mb": run.get("peak_memory_mb"),
+                "error": run.get("error"),
+                "result_file": result_file,
+            }
+        )
     return rows
 
 
@@ -133,15 +165,20 @@ def _frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     df = pd.DataFrame(rows, columns=COLUMNS)
     if len(df):
         df["_p"] = df["protocol"].map(_protocol_key)
-        df = df.sort_values(["archive", "dataset", "method", "_p", "seed"], kind="mergesort").drop(columns="_p")
+        df = df.sort_values(["archive", "dataset", "method", "_p", "seed"], kind="mergesort").drop(
+            columns="_p"
+        )
         df = df.reset_index(drop=True)
     for col in ("budget", "seed", "n_context", "n_test", "n_classes"):
         df[col] = df[col].astype("Int64")
     return df
 
 
-def aggregate_manifests(paths: Iterable[str | os.PathLike], metadata: dict[str, dict] | None = None,
-                        relative_to: str | os.PathLike | None = None) -> pd.DataFrame:
+def aggregate_manifests(
+    paths: Iterable[str | os.PathLike],
+    metadata: dict[str, dict] | None = None,
+    relative_to: str | os.PathLike | None = None,
+) -> pd.DataFrame:
     """Rows of every run in the given manifests, as recorded (no verification; see :func:`collect_runs`).
 
     ``metadata`` (method run name -> dict with display_name, group, fits_on_target, reported) fills
@@ -173,8 +210,16 @@ class Collected:
 
 
 def _failed_run(ctx: dict[str, Any], error: str) -> dict[str, Any]:
-    return {"protocol": ctx["protocol"], "family": ctx["family"], "budget": ctx.get("budget"), "seed": ctx["seed"],
-            "status": "failed", "accuracy": None, "error": error, "result_file": None}
+    return {
+        "protocol": ctx["protocol"],
+        "family": ctx["family"],
+        "budget": ctx.get("budget"),
+        "seed": ctx["seed"],
+        "status": "failed",
+        "accuracy": None,
+        "error": error,
+        "result_file": None,
+    }
 
 
 def _quarantine(path: Path) -> Path | None:
@@ -200,8 +245,12 @@ def _verify(doc: dict[str, Any], problems: list[str]) -> None:
             moved = _quarantine(Path(run["result_file"]))
             if moved is not None:
                 problem += f"; moved aside to {moved.name}"
-        run.update(status="failed", accuracy=None, result_file=None,
-                   error=f"{problem}; the next `snakemake` re-makes it")
+        run.update(
+            status="failed",
+            accuracy=None,
+            result_file=None,
+            error=f"{problem}; the next `snakemake` re-makes it",
+        )
         problems.append(f"{doc['method']}/{doc['dataset']} {run['protocol']} seed {run['seed']}: {problem}")
 
 
@@ -209,10 +258,15 @@ def _stale(doc: dict[str, Any], fingerprint: str | None, problems: list[str]) ->
     if fingerprint is None:
         return
     recorded = doc.get("fingerprint")
-    if recorded is None or json.dumps(recorded, sort_keys=True, default=str, separators=(",", ":")) == fingerprint:
+    if (
+        recorded is None
+        or json.dumps(recorded, sort_keys=True, default=str, separators=(",", ":")) == fingerprint
+    ):
         return
-    why = ("stale: made with other parameters or method code than the configuration's; "
-           "not re-made in this run (the next `snakemake` re-makes it)")
+    why = (
+        "stale: made with other parameters or method code than the configuration's; "
+        "not re-made in this run (the next `snakemake` re-makes it)"
+    )
     for run in doc["runs"]:
         if run.get("status") in ("ok", "reported"):
             run.update(status="failed", accuracy=None, result_file=None, error=why)
@@ -245,8 +299,12 @@ def collect_runs(
         upstream = why_not_run(job) if (job is not None and why_not_run is not None) else None
         if upstream is not None:  # the dataset's files or contexts are being re-made: no result of it counts
             problems.append(f"{method}/{dataset}: {upstream}")
-            stub = {"method": method, "dataset": dataset, "archive": job.archive,
-                    "runs": [_failed_run(c, upstream) for c in job.contexts]}
+            stub = {
+                "method": method,
+                "dataset": dataset,
+                "archive": job.archive,
+                "runs": [_failed_run(c, upstream) for c in job.contexts],
+            }
             rows += _rows(stub, metadata, relative_to)
             continue
         good = manifest_path(results_dir, method, dataset)
@@ -265,8 +323,9 @@ def collect_runs(
             if path == bad:
                 failed = [r for r in doc["runs"] if r.get("status") == "failed"]
                 first = failed[0].get("error") if failed else "failed"
-                problems.append(f"{method}/{dataset}: {len(failed)} of {len(doc['runs'])} runs failed "
-                                f"(e.g. {first})")
+                problems.append(
+                    f"{method}/{dataset}: {len(failed)} of {len(doc['runs'])} runs failed (e.g. {first})"
+                )
             rows += _rows(doc, metadata, relative_to)
             continue
         if job is None:  # no expected job list: an unreadable file is all we know about it
@@ -275,8 +334,12 @@ def collect_runs(
         if reason is None:
             reason = "not run: the evaluation job did not finish"
         problems.append(f"{method}/{dataset}: {reason}")
-        stub = {"method": method, "dataset": dataset, "archive": job.archive,
-                "runs": [_failed_run(c, reason) for c in job.contexts]}
+        stub = {
+            "method": method,
+            "dataset": dataset,
+            "archive": job.archive,
+            "runs": [_failed_run(c, reason) for c in job.contexts],
+        }
         rows += _rows(stub, metadata, relative_to)
     return Collected(_frame(rows), problems)
 

@@ -142,7 +142,9 @@ def file_record(path: str | os.PathLike) -> dict[str, Any]:
     return {"sha256": sha256_file(path), "bytes": st.st_size, "mtime_ns": st.st_mtime_ns}
 
 
-def verify_result_file(run: dict[str, Any], *, full: bool = True, base: str | os.PathLike | None = None) -> str | None:
+def verify_result_file(
+    run: dict[str, Any], *, full: bool = True, base: str | os.PathLike | None = None
+) -> str | None:
     """``None`` when the prediction file of an ``ok`` run is as its manifest recorded it, else what is wrong.
 
     ``full=False`` trusts an unchanged size and modification time (cheap, for building the DAG) and
@@ -160,8 +162,10 @@ def verify_result_file(run: dict[str, Any], *, full: bool = True, base: str | os
     if not rec:
         return None  # a manifest of an older harness: nothing recorded to compare with
     if st.st_size != rec.get("bytes"):
-        return (f"the prediction file {path} has {st.st_size} bytes, its manifest recorded {rec.get('bytes')} "
-                "(truncated or changed after it was written)")
+        return (
+            f"the prediction file {path} has {st.st_size} bytes, its manifest recorded {rec.get('bytes')} "
+            "(truncated or changed after it was written)"
+        )
     if not full and st.st_mtime_ns == rec.get("mtime_ns"):
         return None
     if sha256_file(path) != rec.get("sha256"):
@@ -251,8 +255,9 @@ def contexts_problem(path: str | os.PathLike) -> str | None:
     return None
 
 
-def set_aside_damaged(manifests: list[str], sources: list[str], tables: list[str],
-                      contexts: list[str] = ()) -> list[str]:
+def set_aside_damaged(
+    manifests: list[str], sources: list[str], tables: list[str], contexts: list[str] = ()
+) -> list[str]:
     """Check every finished result (see the module docstring); move the damaged ones' records aside.
 
     Returns one message per result moved aside. Cheap when nothing changed: files whose size and
@@ -266,7 +271,9 @@ def set_aside_damaged(manifests: list[str], sources: list[str], tables: list[str
             problem = manifest_problem(path, full=False)
             if problem:
                 moved = set_aside(path)
-                messages.append(f"{problem}: the result is re-made ({Path(path).name} moved aside to {moved.name})")
+                messages.append(
+                    f"{problem}: the result is re-made ({Path(path).name} moved aside to {moved.name})"
+                )
     for path in sources:
         if Path(path).exists():
             problem = source_problem(path)

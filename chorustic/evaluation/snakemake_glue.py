@@ -42,8 +42,15 @@ __all__ = [
 UNKNOWN_GROUP = "Unknown (plugin failed to import)"
 
 
-def job_spec(cfg: dict, method: str, dataset: str, *, contexts_file: str, n_jobs: int = 1,
-             fingerprint: str | None = None) -> JobSpec:
+def job_spec(
+    cfg: dict,
+    method: str,
+    dataset: str,
+    *,
+    contexts_file: str,
+    n_jobs: int = 1,
+    fingerprint: str | None = None,
+) -> JobSpec:
     entry = cc.method_entry(cfg, method)
     return JobSpec(
         method=method,
@@ -74,15 +81,23 @@ def failed_runs_message(manifest: dict[str, Any], results_dir: str) -> str | Non
         return None
     first = failed[0]
     where = failure_record_path(results_dir, manifest["method"], manifest["dataset"])
-    return (f"{manifest['method']}/{manifest['dataset']}: {len(failed)} of {len(manifest['runs'])} runs failed, "
-            f"e.g. {first['protocol']} seed {first['seed']}: {first.get('error')}. Recorded in {where}; the tables "
-            "list them as missing runs and the next `snakemake` retries this job.")
+    return (
+        f"{manifest['method']}/{manifest['dataset']}: {len(failed)} of {len(manifest['runs'])} runs failed, "
+        f"e.g. {first['protocol']} seed {first['seed']}: {first.get('error')}. Recorded in {where}; the tables "
+        "list them as missing runs and the next `snakemake` retries this job."
+    )
 
 
 def evaluate_from_snakemake(smk: Any) -> None:
     cfg = smk.config
-    spec = job_spec(cfg, smk.wildcards.method, smk.wildcards.dataset, contexts_file=smk.input.contexts,
-                    n_jobs=smk.threads, fingerprint=smk.params.fingerprint)
+    spec = job_spec(
+        cfg,
+        smk.wildcards.method,
+        smk.wildcards.dataset,
+        contexts_file=smk.input.contexts,
+        n_jobs=smk.threads,
+        fingerprint=smk.params.fingerprint,
+    )
     ev = cfg["evaluation"]
     if ev.get("isolate", True):
         enforce = ev.get("enforce_limits", True)
@@ -113,11 +128,19 @@ def method_metadata(cfg: dict, discovery=None) -> dict[str, dict]:
         entry = cc.method_entry(cfg, run)
         m = disc.methods.get(entry["plugin"])
         if m is None:  # its plugin file failed to import: its runs are listed as failed, under its run name
-            meta[run] = {"display_name": entry["display_name"] or run, "group": UNKNOWN_GROUP,
-                         "fits_on_target": False, "reported": False}
+            meta[run] = {
+                "display_name": entry["display_name"] or run,
+                "group": UNKNOWN_GROUP,
+                "fits_on_target": False,
+                "reported": False,
+            }
             continue
-        meta[run] = {"display_name": entry["display_name"] or m.info.display_name, "group": m.info.group,
-                     "fits_on_target": m.info.fits_on_target, "reported": m.info.reported}
+        meta[run] = {
+            "display_name": entry["display_name"] or m.info.display_name,
+            "group": m.info.group,
+            "fits_on_target": m.info.fits_on_target,
+            "reported": m.info.reported,
+        }
     return meta
 
 
@@ -127,8 +150,10 @@ def expected_jobs(cfg: dict, results_dir: str | Path | None = None) -> list[Expe
     from chorustic.protocols.contexts import context_specs
 
     results = Path(results_dir if results_dir is not None else cfg["paths"]["results_dir"])
-    specs = [{"protocol": s.protocol, "family": s.family, "budget": s.budget, "seed": s.seed}
-             for s in context_specs(cfg["protocols"])]
+    specs = [
+        {"protocol": s.protocol, "family": s.family, "budget": s.budget, "seed": s.seed}
+        for s in context_specs(cfg["protocols"])
+    ]
     jobs = []
     for method, dataset in cc.evaluation_jobs(cfg):
         wanted = cc.method_entry(cfg, method)["protocols"]
@@ -157,8 +182,13 @@ def _collect(cfg: dict, why_not_run: Callable[[ExpectedJob], str] | None = None)
     from chorustic.methods import discover
 
     disc = discover()
-    return collect_runs(cfg["paths"]["results_dir"], expected_jobs(cfg), metadata=method_metadata(cfg, disc),
-                        fingerprints=fingerprints(cfg, disc), why_not_run=why_not_run)
+    return collect_runs(
+        cfg["paths"]["results_dir"],
+        expected_jobs(cfg),
+        metadata=method_metadata(cfg, disc),
+        fingerprints=fingerprints(cfg, disc),
+        why_not_run=why_not_run,
+    )
 
 
 def aggregate_from_snakemake(smk: Any) -> None:
@@ -174,7 +204,9 @@ def aggregate_from_snakemake(smk: Any) -> None:
 def _reason_line(path: Path) -> str:
     """The line of a job's log that says why it failed (the last ``FAILED:``/error line, else the last line)."""
     try:
-        lines = [ln.strip() for ln in path.read_text(encoding="utf-8", errors="replace").splitlines() if ln.strip()]
+        lines = [
+            ln.strip() for ln in path.read_text(encoding="utf-8", errors="replace").splitlines() if ln.strip()
+        ]
     except OSError:
         return ""
     for ln in reversed(lines):
@@ -185,7 +217,9 @@ def _reason_line(path: Path) -> str:
     return lines[-1][:1500] if lines else ""
 
 
-def _why_not_run(cfg: dict, steps: list[tuple[str, str, str]], evaluate_log: str) -> Callable[[ExpectedJob], str | None]:
+def _why_not_run(
+    cfg: dict, steps: list[tuple[str, str, str]], evaluate_log: str
+) -> Callable[[ExpectedJob], str | None]:
     """Why a job's results do not count: the first of ``steps`` (name, output pattern, log pattern, with
     ``{dataset}`` / ``{run}``) whose output is missing or newer than the job's manifest, with the line of
     its log that says why; or, with every input in place, why the evaluation itself left no manifest.
@@ -206,8 +240,10 @@ def _why_not_run(cfg: dict, steps: list[tuple[str, str, str]], evaluate_log: str
             subject = run if name == "pretrain" else job.dataset
             if target.exists():
                 if done_mtime is not None and target.stat().st_mtime > done_mtime:
-                    return (f"not run: the {name} output of {subject} was re-made after this result "
-                            "and the evaluation was not re-run")
+                    return (
+                        f"not run: the {name} output of {subject} was re-made after this result "
+                        "and the evaluation was not re-run"
+                    )
                 continue
             logf = Path(log.format(**fields))
             if not logf.exists():
@@ -223,8 +259,9 @@ def _why_not_run(cfg: dict, steps: list[tuple[str, str, str]], evaluate_log: str
     return why
 
 
-def tables_after_failure(cfg: dict, steps: list[tuple[str, str, str]], evaluate_log: str,
-                         report_log: str | None = None, out=None) -> Collected | None:
+def tables_after_failure(
+    cfg: dict, steps: list[tuple[str, str, str]], evaluate_log: str, report_log: str | None = None, out=None
+) -> Collected | None:
     """Snakefile ``onerror``: write ``accuracies.csv`` and the reports from everything that finished,
     with everything else as failed runs and their reasons; print what failed and what to do."""
     out = out or sys.stderr
@@ -247,15 +284,20 @@ def tables_after_failure(cfg: dict, steps: list[tuple[str, str, str]], evaluate_
         report_ok = False
         print(f"chorustic: could not run {' '.join(cmd)}: {exc}", file=out)
     n_failed = int((got.table["status"] == "failed").sum()) if len(got.table) else 0
-    lines = [f"chorustic: something failed. {len(got.problems)} evaluation job(s) did not finish; the "
-             f"{n_failed} runs they leave out are `failed` rows (with the reason) in {table}"
-             + (f" and in {reports}/missing_runs.csv" if report_ok else "") + ":"]
+    lines = [
+        f"chorustic: something failed. {len(got.problems)} evaluation job(s) did not finish; the "
+        f"{n_failed} runs they leave out are `failed` rows (with the reason) in {table}"
+        + (f" and in {reports}/missing_runs.csv" if report_ok else "")
+        + ":"
+    ]
     lines += [f"  - {p}" for p in got.problems[:50]]
     if len(got.problems) > 50:
         lines.append(f"  ... and {len(got.problems) - 50} more (see {table})")
-    lines.append(f"The tables{' and reports' if report_ok else ''} were written from everything that finished"
-                 + ("" if report_ok else f" (the report step failed too: see {report_log or 'logs/report.log'})")
-                 + ". Fix the causes above and run the same command again: only what failed runs again.")
+    lines.append(
+        f"The tables{' and reports' if report_ok else ''} were written from everything that finished"
+        + ("" if report_ok else f" (the report step failed too: see {report_log or 'logs/report.log'})")
+        + ". Fix the causes above and run the same command again: only what failed runs again."
+    )
     print("\n".join(lines), file=out)
     return got
 
@@ -281,6 +323,8 @@ def run_script(smk: Any, func: Callable[[Any], None]) -> None:
             log.flush()
             sys.stdout, sys.stderr = sys.__stdout__, console
     if code:
-        print(f"chorustic ({smk.rule}): {summary.splitlines()[0] if summary else 'failed'} (log: {smk.log[0]})",
-              file=console)
+        print(
+            f"chorustic ({smk.rule}): {summary.splitlines()[0] if summary else 'failed'} (log: {smk.log[0]})",
+            file=console,
+        )
         sys.exit(code)
