@@ -8,8 +8,10 @@ Failure semantics of the workflow (README, "When something goes wrong"):
   never counts as finished and the next ``snakemake`` retries it;
 * when any job failed, the Snakefile's ``onerror`` handler (:func:`tables_after_failure`) still writes
   ``accuracies.csv`` and the reports from everything that finished, with every run that did not as a
-  ``failed`` row naming the reason (the failed step and the last line of its log); Snakemake's exit
-  status stays non-zero.
+  ``failed`` row naming the reason (the failed step and the line of its log that says why); Snakemake's
+  exit status stays non-zero;
+* a finished result that was damaged afterwards is set aside when the DAG is built
+  (:func:`chorustic.evaluation.integrity.set_aside_damaged`), so Snakemake re-makes exactly that job.
 """
 
 from __future__ import annotations
