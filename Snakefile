@@ -28,11 +28,33 @@ include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/report.smk"
 
 
+# When any job failed: the tables and reports are still written from everything that finished, with
+# every run that did not as a failed row naming the reason; Snakemake still exits non-zero, and the
+# next run retries exactly what failed (chorustic.evaluation.snakemake_glue).
+onerror:
+    from chorustic.evaluation.snakemake_glue import tables_after_failure
+
+    tables_after_failure(
+        config,
+        steps=[
+            ("download", rules.download.output[0], rules.download.log[0]),
+            ("preprocess", rules.preprocess.output[0], rules.preprocess.log[0]),
+            ("contexts", rules.contexts.output[0], rules.contexts.log[0]),
+            ("pretrain", rules.pretrain.output[0], rules.pretrain.log[0]),
+        ],
+        evaluate_log=rules.evaluate.log[0],
+        report_log=rules.report.log[0],
+    )
+
+
 # The run manifests are requested directly (not only through the aggregate table): the table and the
 # reports are committed for reviewers, the manifests and prediction files are not, so a fresh clone
-# re-runs every evaluation instead of finding the committed table "up to date".
+# re-runs every evaluation instead of finding the committed table "up to date". The datasets' records
+# are requested too: a dataset file edited after it was recorded (its record set aside) is read again
+# and everything made from it re-made.
 rule all:
     input:
+        SOURCES,
         MANIFESTS,
         ACCURACIES,
         REPORT_INDEX,

@@ -51,6 +51,8 @@ class ChorusTICMethod(Method):
         "use_amp": True,
         "oom_retry": True,
     }
+    # The model and the inference code are imported lazily (inside build/check_ready): declared as code.
+    code: ClassVar[tuple[str, ...]] = ("chorustic.model", "chorustic.inference")
     # On CPU the paper model takes minutes per small dataset and hours for the largest ones.
     resources: ClassVar[dict[str, Any]] = {"threads": 2, "mem_mb": 16000, "runtime": 720, "gpu": 0}
 

@@ -3,6 +3,10 @@
 Subcommands live in ``chorustic/commands/<name>.py``; each module defines ``register(subparsers)``
 which adds its parser(s) and sets ``func`` (called with the parsed namespace, returns an exit code).
 A command module that fails to import is reported when its command is used, never fatal for the others.
+
+Exit status: 0 success; 1 something failed (a data file, a method, a job: the message names it);
+2 a user error (invalid configuration, unknown dataset or method name, bad arguments: one line, no
+traceback, see :mod:`chorustic.errors`).
 """
 
 from __future__ import annotations
@@ -48,7 +52,17 @@ def main(argv: list[str] | None = None) -> int:
         if broken:
             print(f"\n(commands that failed to load: {', '.join(sorted(broken))})", file=sys.stderr)
         return 0 if args.command is None else 2
-    return int(args.func(args) or 0)
+    from chorustic.data.errors import DataError
+    from chorustic.errors import UserError
+
+    try:
+        return int(args.func(args) or 0)
+    except UserError as exc:  # a mistake in the request: one line, no traceback
+        print(f"chorustic {args.command}: {exc}", file=sys.stderr)
+        return 2
+    except DataError as exc:  # a missing, damaged or modified data file: the message names it and the fix
+        print(f"chorustic {args.command}: {exc}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":  # pragma: no cover

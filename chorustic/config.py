@@ -15,6 +15,8 @@ from typing import Any, Iterable
 
 import yaml
 
+from chorustic.errors import UserError, did_you_mean
+
 __all__ = [
     "REPO_ROOT",
     "SCHEMA_PATH",
@@ -29,8 +31,12 @@ __all__ = [
     "method_entry",
     "method_resources",
     "method_datasets",
+    "evaluation_jobs",
     "pretrain_run_of",
     "checkpoint_path",
+    "check_methods",
+    "allow_modified_data",
+    "lock_file",
 ]
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -39,8 +45,8 @@ DEFAULT_CONFIG = REPO_ROOT / "config" / "config.yaml"
 PRETRAIN_PREFIX = "pretrain:"
 
 
-class ConfigError(ValueError):
-    pass
+class ConfigError(UserError, ValueError):
+    """The configuration is invalid or inconsistent; the message names the key and the fix."""
 
 
 def deep_merge(base: dict, override: dict) -> dict:
@@ -61,8 +67,15 @@ def load_config(paths: Iterable[str | os.PathLike] | None = None, overrides: dic
     for f in files:
         try:
             data = yaml.safe_load(Path(f).read_text()) or {}
-        except (OSError, yaml.YAMLError) as exc:
-            raise ConfigError(f"cannot read config file {f}: {exc}") from exc
+        except OSError as exc:
+            raise ConfigError(f"cannot read config file {f}: {exc.strerror or exc}") from None
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+            problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+            raise ConfigError(f"cannot read config file {f}: not valid YAML ({problem}{where})") from None
+        if not isinstance(data, dict):
+            raise ConfigError(f"config file {f} must hold a mapping of settings, not {type(data).__name__}")
         cfg = deep_merge(cfg, data)
     if overrides:
         cfg = deep_merge(cfg, overrides)
@@ -80,34 +93,103 @@ def validate_config(cfg: dict) -> None:
     except jsonschema.ValidationError as exc:
         where = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
         raise ConfigError(f"invalid configuration at {where}: {exc.message}") from None
+    if not cfg["evaluate"]:
+        raise ConfigError("`evaluate` lists no method run; list the runs to evaluate (keys of `methods`)")
+    dup = _duplicates(cfg["evaluate"])
+    if dup:
+        raise ConfigError(f"`evaluate` lists {', '.join(map(repr, dup))} more than once; list each method run once")
     missing = [m for m in cfg["evaluate"] if m not in cfg["methods"]]
     if missing:
-        raise ConfigError(f"`evaluate` lists method runs that are not in `methods`: {missing}")
+        hints = "".join(did_you_mean(m, cfg["methods"]) for m in missing)
+        raise ConfigError(f"`evaluate` lists method runs that are not in `methods`: {missing}.{hints} "
+                          "Add them to `methods` (with their plugin) or fix the names.")
+    produced = {s.protocol for s in _context_specs(cfg)}
+    if not produced:
+        raise ConfigError("the `protocols` settings select no context (full is false and no shots or percents are "
+                          "listed); enable at least one protocol")
+    for m in (cfg.get("data") or {}).get("mirrors") or []:
+        from chorustic.data.download import Mirror
+
+        try:
+            Mirror.parse(m)
+        except ValueError as exc:
+            raise ConfigError(f"data.mirrors: {exc}") from None
+    for name in cfg["evaluate"]:
+        wanted = cfg["methods"][name].get("protocols") or []
+        unknown = [p for p in wanted if p not in produced]
+        if unknown:
+            raise ConfigError(
+                f"methods.{name}.protocols lists {unknown}, which the `protocols` settings do not produce "
+                f"(they produce: {', '.join(sorted(produced)) or 'nothing'}); fix the ids or the `protocols` settings"
+            )
     for name, entry in cfg["methods"].items():
         run = pretrain_run_of(entry)
         if run is not None and run not in (cfg.get("pretrain") or {}):
             raise ConfigError(f"method {name!r} uses checkpoint 'pretrain:{run}' but `pretrain` has no run {run!r}")
+    datasets = dataset_names(cfg)
+    empty = [m for m in cfg["evaluate"] if not method_datasets(cfg, m, datasets)]
+    if empty:
+        raise ConfigError(
+            "method run(s) " + ", ".join(f"{m!r} (archives {cfg['methods'][m].get('archives')})" for m in empty)
+            + " would have no dataset among the selected ones, so they would be missing from every table; remove "
+            "them from `evaluate` or select a dataset of their archives"
+        )
     ref = (cfg.get("reports") or {}).get("reference_method")
     if ref is not None and ref not in cfg["evaluate"]:
         raise ConfigError(f"reports.reference_method {ref!r} is not one of the evaluated methods {cfg['evaluate']}")
 
 
+def _duplicates(items: Iterable[Any]) -> list[Any]:
+    seen: set = set()
+    return sorted({x for x in items if x in seen or seen.add(x)}, key=str)
+
+
+def _context_specs(cfg: dict):
+    from chorustic.protocols.contexts import context_specs
+
+    try:
+        return context_specs(cfg["protocols"])
+    except ValueError as exc:
+        raise ConfigError(f"protocols: {exc}; list each shot level, percentage and seed once") from None
+
+
 def dataset_names(cfg: dict) -> list[str]:
-    """Datasets of the profile, in registry order (UCR first, then UEA)."""
+    """Datasets of the profile, in registry order (UCR first, then UEA).
+
+    Every name in ``include`` and ``exclude`` must be a registry dataset (a misspelling is an error
+    with the closest names, never silently ignored), listed once, and of one of ``archives``.
+    """
     from chorustic.data.registry import get_info, list_datasets
 
     archives = cfg["datasets"]["archives"]
     include = cfg["datasets"]["include"]
-    exclude = set(cfg["datasets"].get("exclude") or [])
+    exclude_list = list(cfg["datasets"].get("exclude") or [])
+    for key, names in (("include", [] if include == "all" else include), ("exclude", exclude_list)):
+        dup = _duplicates(names)
+        if dup:
+            raise ConfigError(f"datasets.{key} lists {', '.join(map(repr, dup))} more than once; list each dataset once")
+        for n in names:
+            try:
+                get_info(n)
+            except UserError as exc:
+                raise ConfigError(f"datasets.{key}: {exc}") from None
+    exclude = set(exclude_list)
     if include == "all":
         names = [n for a in archives for n in list_datasets(a)]
     else:
         names = []
         for n in include:
-            info = get_info(n)  # raises a clear error for unknown names
-            if info.archive in archives:
-                names.append(info.name)
-    return [n for n in names if n not in exclude]
+            info = get_info(n)
+            if info.archive not in archives:
+                raise ConfigError(
+                    f"datasets.include lists {n!r}, a {info.archive} dataset, but datasets.archives is {archives}; "
+                    f"add {info.archive} to datasets.archives or remove {n!r}"
+                )
+            names.append(info.name)
+    out = [n for n in names if n not in exclude]
+    if not out:
+        raise ConfigError("the datasets settings select no dataset (every included dataset is excluded)")
+    return out
 
 
 def dataset_archive(name: str) -> str:
@@ -124,7 +206,8 @@ def method_entry(cfg: dict, run: str) -> dict[str, Any]:
     try:
         entry = cfg["methods"][run]
     except KeyError:
-        raise ConfigError(f"no method run {run!r} in the configuration; known: {sorted(cfg['methods'])}") from None
+        raise ConfigError(f"no method run {run!r} in the configuration.{did_you_mean(run, cfg['methods'])} "
+                          f"Known: {', '.join(sorted(cfg['methods']))}") from None
     return {"plugin": entry["plugin"], "display_name": entry.get("display_name"),
             "params": dict(entry.get("params") or {}), "archives": entry.get("archives"),
             "protocols": entry.get("protocols"), "resources": dict(entry.get("resources") or {})}
@@ -136,6 +219,12 @@ def method_datasets(cfg: dict, run: str, datasets: list[str] | None = None) -> l
     if entry["archives"]:
         datasets = [d for d in datasets if dataset_archive(d) in entry["archives"]]
     return datasets
+
+
+def evaluation_jobs(cfg: dict) -> list[tuple[str, str]]:
+    """Every (method run, dataset) evaluation job of the configuration, in table order."""
+    datasets = dataset_names(cfg)
+    return [(m, d) for m in evaluated_methods(cfg) for d in method_datasets(cfg, m, datasets)]
 
 
 def method_resources(cfg: dict, run: str, plugin_defaults: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -165,3 +254,65 @@ def resolved_params(cfg: dict, run: str) -> dict[str, Any]:
     if prun is not None:
         params["checkpoint"] = checkpoint_path(cfg, prun)
     return params
+
+
+def lock_file(cfg: dict) -> str | None:
+    """``data.lock_file``: the data lock file (None: ``<data_dir>/chorustic-data.lock.json``)."""
+    return (cfg.get("data") or {}).get("lock_file") or None
+
+
+def allow_modified_data(cfg: dict, dataset: str | None = None) -> bool:
+    """``data.allow_modified_data``: True (every dataset), False, or a list of dataset names whose files
+    may differ from the archive's published sizes (a user's own variant; recorded in the results)."""
+    value = (cfg.get("data") or {}).get("allow_modified_data", False)
+    if isinstance(value, list):
+        return dataset in value if dataset is not None else bool(value)
+    return bool(value)
+
+
+def check_methods(cfg: dict, discovery=None) -> dict[str, str]:
+    """Check every evaluated method run against its plugin; return ``{run: reason}`` for runs whose
+    plugin file fails to import (they are scheduled and fail with that reason, listed as failed runs).
+
+    Raises :class:`ConfigError` for a plugin name no plugin file provides (with the closest names) and
+    for parameters the plugin does not accept (with its known parameters).
+    """
+    from chorustic.methods import discover
+
+    disc = discovery if discovery is not None else discover()
+    broken_stems = {Path(f).stem: tb for f, tb in disc.broken.items()}
+    broken_runs: dict[str, str] = {}
+    for run in evaluated_methods(cfg):
+        entry = method_entry(cfg, run)
+        plugin = entry["plugin"]
+        method = disc.methods.get(plugin)
+        if method is None:
+            if plugin in broken_stems:
+                last = broken_stems[plugin].strip().splitlines()[-1] if broken_stems[plugin].strip() else ""
+                broken_runs[run] = f"plugin file baselines/{plugin}.py failed to import: {last}"
+                continue
+            extra = ""
+            if disc.broken:
+                extra = f" (plugin files that failed to import: {', '.join(sorted(disc.broken))}; see `chorustic methods`)"
+            raise ConfigError(
+                f"methods.{run}.plugin: no plugin named {plugin!r}.{did_you_mean(plugin, disc.methods)} "
+                f"Available: {', '.join(sorted(disc.methods))}{extra}"
+            )
+        try:
+            method.params(entry["params"])
+        except ValueError as exc:
+            unknown = [k for k in entry["params"] if k not in method.default_params]
+            hints = "".join(did_you_mean(k, method.default_params) for k in unknown)
+            raise ConfigError(f"methods.{run}.params: {exc}.{hints}") from None
+    names: dict[str, str] = {}
+    for run in evaluated_methods(cfg):
+        entry = method_entry(cfg, run)
+        method = disc.methods.get(entry["plugin"])
+        name = entry["display_name"] or (method.info.display_name if method is not None else run)
+        if name in names:
+            raise ConfigError(
+                f"method runs {names[name]!r} and {run!r} would both be shown as {name!r} in every table; give one "
+                f"of them its own display_name in `methods`"
+            )
+        names[name] = run
+    return broken_runs

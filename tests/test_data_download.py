@@ -28,6 +28,7 @@ from chorustic.data.errors import (
     DownloadHTTPError,
     DownloadTimeoutError,
     MissingSplitError,
+    ModifiedDataError,
     PartialDownloadError,
     UnknownDatasetError,
 )
@@ -242,8 +243,12 @@ def test_clean_download_then_verified_local_copy(server, tmp_path):
     shutil.rmtree(folder)
     ensure_dataset("Beef", tmp_path, mirrors=[server.tsc], **FAST)
     assert len(server.requests()) == n + 1 and not kept.exists()
-    ds = load_dataset("Beef", tmp_path, mirrors=[server.tsc], **FAST)
+    # the served data are synthetic (2 classes, length 40), not the real Beef: a modified variant
+    with pytest.raises(ModifiedDataError, match="5 in the archive"):
+        load_dataset("Beef", tmp_path, mirrors=[server.tsc], **FAST)
+    ds = load_dataset("Beef", tmp_path, mirrors=[server.tsc], allow_modified=True, **FAST)
     assert ds.X_train.shape == (30, 1, 512) and ds.classes.tolist() == ["1", "2"]
+    assert any("2 classes in the files, 5 in the archive" in m for m in ds.modifications)
 
 
 def test_interrupted_transfer_resumes_with_range(server, tmp_path):
@@ -314,7 +319,7 @@ def test_checksum_mismatch_against_the_lock(server, tmp_path):
         ensure_dataset("Beef", tmp_path, mirrors=[server.tsc], **FAST)
     err = e.value
     assert err.expected == pinned and err.found != pinned and err.file.endswith("Beef_TRAIN.ts")
-    assert pinned in str(err) and "--update-lock" in str(err) and f"delete {folder}" in str(err)
+    assert pinned in str(err) and "--update-lock" in str(err) and f"move {folder} away" in str(err)
 
     # the server now serves another version: the download is refused, nothing lands
     import shutil
@@ -378,9 +383,11 @@ def test_unknown_name_never_reaches_the_network(server, tmp_path):
     with pytest.raises(UnknownDatasetError, match="'Beef'"):
         ensure_dataset("Beeef", tmp_path, mirrors=[server.tsc], **FAST)
     assert server.requests() == []
+    # a user error: exit status 2 (one message, nothing attempted)
     assert (
-        main(["download", "Beeef", "--data-dir", str(tmp_path), "--mirror", server.tsc, "--no-progress"]) == 1
+        main(["download", "Beeef", "--data-dir", str(tmp_path), "--mirror", server.tsc, "--no-progress"]) == 2
     )
+    assert server.requests() == []
 
 
 def test_offline_and_aeon_wheel(server, tmp_path):

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from chorustic.evaluation.aggregate import COLUMNS, aggregate_manifests
-from chorustic.evaluation.job import JobSpec, clear_job_outputs, manifest_path, run_job
+from chorustic.evaluation.job import JobSpec, clear_job_outputs, failure_record_path, manifest_path, run_job
 from chorustic.evaluation.results import read_result_file, result_path
 from chorustic.evaluation.supervisor import run_supervised
 from chorustic.methods import discover
@@ -233,7 +233,9 @@ def test_supervisor_records_memory_limit_and_continues(gunpoint, plugin_dir, tmp
     assert "exceeded the memory limit of 1500 MB" in runs[("full", 0)]["error"]
     assert not result_path(tmp_path, "full", "hog", "GunPoint", 0).exists()
     assert all(runs[("fixed5", s)]["status"] == "ok" for s in range(5))
-    assert manifest_path(tmp_path, "hog", "GunPoint").exists()
+    # a job with a failed run is not finished: its manifest is kept under the failure name only
+    assert failure_record_path(tmp_path, "hog", "GunPoint").exists()
+    assert not manifest_path(tmp_path, "hog", "GunPoint").exists()
 
 
 @pytest.mark.slow

@@ -179,12 +179,18 @@ def _cmd_download(args: argparse.Namespace) -> int:
             failed.update({n: str(e) for n, e in exc.failures.items()})
         except DataError as exc:
             failed[archive] = str(exc)
+    _check_names(args.names, data_dir)
+    if args.record and len(args.names) != 1:
+        print("chorustic download: --record needs exactly one dataset name", file=sys.stderr)
+        return 2
     for name in args.names:
         if name in ok:
             continue
         t = time.perf_counter()
         try:
             ok[name] = ensure_dataset(name, data_dir, **kw)
+            if args.record:
+                _write_record(args.record, name, ok[name])
             print(f"{name}: {ok[name]} ({time.perf_counter() - t:.1f} s)")
         except DataError as exc:
             failed[name] = str(exc)
@@ -200,6 +206,26 @@ def _cmd_download(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_names(names, data_dir) -> None:
+    """Unknown dataset names are a user error (exit 2) before anything runs, unless a local copy exists."""
+    from chorustic.data.download import find_local
+    from chorustic.data.registry import get_info, is_known
+
+    for name in names:
+        if not is_known(name) and find_local(name, data_dir) is None:
+            get_info(name)  # UnknownDatasetError with the closest names
+
+
+def _write_record(path: Path, name: str, folder: Path) -> None:
+    """What the workflow's download rule produces: where the dataset's files are and their checksums
+    (a file of the harness; the dataset's own files are never a rule's output, so never deleted)."""
+    from chorustic.data.download import split_paths
+    from chorustic.evaluation.integrity import source_record
+    from chorustic.io import atomic_write_json
+
+    atomic_write_json(path, source_record(name, list(split_paths(folder, name))))
+
+
 # --------------------------------------------------------------------------------- preprocess
 def _cmd_preprocess(args: argparse.Namespace) -> int:
     from chorustic.data.download import default_data_dir
@@ -212,6 +238,7 @@ def _cmd_preprocess(args: argparse.Namespace) -> int:
     data_dir = args.data_dir or default_data_dir()
     report: dict[str, dict] = {}
     failed: dict[str, str] = {}
+    _check_names(args.names, data_dir)
     for name in args.names:
         t = time.perf_counter()
         try:
@@ -221,6 +248,7 @@ def _cmd_preprocess(args: argparse.Namespace) -> int:
                 cache_dir=args.cache_dir,
                 length=args.length,
                 label_order=args.label_order,
+                allow_modified=args.allow_modified_data,
                 **kw,
             )
         except DataError as exc:
@@ -241,7 +269,10 @@ def _cmd_preprocess(args: argparse.Namespace) -> int:
             "cache_path": str(ds.cache_path) if ds.cache_path else None,
             "source_sha256": ds.source_sha256,
             "settings": ds.settings,
+            "modifications": ds.modifications,
         }
+        for m in ds.modifications:
+            print(f"{name}: modified data (allowed, recorded): {m}", file=sys.stderr)
     if args.json and not failed:
         atomic_write_json(args.json, {"datasets": report})
     if failed:
@@ -275,6 +306,13 @@ def register(subparsers) -> None:
         type=lambda s: s if s == "all" else s.upper(),
         help="every dataset of an archive",
     )
+    p.add_argument(
+        "--record",
+        type=Path,
+        default=None,
+        metavar="JSON",
+        help="write where the dataset's files are and their SHA-256 here (one dataset; the workflow's rule output)",
+    )
     _add_provider_options(p)
     p.set_defaults(func=_cmd_download)
 
@@ -295,6 +333,12 @@ def register(subparsers) -> None:
     )
     p.add_argument(
         "--json", type=Path, default=None, help="write a JSON summary here (only if all succeeded)"
+    )
+    p.add_argument(
+        "--allow-modified-data",
+        action="store_true",
+        help="accept files that differ from the archive's published sizes or contradict their header "
+        "(your own variant); the differences are recorded",
     )
     _add_provider_options(p)
     p.set_defaults(func=_cmd_preprocess)

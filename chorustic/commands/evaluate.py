@@ -19,6 +19,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", default=None, help="output file (one dataset) ")
     p.add_argument("--results-dir", default="results", help="write <results-dir>/contexts/<dataset>.json")
     p.add_argument("--offline", action="store_true", default=True)
+    p.add_argument("--lock-file", default=None, help="data lock file (default: <data-dir>/chorustic-data.lock.json)")
+    p.add_argument("--allow-modified-data", action="store_true",
+                   help="accept files that differ from the archive's published sizes (recorded)")
     p.set_defaults(func=_contexts)
 
     p = sub.add_parser("evaluate", help="evaluate one method run on datasets under every protocol context",
@@ -35,10 +38,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--runtime", type=float, default=None, help="time limit of the job (minutes)")
     p.set_defaults(func=_evaluate)
 
-    p = sub.add_parser("aggregate", help="collect run manifests into results/accuracies.csv")
+    p = sub.add_parser("aggregate", help="collect run manifests into results/accuracies.csv",
+                       description="Collect every run manifest (and the failure record of every job with a failed "
+                                   "run) into one table, after checking each prediction file against its recorded "
+                                   "SHA-256; with --config, runs made with other parameters or method code are "
+                                   "marked stale. Exit status 1 if any run failed or was damaged.")
     p.add_argument("--results-dir", default="results")
     p.add_argument("--out", default=None, help="default: <results-dir>/accuracies.csv")
-    p.add_argument("--config", action="append", default=[], metavar="YAML")
+    p.add_argument("--config", action="append", default=[], metavar="YAML",
+                   help="the configuration whose jobs to collect (merged over config/config.yaml; repeatable)")
     p.set_defaults(func=_aggregate)
 
 
@@ -51,8 +59,10 @@ def _contexts(args: argparse.Namespace) -> int:
         print("chorustic contexts: --out needs exactly one dataset", file=sys.stderr)
         return 2
     for name in args.datasets:
-        ds = load_dataset(name, args.data_dir, cache_dir=args.cache_dir, offline=args.offline)
-        doc = build_contexts(ds.y_train, dataset=ds.name, archive=ds.archive, protocols=protocols)
+        ds = load_dataset(name, args.data_dir, cache_dir=args.cache_dir, offline=args.offline,
+                          lock=args.lock_file or True, allow_modified=args.allow_modified_data)
+        doc = build_contexts(ds.y_train, dataset=ds.name, archive=ds.archive, protocols=protocols,
+                             class_labels=ds.classes)
         out = Path(args.out) if args.out else Path(args.results_dir) / "contexts" / f"{ds.name}.json"
         write_contexts(out, doc)
         status = {}
@@ -64,12 +74,21 @@ def _contexts(args: argparse.Namespace) -> int:
 
 def _evaluate(args: argparse.Namespace) -> int:
     from chorustic import config as cc
-    from chorustic.evaluation.job import run_job
-    from chorustic.evaluation.snakemake_glue import job_spec
+    from chorustic.evaluation.integrity import run_fingerprint
+    from chorustic.evaluation.job import JobFailed, run_job
+    from chorustic.evaluation.snakemake_glue import failed_runs_message, job_spec
     from chorustic.evaluation.supervisor import run_supervised
+    from chorustic.methods import discover
     from chorustic.protocols.contexts import build_contexts, write_contexts
 
     cfg = cc.load_config(args.config)
+    cc.method_entry(cfg, args.method)  # an unknown run name: ConfigError with the closest names
+    for dataset in args.dataset:
+        cc.dataset_archive(dataset)  # an unknown dataset: UnknownDatasetError with the closest names
+    disc = discover()
+    cc.check_methods(cfg, disc)  # the profile's method runs (plugin names, parameters, display names)
+    broken = cc.check_methods({**cfg, "evaluate": [args.method]}, disc)
+    fingerprint = run_fingerprint(cfg, args.method, disc)
     failures = 0
     for dataset in args.dataset:
         ctx_file = Path(cfg["paths"]["results_dir"]) / "contexts" / f"{dataset}.json"
@@ -77,34 +96,57 @@ def _evaluate(args: argparse.Namespace) -> int:
             from chorustic.data import load_dataset
 
             ds = load_dataset(dataset, cfg["paths"]["data_dir"], cache_dir=cfg["paths"]["cache_dir"],
-                              offline=cfg["data"]["offline"])
+                              offline=cfg["data"]["offline"], lock=cc.lock_file(cfg) or True,
+                              allow_modified=cc.allow_modified_data(cfg, dataset))
             write_contexts(ctx_file, build_contexts(ds.y_train, dataset=ds.name, archive=ds.archive,
-                                                    protocols=cfg["protocols"]))
-        spec = job_spec(cfg, args.method, dataset, contexts_file=str(ctx_file), n_jobs=args.threads)
+                                                    protocols=cfg["protocols"], class_labels=ds.classes))
+        spec = job_spec(cfg, args.method, dataset, contexts_file=str(ctx_file), n_jobs=args.threads,
+                        fingerprint=fingerprint)
         if args.protocols:
             spec.protocols = [p.strip() for p in args.protocols.split(",") if p.strip()]
-        if args.no_isolation:
-            manifest = run_job(spec)
-        else:
-            manifest = run_supervised(spec, mem_mb=args.mem_mb, runtime_min=args.runtime, threads=args.threads)
+        try:
+            if args.no_isolation:
+                manifest = run_job(spec)
+            else:
+                manifest = run_supervised(spec, mem_mb=args.mem_mb, runtime_min=args.runtime, threads=args.threads)
+        except JobFailed as exc:
+            print(f"chorustic evaluate: {exc}", file=sys.stderr)
+            failures += 1
+            continue
         for run in manifest["runs"]:
             acc = f"{run['accuracy']:.4f}" if run.get("accuracy") is not None else "-"
             print(f"{args.method}\t{dataset}\t{run['protocol']}\tseed {run['seed']}\t{run['status']}\t{acc}"
                   + (f"\t{run['error']}" if run.get("error") else ""))
-            failures += run["status"] == "failed"
+        message = failed_runs_message(manifest, spec.results_dir)
+        if message:
+            failures += 1
+            print(f"chorustic evaluate: {message}", file=sys.stderr)
+    if broken:
+        print(f"chorustic evaluate: {broken[args.method]}", file=sys.stderr)
     return 1 if failures else 0
 
 
 def _aggregate(args: argparse.Namespace) -> int:
     from chorustic import config as cc
-    from chorustic.evaluation.aggregate import aggregate_manifests, write_accuracies
-    from chorustic.evaluation.snakemake_glue import method_metadata
+    from chorustic.evaluation.aggregate import collect_runs, write_accuracies
+    from chorustic.evaluation.snakemake_glue import expected_jobs, fingerprints, method_metadata
+    from chorustic.methods import discover
 
     cfg = cc.load_config(args.config)
-    # Finished manifests only: hidden files are progress/spec files of jobs that are running or were killed.
-    paths = sorted(p for p in Path(args.results_dir).glob("runs/*/*.json") if not p.name.startswith("."))
-    df = aggregate_manifests(paths, metadata=method_metadata(cfg))
+    disc = discover()
+    # With --config: every job that configuration expects (a missing or unreadable one is listed as failed)
+    # and the current fingerprints (results made with other parameters or code are stale); without: every
+    # manifest found.
+    jobs = expected_jobs(cfg, args.results_dir) if args.config else None
+    got = collect_runs(args.results_dir, jobs, metadata=method_metadata(cfg, disc),
+                       fingerprints=fingerprints(cfg, disc) if args.config else None)
     out = args.out or str(Path(args.results_dir) / "accuracies.csv")
-    write_accuracies(df, out)
-    print(f"{len(df)} runs from {len(paths)} manifests -> {out}")
-    return 0
+    write_accuracies(got.table, out)
+    n_jobs = len({(r.method, r.dataset) for r in got.table.itertuples()})
+    print(f"{len(got.table)} runs of {n_jobs} jobs -> {out}")
+    for p in got.problems:
+        print(f"problem: {p}", file=sys.stderr)
+    if got.problems:
+        print(f"chorustic aggregate: {len(got.problems)} job(s) did not finish cleanly; their runs are `failed` rows "
+              f"with the reason in {out}", file=sys.stderr)
+    return 1 if got.problems else 0

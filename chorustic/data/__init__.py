@@ -20,7 +20,9 @@ from chorustic.data.errors import (
     DatasetNotAvailableError,
     DownloadHTTPError,
     DownloadTimeoutError,
+    IncompleteDatasetError,
     MalformedDataFileError,
+    ModifiedDataError,
     MissingDataFileError,
     MissingSplitError,
     PartialDownloadError,
@@ -69,6 +71,8 @@ __all__ = [
     "PartialDownloadError",
     "DataFileError",
     "MissingDataFileError",
+    "IncompleteDatasetError",
+    "ModifiedDataError",
     "MalformedDataFileError",
     "UnseenLabelError",
 ]

@@ -36,7 +36,7 @@ __all__ = [
 log = logging.getLogger("chorustic.data")
 
 #: Bump when the cached content or its layout changes.
-CACHE_FORMAT_VERSION = 1
+CACHE_FORMAT_VERSION = 2  # 2: labels kept as written (case), header checks stored
 
 
 def cache_key(name: str, source_sha256: Mapping[str, str], settings: Mapping[str, Any]) -> str:

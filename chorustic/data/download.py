@@ -45,13 +45,14 @@ from pathlib import Path, PurePosixPath
 from typing import Iterable, Sequence
 
 from chorustic.data import _http
-from chorustic.data._fs import make_temp_dir, replace_dir
+from chorustic.data._fs import install_dir, make_temp_dir
 from chorustic.data.errors import (
     ChecksumMismatchError,
     CorruptArchiveError,
     DataDownloadError,
     DataError,
     DatasetNotAvailableError,
+    IncompleteDatasetError,
     MissingSplitError,
     PartialDownloadError,
 )
@@ -68,6 +69,7 @@ __all__ = [
     "ensure_dataset",
     "download_archive",
     "find_local",
+    "local_files",
     "split_paths",
     "aeon_data_dir",
     "ensure_dataset_files",
@@ -170,18 +172,53 @@ def _complete(folder: Path, name: str) -> bool:
     return all(p.is_file() for p in split_paths(folder, name))
 
 
-def find_local(name: str, data_dir: str | os.PathLike) -> Path | None:
-    """The folder holding ``<name>_TRAIN.ts`` and ``<name>_TEST.ts`` under ``data_dir``, or None."""
-    data_dir = Path(data_dir)
+def _candidates(name: str, data_dir: Path) -> list[Path]:
     archive = get_info(name).archive if is_known(name) else None
     candidates = [data_dir / name]
     for a, dirs in _ARCHIVE_DIRS.items():
         if archive in (None, a):
             candidates += [data_dir / d / name for d in dirs]
-    for c in candidates:
+    return candidates
+
+
+def find_local(name: str, data_dir: str | os.PathLike) -> Path | None:
+    """The folder holding ``<name>_TRAIN.ts`` and ``<name>_TEST.ts`` under ``data_dir``, or None."""
+    for c in _candidates(name, Path(data_dir)):
         if _complete(c, name):
             return c
     return None
+
+
+def local_files(name: str, data_dir: str | os.PathLike) -> list[Path]:
+    """The split files of ``name`` that exist under ``data_dir`` (both of a complete copy, else whatever
+    one folder holds): what the workflow's download rule takes as input, so an edited file re-runs it."""
+    data_dir = Path(data_dir)
+    folder = find_local(name, data_dir)
+    if folder is not None:
+        return list(split_paths(folder, name))
+    for c in _candidates(name, data_dir):
+        present = [p for p in split_paths(c, name) if p.is_file()]
+        if present:
+            return present
+    return []
+
+
+def _check_not_partial(name: str, data_dir: Path) -> None:
+    """A folder with one split file but not the other is a user's (or an interrupted copy's) file:
+    never replaced, never completed from another source; the message says what to do."""
+    for c in _candidates(name, data_dir):
+        train, test = split_paths(c, name)
+        present = [p for p in (train, test) if p.is_file()]
+        if len(present) == 1:
+            missing = test if present[0] == train else train
+            raise IncompleteDatasetError(
+                f"dataset {name!r}: {c} holds {present[0].name} but not {missing.name}. chorustic never replaces or "
+                f"completes files it did not write: put {missing.name} into {c} (the official file of the same "
+                f"release), or move the folder {c} away and run again to get both files "
+                f"(`chorustic download {name} --data-dir {data_dir}`).",
+                dataset=name,
+                path=missing,
+            )
 
 
 def download_path(data_dir: str | os.PathLike, url: str, filename: str) -> Path:
@@ -501,7 +538,7 @@ def _download(ctx: _Ctx, name: str) -> tuple[Path, dict[str, str], str]:
             getter = _from_tsc if mirror.kind == "tsc" else _from_zenodo
             url, shas = getter(ctx, mirror, name, tmp)
             ctx.lock.verify_dataset(name, shas, dest, url=url)
-            replace_dir(tmp, dest)
+            _install(tmp, dest, name)
             return dest, shas, url
         except DataDownloadError as exc:
             errors.append(exc)
@@ -512,16 +549,35 @@ def _download(ctx: _Ctx, name: str) -> tuple[Path, dict[str, str], str]:
     raise _combine(errors, name)
 
 
+def _install(tmp: Path, dest: Path, name: str) -> None:
+    try:
+        install_dir(tmp, dest)
+    except FileExistsError as exc:  # a file appeared meanwhile: it is not ours to replace
+        raise IncompleteDatasetError(
+            f"dataset {name!r}: {exc}. chorustic never replaces files it did not write; move {dest} away and "
+            "run again, or complete it by hand.",
+            dataset=name,
+            path=dest,
+        ) from None
+
+
 def _copy_from_aeon(ctx: _Ctx, name: str) -> tuple[Path, dict[str, str]]:
+    """Copy the files of the aeon wheel into the data folder; in place when the folder is read-only."""
     src = aeon_data_dir() / name
     dest = ctx.data_dir / name
-    tmp = make_temp_dir(dest)
+    try:
+        tmp = make_temp_dir(dest)
+    except OSError as exc:
+        log.info("cannot write %s (%s); reading %s from the aeon wheel in place", ctx.data_dir, exc, name)
+        shas = _hash_splits(src, name)
+        ctx.lock.verify_dataset(name, shas, src, url=f"aeon wheel {src}")
+        return src, shas
     try:
         for p in split_paths(src, name):
             shutil.copyfile(p, tmp / p.name)
         shas = _hash_splits(tmp, name)
         ctx.lock.verify_dataset(name, shas, dest, url=f"aeon wheel {src}")
-        replace_dir(tmp, dest)
+        _install(tmp, dest, name)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return dest, shas
@@ -534,9 +590,11 @@ def _ensure(ctx: _Ctx, name: str) -> tuple[Path, dict[str, str]]:
     local = find_local(name, ctx.data_dir)
     if local is None:
         get_info(name)  # an unknown name without a local copy: UnknownDatasetError with close matches
+        _check_not_partial(name, ctx.data_dir)
         with ctx.mutex(name):  # one provider per dataset at a time (parallel DAG jobs)
             local = find_local(name, ctx.data_dir)
             if local is None:
+                _check_not_partial(name, ctx.data_dir)
                 return _provide(ctx, name)
     # a local copy (possibly a user's own dataset in the official layout): pinned like any other
     shas = _hash_splits(local, name)
@@ -782,9 +840,10 @@ def _install_from_archive_zip(ctx: _Ctx, archive: str, missing: list[str]) -> No
                 dest_dir = ctx.data_dir / name
                 tmp = make_temp_dir(dest_dir)
                 try:
+                    _check_not_partial(name, ctx.data_dir)
                     shas = _extract_splits(zf, name, tmp, url=url)
                     ctx.lock.verify_dataset(name, shas, dest_dir, url=url)
-                    replace_dir(tmp, dest_dir)
+                    _install(tmp, dest_dir, name)
                     ctx.lock.record_dataset(name, shas, source="download", url=url)
                 except DataError as exc:
                     corrupt = corrupt or isinstance(exc, CorruptArchiveError)

@@ -16,7 +16,9 @@ what to do about it.
     ├── subsets.SubsetSizeError      (also ValueError) a subset larger than its source
     └── DataFileError                path
         ├── MissingDataFileError
+        ├── IncompleteDatasetError   a folder holding one split file but not the other
         ├── MalformedDataFileError
+        ├── ModifiedDataError        the files differ from the archive's published sizes
         └── UnseenLabelError         (also ValueError) a test label absent from the training split
 """
 
@@ -24,6 +26,8 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Mapping
+
+from chorustic.errors import UserError
 
 __all__ = [
     "DataError",
@@ -39,6 +43,8 @@ __all__ = [
     "DataFileError",
     "MissingDataFileError",
     "MalformedDataFileError",
+    "IncompleteDatasetError",
+    "ModifiedDataError",
     "UnseenLabelError",
 ]
 
@@ -55,8 +61,8 @@ class DataError(Exception):
         return self.message
 
 
-class UnknownDatasetError(DataError, KeyError, ValueError):
-    """A dataset name that is not in the registry (the message suggests close matches)."""
+class UnknownDatasetError(DataError, UserError, KeyError, ValueError):
+    """A dataset name that is not in the registry (the message suggests close matches); a user error."""
 
     def __init__(self, name: str, message: str):
         super().__init__(message, dataset=name)
@@ -135,6 +141,19 @@ class MissingDataFileError(DataFileError):
 
 class MalformedDataFileError(DataFileError):
     pass
+
+
+class IncompleteDatasetError(DataFileError):
+    """A dataset folder holds one split file but not the other; it is never replaced or completed."""
+
+
+class ModifiedDataError(DataFileError):
+    """The files of an archive dataset differ from its published sizes (truncated, or another release)."""
+
+    def __init__(self, message: str, *, dataset: str | None = None, path: str | Path | None = None,
+                 differences: tuple[str, ...] = ()):
+        super().__init__(message, dataset=dataset, path=path)
+        self.differences = differences
 
 
 class UnseenLabelError(DataFileError, ValueError):

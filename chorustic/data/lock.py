@@ -132,7 +132,8 @@ class DataLock:
             if expected is not None and expected != found:
                 where = f"{folder}/{fname}" if url is None else f"{fname} downloaded from {url}"
                 fix = (
-                    f"delete {folder} and run `chorustic download {name}` to fetch the recorded version again"
+                    f"restore the recorded version of {fname}, or move {folder} away and run "
+                    f"`chorustic download {name}` to fetch it again"
                     if url is None
                     else "the server now serves different data than when the lock was written; use another "
                     "mirror (--mirror) that serves the recorded version"
@@ -141,7 +142,8 @@ class DataLock:
                     f"checksum mismatch for dataset {name!r}: {where} has sha256 {found}, but the lock file "
                     f"{self.path} expects {expected} (recorded {entry.get('recorded', '?')} from "
                     f"{entry.get('source', '?')}{' ' + entry['url'] if entry.get('url') else ''}). To fix: {fix}, "
-                    f"or run `chorustic download {name} --update-lock` to accept the files as they are now.",
+                    f"or, if you changed the file on purpose, run `chorustic download {name} --data-dir "
+                    f"{Path(folder).parent} --lock-file {self.path} --update-lock` to accept the files as they are now.",
                     dataset=name,
                     url=url,
                     file=str(Path(folder) / fname),

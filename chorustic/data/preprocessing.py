@@ -152,6 +152,29 @@ def class_order(
     return np.asarray(sorted_labels, dtype=str)
 
 
+def _check_numeric_aliases(y_train: np.ndarray, y_test: np.ndarray, *, dataset: str, test_file: str | None) -> None:
+    """Labels are classes exactly as written; two spellings of one number (``1`` and ``1.0``) would
+    silently become two classes, so they are an error naming them (the harness does not guess)."""
+    by_value: dict[float, set[str]] = {}
+    for v in set(y_train.tolist()) | set(y_test.tolist()):
+        num = _as_number(v)
+        if num is not None:
+            by_value.setdefault(num, set()).add(v)
+    aliases = [sorted(v) for v in by_value.values() if len(v) > 1]
+    if aliases:
+        where = f" (TEST file {test_file})" if test_file else ""
+        shown = "; ".join(" and ".join(repr(a) for a in group) for group in sorted(aliases))
+        from chorustic.data.errors import MalformedDataFileError
+
+        raise MalformedDataFileError(
+            f"dataset {dataset!r}{where}: class labels {shown} are different spellings of the same number. "
+            "Labels are taken exactly as written, so they would become different classes; write each class "
+            "the same way in the TRAIN and TEST files.",
+            dataset=dataset,
+            path=test_file,
+        )
+
+
 def encode_labels(
     y_train: Sequence[str],
     y_test: Sequence[str],
@@ -168,6 +191,7 @@ def encode_labels(
     """
     y_train = np.asarray([str(v) for v in y_train])
     y_test = np.asarray([str(v) for v in y_test])
+    _check_numeric_aliases(y_train, y_test, dataset=dataset, test_file=test_file)
     classes = class_order(y_train, order=order, header=header)
     index = {c: i for i, c in enumerate(classes)}
     unseen = sorted({v for v in y_test.tolist() if v not in index})

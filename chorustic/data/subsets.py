@@ -30,7 +30,7 @@ from typing import Sequence
 import numpy as np
 
 from chorustic.data._fs import make_temp_dir, replace_dir
-from chorustic.data.errors import DataError, MalformedDataFileError, MissingDataFileError
+from chorustic.data.errors import DataError, DataFileError, MalformedDataFileError, MissingDataFileError
 from chorustic.data.registry import SubsetSpec
 from chorustic.io import sha256_file
 
@@ -182,6 +182,14 @@ def build_subset(spec: SubsetSpec, source_folder: str | os.PathLike, dest: str |
             manifest["sha256"][out.name] = sha256_file(out)
             manifest["rows"][split] = [int(i) for i in keep]
         (tmp / MANIFEST_NAME).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+        if dest.exists() and read_manifest(dest) is None and any(dest.iterdir()):
+            raise DataFileError(
+                f"cannot build {spec.name} into {dest}: the folder exists and was not written by chorustic "
+                f"(no {MANIFEST_NAME}); it is never replaced. Move it away, or use it as it is by not "
+                "overriding the subset parameters.",
+                dataset=spec.name,
+                path=dest,
+            )
         replace_dir(tmp, dest)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -1,59 +1,140 @@
 """Collect run manifests into the tidy ``results/accuracies.csv`` (one row per run).
 
-Columns: ``method, display_name, group, fits_on_target, reported, archive, dataset, protocol, family,
-budget, seed, status, accuracy, n_context, n_test, n_classes, fit_time_s, predict_time_s,
-peak_memory_mb, error, result_file``. ``status`` is ``ok`` | ``failed`` | ``ineligible`` |
-``reported``; ``accuracy`` is empty unless ``ok`` or ``reported``. Failed runs stay in the table
-with their reason: reports show them as missing, never drop or impute them.
+Columns: :data:`COLUMNS`. ``status`` is one of :data:`~chorustic.evaluation.job.RUN_STATUSES`
+(``ok`` | ``failed`` | ``ineligible`` | ``reported``); ``accuracy`` is empty unless ``ok`` or
+``reported``. Failed runs stay in the table with their reason: reports show them as missing, never
+drop or impute them.
+
+What is verified before a row is written (:func:`collect_runs`):
+
+* every ``ok`` run's prediction file against the SHA-256 its manifest recorded: a missing or changed
+  file makes the row ``failed`` with the reason, and a changed file is moved aside to
+  ``<file>.corrupt`` so the workflow re-makes it;
+* with ``fingerprints`` (the current parameters and method code of each run), a manifest made with
+  other parameters or code: its rows become ``failed`` ("stale"), never reported as results;
+* with ``jobs`` (every job the configuration expects), a job without a finished manifest: its
+  failure record's rows (``<dataset>.failed.json``), or one ``failed`` row per context saying why it
+  did not run; ``why_not_run(job)`` can say that a job's inputs are missing or were re-made after its
+  manifest (then its manifest does not count either). One failing method or dataset never keeps the
+  others out of the table.
+
+The table is written atomically together with ``accuracies.csv.sha256`` (``sha256sum`` format), which
+``chorustic report`` checks, so a truncated or edited table is an error naming the file.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Callable, Iterable
 
 import pandas as pd
 
-from chorustic.io import atomic_open
+from chorustic.io import atomic_open, atomic_write_text, sha256_file
 
-__all__ = ["COLUMNS", "aggregate_manifests", "write_accuracies", "PROTOCOL_ORDER"]
-
-COLUMNS = [
-    "method", "display_name", "group", "fits_on_target", "reported", "archive", "dataset", "protocol",
-    "family", "budget", "seed", "status", "accuracy", "n_context", "n_test", "n_classes", "fit_time_s",
-    "predict_time_s", "peak_memory_mb", "error", "result_file",
+__all__ = [
+    "COLUMNS",
+    "REQUIRED_COLUMNS",
+    "OPTIONAL_COLUMNS",
+    "PROTOCOL_ORDER",
+    "ManifestError",
+    "ExpectedJob",
+    "Collected",
+    "read_manifest",
+    "aggregate_manifests",
+    "collect_runs",
+    "write_accuracies",
+    "checksum_path",
 ]
 
+#: Columns every reader needs (``chorustic report`` checks them), then the optional ones.
+REQUIRED_COLUMNS = [
+    "method",
+    "display_name",
+    "group",
+    "fits_on_target",
+    "reported",
+    "archive",
+    "dataset",
+    "protocol",
+    "family",
+    "budget",
+    "seed",
+    "status",
+    "accuracy",
+]
+OPTIONAL_COLUMNS = [
+    "n_context",
+    "n_test",
+    "n_classes",
+    "fit_time_s",
+    "predict_time_s",
+    "peak_memory_mb",
+    "error",
+    "result_file",
+]
+COLUMNS = REQUIRED_COLUMNS + OPTIONAL_COLUMNS
+
 PROTOCOL_ORDER = ["full", "fixed5", "fixed10", "prop20", "prop30", "prop40", "prop50", "prop60"]
+
+
+class ManifestError(ValueError):
+    """A run manifest cannot be read; the message names the file and what to do."""
 
 
 def _protocol_key(p: str) -> tuple[int, str]:
     return (PROTOCOL_ORDER.index(p), p) if p in PROTOCOL_ORDER else (len(PROTOCOL_ORDER), p)
 
 
-def aggregate_manifests(paths: Iterable[str | os.PathLike], metadata: dict[str, dict] | None = None,
-                        relative_to: str | os.PathLike | None = None) -> pd.DataFrame:
-    """Rows of every run in the given manifests.
+def checksum_path(path: str | os.PathLike) -> Path:
+    """``accuracies.csv`` -> ``accuracies.csv.sha256``."""
+    path = Path(path)
+    return path.with_name(path.name + ".sha256")
 
-    ``metadata`` (method run name -> dict with display_name, group, fits_on_target, reported) fills
-    fields a manifest lacks (a manifest the supervisor finished after its worker died early).
-    """
-    metadata = metadata or {}
+
+def read_manifest(path: str | os.PathLike) -> dict[str, Any]:
+    from chorustic.evaluation.job import MANIFEST_FORMAT
+
+    path = Path(path)
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ManifestError(
+            f"the run manifest {path} is unreadable ({type(exc).__name__}: {exc}); it was truncated or edited. "
+            "Delete it and run `snakemake` (or `chorustic evaluate`) again to re-make it."
+        ) from None
+    if (
+        not isinstance(doc, dict)
+        or doc.get("format") != MANIFEST_FORMAT
+        or not isinstance(doc.get("runs"), list)
+    ):
+        raise ManifestError(
+            f"{path} is not a chorustic run manifest (format {MANIFEST_FORMAT}); delete it and re-run"
+        )
+    return doc
+
+
+def _rows(doc: dict[str, Any], metadata: dict[str, dict], relative_to) -> list[dict[str, Any]]:
+    meta = {
+        **metadata.get(doc["method"], {}),
+        **{
+            k: doc[k]
+            for k in ("display_name", "group", "fits_on_target", "reported")
+            if doc.get(k) is not None
+        },
+    }
     rows = []
-    for path in paths:
-        doc = json.loads(Path(path).read_text())
-        meta = {**metadata.get(doc["method"], {}), **{k: doc[k] for k in
-                ("display_name", "group", "fits_on_target", "reported") if doc.get(k) is not None}}
-        for run in doc["runs"]:
-            result_file = run.get("result_file")
-            if result_file and relative_to is not None:
-                try:
-                    result_file = os.path.relpath(result_file, relative_to)
-                except ValueError:
-                    pass
-            rows.append({
+    for run in doc["runs"]:
+        result_file = run.get("result_file")
+        if result_file and relative_to is not None:
+            try:
+                result_file = os.path.relpath(result_file, relative_to)
+            except ValueError:
+                pass
+        rows.append(
+            {
                 "method": doc["method"],
                 "display_name": meta.get("display_name", doc["method"]),
                 "group": meta.get("group"),
@@ -75,18 +156,197 @@ def aggregate_manifests(paths: Iterable[str | os.PathLike], metadata: dict[str, 
                 "peak_memory_mb": run.get("peak_memory_mb"),
                 "error": run.get("error"),
                 "result_file": result_file,
-            })
+            }
+        )
+    return rows
+
+
+def _frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     df = pd.DataFrame(rows, columns=COLUMNS)
     if len(df):
         df["_p"] = df["protocol"].map(_protocol_key)
-        df = df.sort_values(["archive", "dataset", "method", "_p", "seed"], kind="mergesort").drop(columns="_p")
+        df = df.sort_values(["archive", "dataset", "method", "_p", "seed"], kind="mergesort").drop(
+            columns="_p"
+        )
         df = df.reset_index(drop=True)
     for col in ("budget", "seed", "n_context", "n_test", "n_classes"):
         df[col] = df[col].astype("Int64")
     return df
 
 
+def aggregate_manifests(
+    paths: Iterable[str | os.PathLike],
+    metadata: dict[str, dict] | None = None,
+    relative_to: str | os.PathLike | None = None,
+) -> pd.DataFrame:
+    """Rows of every run in the given manifests, as recorded (no verification; see :func:`collect_runs`).
+
+    ``metadata`` (method run name -> dict with display_name, group, fits_on_target, reported) fills
+    fields a manifest lacks (a manifest the supervisor finished after its worker died early).
+    """
+    metadata = metadata or {}
+    rows = []
+    for path in paths:
+        rows += _rows(read_manifest(path), metadata, relative_to)
+    return _frame(rows)
+
+
+@dataclasses.dataclass(frozen=True)
+class ExpectedJob:
+    """One evaluation job the configuration asks for."""
+
+    method: str
+    dataset: str
+    archive: str
+    contexts: tuple[dict[str, Any], ...]
+    """The contexts it runs: dicts with protocol, family, budget, seed."""
+
+
+@dataclasses.dataclass
+class Collected:
+    table: pd.DataFrame
+    problems: list[str]
+    """One line per job that did not finish cleanly (failed runs, not run, stale, damaged files)."""
+
+
+def _failed_run(ctx: dict[str, Any], error: str) -> dict[str, Any]:
+    return {
+        "protocol": ctx["protocol"],
+        "family": ctx["family"],
+        "budget": ctx.get("budget"),
+        "seed": ctx["seed"],
+        "status": "failed",
+        "accuracy": None,
+        "error": error,
+        "result_file": None,
+    }
+
+
+def _quarantine(path: Path) -> Path | None:
+    """Move a prediction file that no longer matches its manifest aside (it is the harness's own file)."""
+    try:
+        dest = path.with_name(path.name + ".corrupt")
+        os.replace(path, dest)
+        return dest
+    except OSError:
+        return None
+
+
+def _verify(doc: dict[str, Any], problems: list[str]) -> None:
+    from chorustic.evaluation.integrity import verify_result_file
+
+    for run in doc["runs"]:
+        if run.get("status") != "ok":
+            continue
+        problem = verify_result_file(run, full=True)
+        if problem is None:
+            continue
+        if "SHA-256" in problem or "bytes" in problem:
+            moved = _quarantine(Path(run["result_file"]))
+            if moved is not None:
+                problem += f"; moved aside to {moved.name}"
+        run.update(
+            status="failed",
+            accuracy=None,
+            result_file=None,
+            error=f"{problem}; the next `snakemake` re-makes it",
+        )
+        problems.append(f"{doc['method']}/{doc['dataset']} {run['protocol']} seed {run['seed']}: {problem}")
+
+
+def _stale(doc: dict[str, Any], fingerprint: str | None, problems: list[str]) -> None:
+    if fingerprint is None:
+        return
+    recorded = doc.get("fingerprint")
+    if (
+        recorded is None
+        or json.dumps(recorded, sort_keys=True, default=str, separators=(",", ":")) == fingerprint
+    ):
+        return
+    why = (
+        "stale: made with other parameters or method code than the configuration's; "
+        "not re-made in this run (the next `snakemake` re-makes it)"
+    )
+    for run in doc["runs"]:
+        if run.get("status") in ("ok", "reported"):
+            run.update(status="failed", accuracy=None, result_file=None, error=why)
+    problems.append(f"{doc['method']}/{doc['dataset']}: {why}")
+
+
+def collect_runs(
+    results_dir: str | os.PathLike,
+    jobs: list[ExpectedJob] | None = None,
+    *,
+    metadata: dict[str, dict] | None = None,
+    fingerprints: dict[str, str] | None = None,
+    why_not_run: Callable[[ExpectedJob], str | None] | None = None,
+    relative_to: str | os.PathLike | None = None,
+) -> Collected:
+    """Every run of ``jobs`` (default: every manifest and failure record under ``results_dir/runs``),
+    verified as described in the module docstring. Never raises for a damaged or missing result."""
+    from chorustic.evaluation.job import failure_record_path, manifest_path
+
+    metadata = metadata or {}
+    problems: list[str] = []
+    rows: list[dict[str, Any]] = []
+    if jobs is None:
+        found = sorted(p for p in Path(results_dir).glob("runs/*/*.json") if not p.name.startswith("."))
+        pairs = {(p.parent.name, p.name.removesuffix(".json").removesuffix(".failed")) for p in found}
+        targets = [(m, d, None) for m, d in sorted(pairs)]
+    else:
+        targets = [(j.method, j.dataset, j) for j in jobs]
+    for method, dataset, job in targets:
+        upstream = why_not_run(job) if (job is not None and why_not_run is not None) else None
+        if upstream is not None:  # the dataset's files or contexts are being re-made: no result of it counts
+            problems.append(f"{method}/{dataset}: {upstream}")
+            stub = {
+                "method": method,
+                "dataset": dataset,
+                "archive": job.archive,
+                "runs": [_failed_run(c, upstream) for c in job.contexts],
+            }
+            rows += _rows(stub, metadata, relative_to)
+            continue
+        good = manifest_path(results_dir, method, dataset)
+        bad = failure_record_path(results_dir, method, dataset)
+        path = good if good.exists() else bad if bad.exists() else None
+        doc = None
+        reason = None
+        if path is not None:
+            try:
+                doc = read_manifest(path)
+            except ManifestError as exc:
+                reason = str(exc)
+        if doc is not None:
+            _verify(doc, problems)
+            _stale(doc, (fingerprints or {}).get(method), problems)
+            if path == bad:
+                failed = [r for r in doc["runs"] if r.get("status") == "failed"]
+                first = failed[0].get("error") if failed else "failed"
+                problems.append(
+                    f"{method}/{dataset}: {len(failed)} of {len(doc['runs'])} runs failed (e.g. {first})"
+                )
+            rows += _rows(doc, metadata, relative_to)
+            continue
+        if job is None:  # no expected job list: an unreadable file is all we know about it
+            problems.append(reason or f"{method}/{dataset}: no manifest")
+            continue
+        if reason is None:
+            reason = "not run: the evaluation job did not finish"
+        problems.append(f"{method}/{dataset}: {reason}")
+        stub = {
+            "method": method,
+            "dataset": dataset,
+            "archive": job.archive,
+            "runs": [_failed_run(c, reason) for c in job.contexts],
+        }
+        rows += _rows(stub, metadata, relative_to)
+    return Collected(_frame(rows), problems)
+
+
 def write_accuracies(df: pd.DataFrame, path: str | os.PathLike) -> None:
-    """Write the table atomically; accuracies keep full precision."""
+    """Write the table atomically (accuracies keep full precision), then its checksum file."""
+    path = Path(path)
     with atomic_open(path, "w", encoding="utf-8", newline="") as fh:
         df.to_csv(fh, index=False, float_format=None)
+    atomic_write_text(checksum_path(path), f"{sha256_file(path)}  {path.name}\n")

@@ -12,6 +12,10 @@ Guarantees
 * The manifest is written last and atomically; prediction files are written atomically. A job that
   starts again first deletes the prediction files an earlier, unfinished attempt left behind, so a
   finished manifest never points at files of another attempt.
+* A job with a failed run is not finished: its manifest goes to ``<dataset>.failed.json`` instead of
+  ``<dataset>.json`` (aggregation lists its runs, the workflow retries the job). Every prediction file is
+  recorded in the manifest with its SHA-256 (:mod:`chorustic.evaluation.integrity`), and the manifest
+  records the run's fingerprint (parameters and method code).
 """
 
 from __future__ import annotations
@@ -31,12 +35,23 @@ from typing import Any
 
 import numpy as np
 
+from chorustic.evaluation.integrity import file_record
 from chorustic.evaluation.results import result_path, write_result_file
 from chorustic.io import atomic_write_json
 
-__all__ = ["JobSpec", "run_job", "manifest_path", "clear_job_outputs", "MANIFEST_FORMAT"]
+__all__ = ["JobSpec", "JobFailed", "run_job", "manifest_path", "failure_record_path", "finished_manifest", "write_finished",
+           "clear_job_outputs", "MANIFEST_FORMAT", "RUN_STATUSES", "FINISHED_STATUSES"]
 
 MANIFEST_FORMAT = "chorustic-run/1"
+#: Outcomes of one run (one context): the vocabulary of manifests and of ``accuracies.csv``.
+RUN_STATUSES = ("ok", "failed", "ineligible", "reported")
+#: Outcomes that finish a run; a job with any other outcome is retried.
+FINISHED_STATUSES = ("ok", "ineligible", "reported")
+
+
+class JobFailed(RuntimeError):
+    """A job could not record an outcome for its contexts, or recorded failed runs; the message says what
+    and where (the CLI prints it, the workflow writes it to the job's log)."""
 
 
 @dataclasses.dataclass
@@ -59,6 +74,11 @@ class JobSpec:
     fail_fast: bool = False
     plugin_dir: str | None = None
     offline: bool = True
+    lock_file: str | None = None
+    """The data lock file (None: ``<data_dir>/chorustic-data.lock.json``)."""
+    allow_modified_data: bool = False
+    fingerprint: str | None = None
+    """The run's fingerprint (:func:`chorustic.evaluation.integrity.run_fingerprint`), recorded."""
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "JobSpec":
@@ -73,16 +93,41 @@ def progress_path(results_dir: str | os.PathLike, method: str, dataset: str) -> 
     return Path(results_dir) / "runs" / method / f".{dataset}.progress.json"
 
 
+def failure_record_path(results_dir: str | os.PathLike, method: str, dataset: str) -> Path:
+    """Where a job with failed runs leaves its manifest (never under the finished name)."""
+    return Path(results_dir) / "runs" / method / f"{dataset}.failed.json"
+
+
+def finished_manifest(results_dir: str | os.PathLike, method: str, dataset: str) -> Path | None:
+    """The manifest the job's last attempt wrote (finished or failed), or None."""
+    for p in (manifest_path(results_dir, method, dataset), failure_record_path(results_dir, method, dataset)):
+        if p.exists():
+            return p
+    return None
+
+
+def write_finished(results_dir: str | os.PathLike, manifest: dict[str, Any]) -> Path:
+    """Write the manifest of a job whose every context has an outcome: ``<dataset>.json`` when every run
+    finished, else ``<dataset>.failed.json``; the other name is removed. Returns the path written."""
+    ok = all(r.get("status") in FINISHED_STATUSES for r in manifest["runs"])
+    good = manifest_path(results_dir, manifest["method"], manifest["dataset"])
+    bad = failure_record_path(results_dir, manifest["method"], manifest["dataset"])
+    target, other = (good, bad) if ok else (bad, good)
+    atomic_write_json(target, manifest)
+    other.unlink(missing_ok=True)
+    return target
+
+
 def clear_job_outputs(results_dir: str | os.PathLike, method: str, dataset: str) -> list[Path]:
-    """Delete prediction files and progress of an earlier attempt of this job; return what was removed."""
+    """Delete prediction files, progress and manifests of an earlier attempt of this job; return what was removed."""
     removed = []
     for p in Path(results_dir).glob(f"*/{method}/Predictions/{dataset}/testResample*.csv"):
         p.unlink()
         removed.append(p)
-    prog = progress_path(results_dir, method, dataset)
-    if prog.exists():
-        prog.unlink()
-        removed.append(prog)
+    for p in (progress_path(results_dir, method, dataset), failure_record_path(results_dir, method, dataset)):
+        if p.exists():
+            p.unlink()
+            removed.append(p)
     return removed
 
 
@@ -161,6 +206,7 @@ def _run_record(spec_ctx, entry: dict, **fields: Any) -> dict[str, Any]:
         "peak_memory_mb": None,
         "error": None,
         "result_file": None,
+        "result": None,
         "extra": {},
     }
     rec.update(fields)
@@ -212,6 +258,8 @@ def run_job(spec: JobSpec, *, resume: bool = False, log=None) -> dict[str, Any]:
         "dataset": spec.dataset,
         "archive": spec.archive,
         "params": params,
+        "fingerprint": json.loads(spec.fingerprint) if spec.fingerprint else None,
+        "data_modifications": [],
         "device": None,
         "started": started,
         "finished": None,
@@ -219,8 +267,6 @@ def run_job(spec: JobSpec, *, resume: bool = False, log=None) -> dict[str, Any]:
         "versions": {},
         "runs": list(prior_runs),
     }
-    mpath = manifest_path(results_dir, spec.method, spec.dataset)
-
     if isinstance(method, ReportedMethod):
         table = method.reported_accuracies(**params)
         rows = table[table["dataset"] == spec.dataset]
@@ -242,14 +288,16 @@ def run_job(spec: JobSpec, *, resume: bool = False, log=None) -> dict[str, Any]:
                 "result_file": None, "extra": {},
             })
         manifest["finished"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-        atomic_write_json(mpath, manifest)
+        write_finished(results_dir, manifest)
         return manifest
 
     from chorustic.data import load_dataset
 
     device = _resolve_device(spec.device)
     manifest["device"] = device
-    ds = load_dataset(spec.dataset, spec.data_dir, cache_dir=spec.cache_dir, offline=spec.offline)
+    ds = load_dataset(spec.dataset, spec.data_dir, cache_dir=spec.cache_dir, offline=spec.offline,
+                      lock=spec.lock_file or True, allow_modified=spec.allow_modified_data)
+    manifest["data_modifications"] = list(ds.modifications)
     if ds.archive != spec.archive:
         log(f"[{spec.method}/{spec.dataset}] archive {ds.archive!r} differs from job archive {spec.archive!r}")
     contexts = read_contexts(spec.contexts_file, ds.y_train)
@@ -294,7 +342,7 @@ def run_job(spec: JobSpec, *, resume: bool = False, log=None) -> dict[str, Any]:
                 "params": params, "protocol": ctx.protocol, "family": ctx.family, "budget": ctx.budget,
                 "seed": ctx.seed, "context_file": str(spec.contexts_file), "n_context": int(len(idx)),
                 "class_labels": [str(c) for c in ds.classes], "device": device, "run_info": extra,
-                "source_sha256": ds.source_sha256,
+                "source_sha256": ds.source_sha256, "data_modifications": list(ds.modifications),
             }
             acc = write_result_file(
                 out, dataset=spec.dataset, method=spec.method, seed=ctx.seed, y_true=ds.y_test, proba=proba,
@@ -303,7 +351,8 @@ def run_job(spec: JobSpec, *, resume: bool = False, log=None) -> dict[str, Any]:
             )
             rec = _run_record(ctx, entry, status="ok", accuracy=acc, n_test=len(ds.y_test), n_classes=n_classes,
                               fit_time_s=round(t1 - t0, 4), predict_time_s=round(t2 - t1, 4),
-                              peak_memory_mb=round(peak, 1), result_file=str(out), extra=extra)
+                              peak_memory_mb=round(peak, 1), result_file=str(out), extra=extra,
+                              result=file_record(out))
             log(f"{tag} accuracy {acc:.4f} (fit {t1 - t0:.1f}s, predict {t2 - t1:.1f}s)")
         except Exception as exc:  # one failing context never stops the others
             if spec.fail_fast:
@@ -324,7 +373,7 @@ def run_job(spec: JobSpec, *, resume: bool = False, log=None) -> dict[str, Any]:
 
     manifest["versions"] = _versions()
     manifest["finished"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-    atomic_write_json(mpath, manifest)
+    write_finished(results_dir, manifest)
     if prog.exists():
         prog.unlink()
     return manifest

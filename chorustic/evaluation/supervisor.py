@@ -28,7 +28,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from chorustic.evaluation.job import JobSpec, manifest_path, progress_path, clear_job_outputs
+from chorustic.evaluation.job import (
+    MANIFEST_FORMAT,
+    JobFailed,
+    JobSpec,
+    clear_job_outputs,
+    finished_manifest,
+    manifest_path,
+    progress_path,
+    write_finished,
+)
 from chorustic.io import atomic_write_json
 
 __all__ = ["run_supervised", "thread_env", "JobInterrupted"]
@@ -136,11 +145,13 @@ def run_supervised(
     deadline = time.monotonic() + runtime_min * 60 if runtime_min else None
     # the worker spec of an earlier attempt that was killed (kill -9 leaves no chance to remove it)
     mpath.parent.mkdir(parents=True, exist_ok=True)
-    for stale in mpath.parent.glob(f".{spec.dataset}.*.spec.json"):
+    for stale in [*mpath.parent.glob(f".{spec.dataset}.*.spec.json"),
+                  *mpath.parent.glob(f".{spec.dataset}.*.spec.json.error")]:
         stale.unlink(missing_ok=True)
     fd, spec_file = tempfile.mkstemp(prefix=f".{spec.dataset}.", suffix=".spec.json", dir=mpath.parent)
     os.close(fd)
     Path(spec_file).write_text(json.dumps(spec.__dict__))
+    error_file = Path(spec_file + ".error")  # the worker's reason when it fails outside a context
     env = thread_env(threads)
     parent = os.getppid()
     stop: list[int] = []
@@ -176,25 +187,34 @@ def run_supervised(
                 if reason is not None:
                     _kill_tree(proc)
                     break
-            if reason is None and proc.returncode == 0 and mpath.exists():
-                return json.loads(mpath.read_text())
+            done = finished_manifest(results_dir, spec.method, spec.dataset)
+            if reason is None and proc.returncode == 0 and done is not None:
+                return json.loads(done.read_text())
             if reason is None and proc.returncode in (-signal.SIGTERM, -signal.SIGINT):
                 # Terminated from outside (not by us, not by the OOM killer's SIGKILL): the run is being stopped.
                 raise JobInterrupted(f"{spec.method}/{spec.dataset}: worker terminated by "
                                      f"{signal.Signals(-proc.returncode).name}; nothing recorded")
+            job_level_error = reason is None and proc.returncode > 0
             if reason is None:
                 reason = _describe_exit(proc.returncode)
+                if error_file.is_file():  # the worker's own reason (a bad parameter, unreadable data ...)
+                    reason = error_file.read_text(encoding="utf-8").strip() or reason
+                    error_file.unlink(missing_ok=True)
                 if spec.fail_fast:
                     raise RuntimeError(f"{spec.method}/{spec.dataset}: {reason} (fail_fast is set)")
-            job_level_error = reason.startswith("worker process exited with code")
             state = json.loads(prog.read_text()) if prog.exists() else None
             if state is None:
                 # The worker died before finishing its first context (or before loading the data).
-                state = {"format": "chorustic-run/1", "method": spec.method, "plugin": spec.plugin,
+                state = {"format": MANIFEST_FORMAT, "method": spec.method, "plugin": spec.plugin,
                          "display_name": spec.display_name, "dataset": spec.dataset, "archive": spec.archive,
-                         "params": spec.params, "runs": []}
+                         "params": spec.params, "fingerprint": json.loads(spec.fingerprint) if spec.fingerprint
+                         else None, "runs": []}
             recorded = {(r["protocol"], r["seed"]) for r in state["runs"]}
-            pending = _pending_contexts(spec, recorded)
+            try:
+                pending = _pending_contexts(spec, recorded)
+            except (OSError, ValueError, KeyError, TypeError) as exc:  # no contexts to record outcomes for
+                raise JobFailed(f"{spec.method}/{spec.dataset}: {reason} (and the context file "
+                                f"{spec.contexts_file} cannot be read: {type(exc).__name__}); nothing recorded") from None
             log(f"[{spec.method}/{spec.dataset}] {reason}; {len(pending)} context(s) not finished")
             if not pending:
                 break
@@ -218,11 +238,12 @@ def run_supervised(
         state = json.loads(prog.read_text())
         state.setdefault("finished", None)
         state["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-        atomic_write_json(mpath, state)
+        write_finished(results_dir, state)
         prog.unlink()
         return state
     finally:
         Path(spec_file).unlink(missing_ok=True)
+        error_file.unlink(missing_ok=True)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
 

@@ -22,7 +22,17 @@ def main(argv: list[str] | None = None) -> int:
         torch.set_num_threads(max(1, int(spec.n_jobs)))
     except ImportError:  # pragma: no cover
         pass
-    run_job(spec, resume=args.resume)
+    try:
+        run_job(spec, resume=args.resume)
+    except Exception as exc:  # outside one context: the supervisor records this reason for every context left
+        import traceback
+
+        from chorustic.evaluation.job import _format_error
+
+        traceback.print_exc()
+        with open(args.spec + ".error", "w", encoding="utf-8") as fh:
+            fh.write(_format_error(exc))
+        return 1
     return 0
 
 

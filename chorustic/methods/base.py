@@ -106,6 +106,11 @@ class Method(abc.ABC):
     #: Snakemake terms; the config may override them per method. ``runtime`` is in minutes, ``gpu``
     #: the number of GPUs the job wants (0 = CPU).
     resources: ClassVar[dict[str, Any]] = {"threads": 1, "mem_mb": 4000, "runtime": 60, "gpu": 0}
+    #: Importable modules or packages whose source is part of the method besides its plugin file, the
+    #: classes it derives from and the ``chorustic`` modules it imports at module level (those are found
+    #: automatically): e.g. ``("chorustic.model",)`` for a plugin that imports its model lazily. A change
+    #: to any of them re-runs the method's evaluations (see :mod:`chorustic.evaluation.integrity`).
+    code: ClassVar[tuple[str, ...]] = ()
 
     def params(self, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
         """Default parameters updated with ``overrides`` (unknown keys are an error)."""

@@ -23,9 +23,14 @@ import sys
 import traceback
 from pathlib import Path
 
+from chorustic.errors import UnknownMethodError, did_you_mean
 from chorustic.methods.base import Method, ReportedMethod
 
-__all__ = ["register", "discover", "default_plugin_dir", "Discovery"]
+__all__ = ["register", "discover", "default_plugin_dir", "Discovery", "PluginLoadError"]
+
+
+class PluginLoadError(RuntimeError):
+    """The plugin file of a requested method failed to import (the message has the reason and the fix)."""
 
 _REGISTERED: dict[str, type] = {}
 
@@ -66,11 +71,19 @@ class Discovery:
         try:
             return self.methods[name]
         except KeyError:
+            for file, tb in self.broken.items():
+                if Path(file).stem == name:
+                    last = tb.strip().splitlines()[-1] if tb.strip() else "unknown error"
+                    raise PluginLoadError(
+                        f"the plugin file {file} of method {name!r} failed to import: {last}. Fix the file or install "
+                        "what it needs (`chorustic methods` shows the full traceback)."
+                    ) from None
             hint = ""
             if self.broken:
                 hint = f" (plugin files that failed to load: {', '.join(sorted(self.broken))})"
-            raise KeyError(
-                f"unknown method {name!r}; known methods: {', '.join(sorted(self.methods))}{hint}"
+            raise UnknownMethodError(
+                f"unknown method {name!r}.{did_you_mean(name, self.methods)} "
+                f"Known methods: {', '.join(sorted(self.methods))}{hint}"
             ) from None
 
 

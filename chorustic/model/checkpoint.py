@@ -236,6 +236,24 @@ def resolve_checkpoint(
         ) from exc
 
 
+def _check_safetensors_readable(path: Path) -> None:
+    """A damaged ``.safetensors`` file (random bytes, truncated) is an error naming the file and the fix."""
+    from safetensors import safe_open
+
+    from chorustic.model.official import CheckpointError
+
+    try:
+        with safe_open(str(path), "pt") as f:
+            f.metadata()
+    except Exception as exc:  # SafetensorError and friends: the header cannot be read
+        size = path.stat().st_size if path.exists() else 0
+        raise CheckpointError(
+            f"the checkpoint {path} ({size} bytes) is not a readable safetensors file ({exc}): it is damaged or "
+            "truncated. Replace it: copy it again from where it came from, or delete it and re-run its pretrain "
+            "step (`snakemake` re-makes a pretrained checkpoint that is missing)."
+        ) from None
+
+
 def load_model(
     spec: str | os.PathLike,
     hparams_json: str | os.PathLike | dict | None = None,
@@ -245,6 +263,8 @@ def load_model(
     from chorustic.model.official import load_official_checkpoint
 
     path = resolve_checkpoint(spec)
+    if path.suffix == ".safetensors":
+        _check_safetensors_readable(path)
     if path.suffix == ".safetensors" and is_chorustic_checkpoint(path):
         model = load_checkpoint(path, map_location=map_location)
     else:

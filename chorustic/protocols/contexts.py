@@ -77,8 +77,11 @@ def context_specs(protocols: dict[str, Any] | None = None) -> list[ContextSpec]:
 
 
 def build_contexts(
-    y_train: np.ndarray, *, dataset: str, archive: str, protocols: dict[str, Any] | None = None
+    y_train: np.ndarray, *, dataset: str, archive: str, protocols: dict[str, Any] | None = None,
+    class_labels: Any = None,
 ) -> dict[str, Any]:
+    """Every protocol's context of one dataset; ``class_labels`` (the dataset's labels of the encoded
+    classes) name the classes in ineligibility reasons."""
     protocols = DEFAULT_PROTOCOLS if protocols is None else protocols
     y_train = np.asarray(y_train, dtype=np.int64)
     contexts = []
@@ -89,7 +92,7 @@ def build_contexts(
             if spec.family == "full":
                 idx = full_context(y_train)
             elif spec.family == "fixed_shot":
-                idx = fixed_shot_context(y_train, spec.budget, spec.seed)
+                idx = fixed_shot_context(y_train, spec.budget, spec.seed, class_labels)
             else:
                 idx = proportional_context(y_train, spec.budget, spec.seed)
         except Ineligible as exc:
@@ -121,7 +124,8 @@ def read_contexts(path: str | os.PathLike, y_train: np.ndarray | None = None) ->
     try:
         doc = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
-        raise ValueError(f"cannot read context file {path}: {exc}; re-create it with `chorustic contexts`") from exc
+        raise ValueError(f"cannot read context file {path} ({type(exc).__name__}: {exc}); it was truncated or edited: "
+                         "delete it and run `snakemake` again (or `chorustic contexts`) to re-create it") from None
     if doc.get("format") != FORMAT:
         raise ValueError(f"context file {path} has format {doc.get('format')!r}, expected {FORMAT!r}")
     if y_train is not None and doc["train_labels_sha256"] != labels_sha256(y_train):

@@ -26,6 +26,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+# The table's vocabulary has one home: the aggregate step that writes it.
+from chorustic.evaluation.aggregate import OPTIONAL_COLUMNS, REQUIRED_COLUMNS, checksum_path
+from chorustic.evaluation.job import RUN_STATUSES as STATUSES
+
 __all__ = [
     "REQUIRED_COLUMNS",
     "STATUSES",
@@ -40,32 +44,6 @@ __all__ = [
     "build_matrices",
 ]
 
-REQUIRED_COLUMNS = [
-    "method",
-    "display_name",
-    "group",
-    "fits_on_target",
-    "reported",
-    "archive",
-    "dataset",
-    "protocol",
-    "family",
-    "budget",
-    "seed",
-    "status",
-    "accuracy",
-]
-OPTIONAL_COLUMNS = [
-    "n_context",
-    "n_test",
-    "n_classes",
-    "fit_time_s",
-    "predict_time_s",
-    "peak_memory_mb",
-    "error",
-    "result_file",
-]
-STATUSES = ("ok", "failed", "ineligible", "reported")
 FAMILIES = ("full", "fixed_shot", "proportional")
 #: Archive order of every report (the paper's Table 1 is UEA, Table 2 UCR).
 ARCHIVES = ("UEA", "UCR")
@@ -189,11 +167,29 @@ def load_accuracies(path: str | Path) -> pd.DataFrame:
             f"{path} not found: run the benchmark first (`snakemake --cores all`, or the demo profile), "
             "whose aggregate step writes results/accuracies.csv"
         )
+    _check_checksum(path)
     try:
         df = pd.read_csv(path, dtype={"seed": str, "budget": str, "error": str}, keep_default_na=True)
     except Exception as exc:  # pandas' parser errors are informative; name the file
         raise ResultsError(f"{path}: cannot be read as CSV ({exc})") from exc
     return validate_accuracies(df, source=str(path))
+
+
+def _check_checksum(path: Path) -> None:
+    """The aggregate step writes ``accuracies.csv.sha256`` with the table; a table that no longer matches it
+    was truncated or edited afterwards and is refused (a table without one, e.g. hand-made, is read as is)."""
+    from chorustic.io import sha256_file
+
+    sums = checksum_path(path)
+    if not sums.is_file():
+        return
+    expected = sums.read_text(encoding="utf-8").split()[0] if sums.read_text(encoding="utf-8").split() else ""
+    if sha256_file(path) != expected:
+        raise ResultsError(
+            f"{path} does not match the checksum the aggregate step wrote with it ({sums.name}): it was truncated or "
+            f"edited afterwards, so its rows cannot be trusted. Re-make it: delete {path} and run `snakemake` again "
+            f"(or `chorustic aggregate`). If you edited it on purpose, delete {sums} too."
+        )
 
 
 def method_metadata(df: pd.DataFrame, source: str = "accuracies.csv") -> pd.DataFrame:

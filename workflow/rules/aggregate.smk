@@ -1,9 +1,11 @@
 rule aggregate:
-    """Collect every run manifest of this profile into results/accuracies.csv (one row per run)."""
+    """Collect every run manifest of this profile into results/accuracies.csv (one row per run), after
+    verifying each prediction file against the checksum its manifest recorded."""
     input:
         MANIFESTS,
     output:
         ACCURACIES,
+        f"{ACCURACIES}.sha256",
     conda:
         "../envs/chorustic.yaml"
     log:

@@ -3,9 +3,11 @@ import json
 from pathlib import Path
 
 from chorustic import config as cc
+from chorustic.evaluation.integrity import set_aside_damaged
+from chorustic.evaluation.snakemake_glue import fingerprints
 from chorustic.methods import discover
 
-cc.validate_config(config)
+cc.validate_config(config)  # a mistake in the config stops here with one message naming the key
 
 PATHS = config["paths"]
 DATA_DIR = PATHS["data_dir"]
@@ -18,22 +20,33 @@ MODELS = PATHS["models_dir"]
 DATASETS = cc.dataset_names(config)
 
 _DISCOVERY = discover()
+# An unknown plugin name or a parameter the plugin does not accept stops here (one message naming the
+# key); the runs of a plugin file that fails to import are scheduled and fail with the import error.
+for _m, _why in cc.check_methods(config, _DISCOVERY).items():
+    logger.warning(f"chorustic: method run {_m!r}: {_why}; its jobs will fail with this reason")
 for _file, _tb in sorted(_DISCOVERY.broken.items()):
-    logger.warning(f"chorustic: plugin file baselines/{_file} failed to load and is skipped:\n{_tb}")
+    logger.warning(f"chorustic: plugin file baselines/{_file} failed to load:\n{_tb}")
 
-METHODS = []
-for _m in cc.evaluated_methods(config):
-    _plugin = cc.method_entry(config, _m)["plugin"]
-    if _plugin in _DISCOVERY.methods:
-        METHODS.append(_m)
-    else:
-        logger.warning(f"chorustic: method run {_m!r} skipped: plugin {_plugin!r} is not available "
-                       f"(see `chorustic methods`)")
-
-EVAL_JOBS = [(m, d) for m in METHODS for d in cc.method_datasets(config, m, DATASETS)]
+METHODS = cc.evaluated_methods(config)
+EVAL_JOBS = cc.evaluation_jobs(config)
+# The method runs' parameters and code (a params: of the evaluate rule; a change re-runs its jobs).
+FINGERPRINTS = fingerprints(config, _DISCOVERY)
+_LOCK = cc.lock_file(config)
+# Where the data lock file is does not change any data: a shell argument, not a params (no re-run).
+DATA_LOCK_ARG = f"--lock-file {_LOCK}" if _LOCK else ""
 MANIFESTS = [f"{RESULTS}/runs/{m}/{d}.json" for m, d in EVAL_JOBS]
 ACCURACIES = f"{RESULTS}/accuracies.csv"
 REPORT_INDEX = f"{REPORTS}/README.md"
+SOURCE_RECORD = f"{CACHE_DIR}/sources/{{dataset}}.json"  # the download rule's output (never the data files)
+SOURCES = [SOURCE_RECORD.format(dataset=d) for d in DATASETS]
+
+# A finished result that is damaged (a prediction file missing, truncated or edited, a manifest
+# unreadable, a dataset file edited after it was recorded, accuracies.csv changed after it was written)
+# is set aside here, so Snakemake sees it missing and re-makes exactly that job and what depends on it.
+if workflow.is_main_process:
+    _contexts = [f"{RESULTS}/contexts/{d}.json" for d in DATASETS]
+    for _msg in set_aside_damaged(MANIFESTS, SOURCES, [ACCURACIES], _contexts):
+        logger.warning(f"chorustic: {_msg}")
 
 
 wildcard_constraints:

@@ -6,10 +6,12 @@ rule contexts:
         f"{RESULTS}/contexts/{{dataset}}.json",
     params:
         protocols=json.dumps(config["protocols"]),
+        # accepting modified files changes what is accepted and recorded: a change re-runs the step
+        allow=lambda w: "--allow-modified-data" if cc.allow_modified_data(config, w.dataset) else "",
     conda:
         "../envs/chorustic.yaml"
     log:
         f"{LOGS}/contexts/{{dataset}}.log",
     shell:
         "chorustic contexts {wildcards.dataset} --data-dir {DATA_DIR} --cache-dir {CACHE_DIR} "
-        "--protocols '{params.protocols}' --out {output} > {log} 2>&1"
+        "--protocols '{params.protocols}' {DATA_LOCK_ARG} {params.allow} --out {output} > {log} 2>&1"

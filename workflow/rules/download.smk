@@ -1,8 +1,13 @@
 rule download:
-    """Fetch one dataset in the official layout (local copy, aeon wheel, or download with checksums)."""
+    """Provide one dataset in the official layout (local copy, aeon wheel, or download with checksums).
+
+    The output is a record of where the dataset's files are and their checksums, never the files: a
+    rule's outputs are deleted by Snakemake before it runs, and a user's data is never deleted. An
+    edited, replaced or removed file sets the record aside when the DAG is built (common.smk), which
+    re-runs this rule and everything made from the dataset.
+    """
     output:
-        train=f"{DATA_DIR}/{{dataset}}/{{dataset}}_TRAIN.ts",
-        test=f"{DATA_DIR}/{{dataset}}/{{dataset}}_TEST.ts",
+        SOURCE_RECORD,
     params:
         offline="--offline" if config["data"]["offline"] else "",
         mirrors=" ".join(f"--mirror {m}" for m in config["data"].get("mirrors") or []),
@@ -15,5 +20,5 @@ rule download:
     resources:
         downloads=1,
     shell:
-        "chorustic download {wildcards.dataset} --data-dir {DATA_DIR} {params.offline} "
-        "{params.mirrors} --no-progress > {log} 2>&1"
+        "chorustic download {wildcards.dataset} --data-dir {DATA_DIR} {params.offline} {DATA_LOCK_ARG} "
+        "{params.mirrors} --no-progress --record {output} > {log} 2>&1"

@@ -6,6 +6,10 @@ rule evaluate:
         checkpoint=method_checkpoint_inputs,
     output:
         f"{RESULTS}/runs/{{method}}/{{dataset}}.json",
+    params:
+        # Snakemake's params trigger re-runs the job when the method's parameters or code change (a
+        # damaged manifest or prediction file is set aside when the DAG is built: common.smk).
+        fingerprint=lambda w: FINGERPRINTS[w.method],
     conda:
         lambda w: method_conda_env(w.method)
     log:

@@ -4,6 +4,9 @@ rule preprocess:
         rules.download.output,
     output:
         f"{CACHE_DIR}/summaries/{{dataset}}.json",
+    params:
+        # accepting modified files changes what is accepted and recorded: a change re-runs the step
+        allow=lambda w: "--allow-modified-data" if cc.allow_modified_data(config, w.dataset) else "",
     conda:
         "../envs/chorustic.yaml"
     log:
@@ -12,4 +15,4 @@ rule preprocess:
         f"{LOGS}/benchmarks/preprocess/{{dataset}}.tsv"
     shell:
         "chorustic preprocess {wildcards.dataset} --data-dir {DATA_DIR} --cache-dir {CACHE_DIR} "
-        "--offline --no-progress --json {output} > {log} 2>&1"
+        "--offline --no-progress {DATA_LOCK_ARG} {params.allow} --json {output} > {log} 2>&1"

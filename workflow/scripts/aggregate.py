@@ -1,8 +1,4 @@
-"""Snakemake script of the aggregate rule: thin glue around chorustic.evaluation."""
-import sys
+"""Snakemake script of the aggregate rule: thin glue (log and exit status: run_script)."""
+from chorustic.evaluation.snakemake_glue import aggregate_from_snakemake, run_script
 
-from chorustic.evaluation.snakemake_glue import aggregate_from_snakemake
-
-with open(snakemake.log[0], "w") as _log:  # noqa: F821 (injected by Snakemake)
-    sys.stderr = sys.stdout = _log
-    aggregate_from_snakemake(snakemake)  # noqa: F821
+run_script(snakemake, aggregate_from_snakemake)  # noqa: F821 (injected by Snakemake)

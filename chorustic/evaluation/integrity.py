@@ -1,0 +1,295 @@
+"""When a finished result counts as finished: its fingerprint and the checksums of its files.
+
+* The **fingerprint** of a method run (:func:`run_fingerprint`) is its plugin, its complete parameters
+  (the plugin's defaults merged with the config's) and a SHA-256 over the method's code: the plugin
+  file, the files of the classes it derives from and of the ``chorustic``/plugin modules it imports at
+  module level, and the modules it declares in ``Method.code``. The workflow passes it as a ``params:``
+  of the evaluate rule, so Snakemake's own params trigger re-runs exactly the jobs whose parameters
+  or method code changed; it is also recorded in every manifest.
+* Every prediction file a manifest lists is recorded with its SHA-256, size and modification time
+  (:func:`file_record`); the download rule's record lists the dataset's files the same way
+  (:func:`source_record`). When the workflow builds its DAG, :func:`set_aside_damaged` checks every
+  finished result (a missing, truncated or edited prediction file, an unreadable manifest, a dataset
+  file edited after it was recorded, an ``accuracies.csv`` that no longer matches its checksum, an
+  unreadable context file) and
+  moves the harness's own record of it aside (``<name>.damaged``), so Snakemake sees that output
+  missing and re-makes exactly that job (and what depends on it). The user's files are never moved.
+  Aggregation verifies the full checksums again (:func:`verify_result_file`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import inspect
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from chorustic.io import sha256_file
+
+__all__ = [
+    "method_code_files",
+    "run_fingerprint",
+    "file_record",
+    "verify_result_file",
+    "manifest_problem",
+    "source_record",
+    "source_problem",
+    "table_problem",
+    "contexts_problem",
+    "set_aside",
+    "set_aside_damaged",
+]
+
+#: Harness modules every plugin uses for its declaration only (not for computing results).
+_DECLARATION_MODULES = {"chorustic.methods", "chorustic.methods.base", "chorustic.methods.registry"}
+
+
+def _module_files(name: str) -> list[Path]:
+    """Source files of an importable module, or of every module of a package."""
+    mod = sys.modules.get(name)
+    origin = getattr(mod, "__file__", None) if mod is not None else None
+    if origin is None:
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            return []
+        if spec is None:
+            return []
+        if spec.submodule_search_locations:
+            return sorted(p for d in spec.submodule_search_locations for p in Path(d).rglob("*.py"))
+        origin = spec.origin
+    if origin is None or not origin.endswith(".py"):
+        return []
+    path = Path(origin)
+    if path.name == "__init__.py":
+        return sorted(path.parent.rglob("*.py"))
+    return [path]
+
+
+def method_code_files(method: Any, plugin_file: str | os.PathLike | None = None) -> list[Path]:
+    """The source files whose content determines ``method``'s results (see the module docstring)."""
+    files: set[Path] = set()
+    if plugin_file is not None:
+        files.add(Path(plugin_file).resolve())
+    cls = type(method)
+    for base in cls.__mro__:
+        mod = getattr(base, "__module__", "") or ""
+        if mod in _DECLARATION_MODULES or mod.startswith(("builtins", "abc")):
+            continue
+        try:
+            src = inspect.getsourcefile(base)
+        except TypeError:
+            src = None
+        if src:
+            files.add(Path(src).resolve())
+    module = sys.modules.get(cls.__module__)
+    for value in vars(module).values() if module is not None else ():
+        name = value.__name__ if inspect.ismodule(value) else getattr(value, "__module__", None)
+        if not isinstance(name, str) or not name.startswith(("chorustic.", "chorustic_plugins.")):
+            continue
+        if name in _DECLARATION_MODULES:
+            continue
+        if inspect.ismodule(value):
+            files.update(p.resolve() for p in _module_files(name))
+        else:
+            owner = sys.modules.get(name)
+            if getattr(owner, "__file__", None):
+                files.add(Path(owner.__file__).resolve())
+    for name in getattr(method, "code", ()) or ():
+        files.update(p.resolve() for p in _module_files(name))
+    return sorted(files)
+
+
+def _code_sha256(files: list[Path]) -> str:
+    h = hashlib.sha256()
+    root = Path(__file__).resolve().parents[2]
+    for f in files:
+        try:
+            rel = f.relative_to(root).as_posix()
+        except ValueError:
+            rel = f.name
+        h.update(rel.encode() + b"\0" + sha256_file(f).encode() + b"\n")
+    return h.hexdigest()
+
+
+def run_fingerprint(cfg: dict, run: str, discovery=None) -> str:
+    """The fingerprint of method run ``run`` as one canonical JSON string (a ``params:`` value)."""
+    from chorustic import config as cc
+    from chorustic.methods import default_plugin_dir, discover
+
+    disc = discovery if discovery is not None else discover()
+    entry = cc.method_entry(cfg, run)
+    params = cc.resolved_params(cfg, run)
+    method = disc.methods.get(entry["plugin"])
+    if method is not None:
+        params = method.params(params)
+        source = disc.sources.get(entry["plugin"])
+        files = method_code_files(method, default_plugin_dir() / source if source else None)
+    else:  # a plugin file that fails to import: its own text is the method's code
+        broken = default_plugin_dir() / f"{entry['plugin']}.py"
+        files = [broken] if broken.is_file() else []
+    doc = {"plugin": entry["plugin"], "params": params, "code_sha256": _code_sha256(files)}
+    return json.dumps(doc, sort_keys=True, default=str, separators=(",", ":"))
+
+
+def file_record(path: str | os.PathLike) -> dict[str, Any]:
+    """SHA-256, size and modification time of a finished result file (stored in its manifest)."""
+    st = os.stat(path)
+    return {"sha256": sha256_file(path), "bytes": st.st_size, "mtime_ns": st.st_mtime_ns}
+
+
+def verify_result_file(
+    run: dict[str, Any], *, full: bool = True, base: str | os.PathLike | None = None
+) -> str | None:
+    """``None`` when the prediction file of an ``ok`` run is as its manifest recorded it, else what is wrong.
+
+    ``full=False`` trusts an unchanged size and modification time (cheap, for building the DAG) and
+    hashes only files whose size or time changed; ``full=True`` always compares the SHA-256.
+    """
+    rel = run.get("result_file")
+    if not rel:
+        return "no prediction file is recorded for this ok run"
+    path = Path(rel) if base is None or Path(rel).is_absolute() else Path(base) / rel
+    try:
+        st = os.stat(path)
+    except OSError:
+        return f"the prediction file {path} is missing"
+    rec = run.get("result") or {}
+    if not rec:
+        return None  # a manifest of an older harness: nothing recorded to compare with
+    if st.st_size != rec.get("bytes"):
+        return (
+            f"the prediction file {path} has {st.st_size} bytes, its manifest recorded {rec.get('bytes')} "
+            "(truncated or changed after it was written)"
+        )
+    if not full and st.st_mtime_ns == rec.get("mtime_ns"):
+        return None
+    if sha256_file(path) != rec.get("sha256"):
+        return f"the prediction file {path} does not match the SHA-256 its manifest recorded (changed after it was written)"
+    return None
+
+
+def manifest_problem(path: str | os.PathLike, *, full: bool = False) -> str | None:
+    """``None`` when the finished manifest ``path`` and every prediction file it lists are intact."""
+    path = Path(path)
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return f"the run manifest {path} is unreadable ({type(exc).__name__}: {exc})"
+    if not isinstance(doc, dict) or not isinstance(doc.get("runs"), list):
+        return f"the run manifest {path} is not a chorustic run manifest"
+    for run in doc["runs"]:
+        if isinstance(run, dict) and run.get("status") == "ok":
+            problem = verify_result_file(run, full=full)
+            if problem:
+                return problem
+    return None
+
+
+def set_aside(path: str | os.PathLike) -> Path:
+    """Move a damaged file of the harness to ``<name>.damaged`` (kept for inspection, replacing an older one)."""
+    path = Path(path)
+    dest = path.with_name(path.name + ".damaged")
+    os.replace(path, dest)
+    return dest
+
+
+def source_record(dataset: str, files: list[Path]) -> dict[str, Any]:
+    """What the download rule writes: where the dataset's files are, with their checksums."""
+    return {"dataset": dataset, "files": {str(p): file_record(p) for p in files}}
+
+
+def _changed(path: Path, rec: dict[str, Any]) -> str | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return f"{path} was removed"
+    if st.st_size == rec.get("bytes") and st.st_mtime_ns == rec.get("mtime_ns"):
+        return None
+    if st.st_size != rec.get("bytes") or sha256_file(path) != rec.get("sha256"):
+        return f"{path} changed"
+    return None
+
+
+def source_problem(path: str | os.PathLike) -> str | None:
+    """``None`` when every dataset file the download rule's record ``path`` lists is unchanged."""
+    path = Path(path)
+    try:
+        files = json.loads(path.read_text(encoding="utf-8"))["files"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return f"the record {path} is unreadable ({type(exc).__name__})"
+    for name, rec in sorted(files.items()):
+        why = _changed(Path(name), rec if isinstance(rec, dict) else {})
+        if why:
+            return why
+    return None
+
+
+def table_problem(path: str | os.PathLike) -> str | None:
+    """``None`` when ``accuracies.csv`` matches the checksum the aggregate step wrote with it."""
+    from chorustic.evaluation.aggregate import checksum_path
+
+    path, sums = Path(path), checksum_path(path)
+    if not path.exists() or not sums.exists():
+        return None
+    words = sums.read_text(encoding="utf-8").split()
+    if not words or sha256_file(path) != words[0]:
+        return f"{path} does not match its checksum file {sums.name} (truncated or edited)"
+    return None
+
+
+def contexts_problem(path: str | os.PathLike) -> str | None:
+    """``None`` when a context file can be read (it is written atomically; damage comes from outside)."""
+    from chorustic.protocols.contexts import FORMAT
+
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+        if doc.get("format") != FORMAT or not isinstance(doc.get("contexts"), list):
+            return f"the context file {path} is not a chorustic context file"
+    except (OSError, UnicodeDecodeError, ValueError, AttributeError) as exc:
+        return f"the context file {path} is unreadable ({type(exc).__name__})"
+    return None
+
+
+def set_aside_damaged(
+    manifests: list[str], sources: list[str], tables: list[str], contexts: list[str] = ()
+) -> list[str]:
+    """Check every finished result (see the module docstring); move the damaged ones' records aside.
+
+    Returns one message per result moved aside. Cheap when nothing changed: files whose size and
+    modification time are as recorded are not hashed.
+    """
+    from chorustic.evaluation.aggregate import checksum_path
+
+    messages = []
+    for path in manifests:
+        if Path(path).exists():
+            problem = manifest_problem(path, full=False)
+            if problem:
+                moved = set_aside(path)
+                messages.append(
+                    f"{problem}: the result is re-made ({Path(path).name} moved aside to {moved.name})"
+                )
+    for path in sources:
+        if Path(path).exists():
+            problem = source_problem(path)
+            if problem:
+                set_aside(path)
+                messages.append(f"{problem}: the dataset is read again and everything made from it re-made")
+    for path in contexts:
+        if Path(path).exists():
+            problem = contexts_problem(path)
+            if problem:
+                set_aside(path)
+                messages.append(f"{problem}: it is re-made when a job needs it")
+    for path in tables:
+        problem = table_problem(path)
+        if problem:
+            moved = set_aside(path)
+            set_aside(checksum_path(path))
+            messages.append(f"{problem}: it is re-made ({moved.name} kept)")
+    return messages

@@ -1,0 +1,206 @@
+"""Fault table, configuration side: mistakes in a config file or on the command line, through the real CLI.
+
+Each row: the mistake, the config override (merged over the demo profile) or arguments that inject it,
+and what the user gets: exit status 2, one message naming the key and the fix (the closest names where
+there are some), no traceback, and nothing run. The workflow stops on the same checks when it builds
+its DAG (tests/test_faults_workflow.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+import yaml
+
+from chorustic.cli import main
+
+REPO = Path(__file__).resolve().parents[1]
+DEMO = str(REPO / "config" / "demo.yaml")
+
+
+@dataclasses.dataclass
+class ConfigFault:
+    id: str
+    fault: str
+    override: dict | str | None
+    """Merged over config/demo.yaml (a str: the raw text of the override file)."""
+    says: tuple[str, ...]
+    method: str = "minirocket"
+    dataset: str = "GunPoint"
+    exit: int = 2
+
+
+FAULTS = [
+    ConfigFault(
+        "C01",
+        "a misspelled plugin name",
+        {"methods": {"minirocket": {"plugin": "minirockt"}}},
+        ("methods.minirocket.plugin", "'minirockt'", "Did you mean 'minirocket'"),
+    ),
+    ConfigFault(
+        "C02",
+        "a misspelled method parameter",
+        {"methods": {"minirocket": {"plugin": "minirocket", "params": {"n_kernel": 500}}}},
+        ("methods.minirocket.params", "'n_kernel'", "known parameters", "Did you mean 'n_kernels'"),
+    ),
+    ConfigFault(
+        "C03",
+        "a misspelled dataset in exclude",
+        {"datasets": {"exclude": ["GunPont"]}},
+        ("datasets.exclude", "'GunPont'", "Did you mean 'GunPoint'"),
+    ),
+    ConfigFault(
+        "C04",
+        "a dataset listed twice in include",
+        {"datasets": {"include": ["GunPoint", "GunPoint", "ArrowHead"]}},
+        ("datasets.include", "'GunPoint' more than once"),
+    ),
+    ConfigFault(
+        "C05",
+        "a method run listed twice in evaluate",
+        {"evaluate": ["minirocket", "quant", "minirocket"]},
+        ("`evaluate`", "'minirocket' more than once"),
+    ),
+    ConfigFault(
+        "C06", "an unknown top-level key (typo)", {"evalute": ["minirocket"]}, ("'evalute' was unexpected",)
+    ),
+    ConfigFault(
+        "C07", "a value of the wrong type", {"data": {"offline": "yes"}}, ("data/offline", "boolean")
+    ),
+    ConfigFault(
+        "C08",
+        "an included dataset outside the selected archives",
+        {"datasets": {"archives": ["UCR"], "include": ["GunPoint", "BasicMotions"]}},
+        ("'BasicMotions', a UEA dataset", "datasets.archives"),
+    ),
+    ConfigFault(
+        "C09",
+        "a method restricted to a protocol the settings do not produce",
+        {"methods": {"minirocket": {"plugin": "minirocket", "protocols": ["fixed3"]}}},
+        ("methods.minirocket.protocols", "fixed3", "they produce"),
+    ),
+    ConfigFault(
+        "C10",
+        "an unknown method run on the command line",
+        None,
+        ("'minirockt'", "Did you mean 'minirocket'"),
+        method="minirockt",
+    ),
+    ConfigFault(
+        "C11", "a config file that is not YAML", "evaluate: [minirocket\n  - :", ("cannot read config file",)
+    ),
+    ConfigFault(
+        "C12",
+        "a method run in evaluate that `methods` lacks",
+        {"evaluate": ["minirocket", "quantt"]},
+        ("'quantt'", "Did you mean 'quant'"),
+    ),
+    ConfigFault(
+        "C13",
+        "a reference method that is not evaluated",
+        {"reports": {"reference_method": "tabicl"}},
+        ("reports.reference_method", "'tabicl'"),
+    ),
+    ConfigFault(
+        "C14",
+        "every included dataset excluded",
+        {"datasets": {"include": ["GunPoint"], "exclude": ["GunPoint"]}},
+        ("select no dataset",),
+    ),
+    ConfigFault(
+        "C15",
+        "allow_modified_data of the wrong type",
+        {"data": {"allow_modified_data": "GunPoint"}},
+        ("data/allow_modified_data",),
+    ),
+    ConfigFault(
+        "C16",
+        "an unknown dataset in include",
+        {"datasets": {"include": ["GunPoint", "Gunpoint2"]}},
+        ("datasets.include", "'Gunpoint2'"),
+    ),
+    ConfigFault(
+        "C18",
+        "no method run to evaluate",
+        {"evaluate": [], "reports": {}},
+        ("`evaluate` lists no method run",),
+    ),
+    ConfigFault(
+        "C19",
+        "every protocol switched off",
+        {
+            "protocols": {
+                "full": False,
+                "fixed_shot": {"shots": [], "seeds": [0]},
+                "proportional": {"percents": [], "seeds": [0]},
+            }
+        },
+        ("select no context",),
+    ),
+    ConfigFault(
+        "C20",
+        "a mirror that is not a URL",
+        {"data": {"mirrors": ["ftp.example.org/ucr"]}},
+        ("data.mirrors", "not an http(s) URL"),
+    ),
+    ConfigFault(
+        "C21",
+        "two evaluated runs with the same display name",
+        {"methods": {"minirocket": {"plugin": "minirocket", "display_name": "QUANT"}}},
+        ("'minirocket' and 'quant'", "display_name"),
+    ),
+    ConfigFault(
+        "C22",
+        "a protocol seed listed twice",
+        {
+            "protocols": {
+                "full": True,
+                "fixed_shot": {"shots": [5], "seeds": [0, 0]},
+                "proportional": {"percents": [], "seeds": [0]},
+            }
+        },
+        ("protocols", "once"),
+    ),
+    ConfigFault(
+        "C23",
+        "a method restricted to archives none of the selected datasets is in",
+        {
+            "datasets": {"archives": ["UCR"], "include": ["GunPoint"]},
+            "methods": {"quant": {"plugin": "quant", "archives": ["UEA"]}},
+        },
+        ("'quant' (archives ['UEA'])", "no dataset", "remove them from `evaluate`"),
+    ),
+    ConfigFault(
+        "C17",
+        "an unknown dataset on the command line",
+        None,
+        ("'BasicMotion'", "Did you mean 'BasicMotions'"),
+        dataset="BasicMotion",
+    ),
+]
+
+
+@pytest.mark.parametrize("f", FAULTS, ids=[f.id for f in FAULTS])
+def test_config_fault(f: ConfigFault, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    configs = ["--config", DEMO]
+    if f.override is not None:
+        path = tmp_path / "override.yaml"
+        path.write_text(f.override if isinstance(f.override, str) else yaml.safe_dump(f.override))
+        configs += ["--config", str(path)]
+    rc = main(["evaluate", "--method", f.method, "--dataset", f.dataset, *configs])
+    out = capsys.readouterr()
+    text = out.out + out.err
+    assert rc == f.exit, f"{f.id} {f.fault}: exit {rc}\n{text}"
+    for fragment in f.says:
+        assert fragment in text, f"{f.id} {f.fault}: the message lacks {fragment!r}:\n{text}"
+    assert "Traceback" not in text and len(out.err.strip().splitlines()) == 1, text
+    assert not (tmp_path / "results").exists(), f"{f.id}: something ran despite the mistake"
+
+
+def test_a_missing_config_file_is_named(tmp_path, capsys):
+    rc = main(["methods", "--config", str(tmp_path / "nope.yaml"), "--no-check"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "nope.yaml" in err and "Traceback" not in err

@@ -1,0 +1,374 @@
+"""Fault table, workflow side: a real ``snakemake`` run on tiny data, one row per step.
+
+The workdir starts as a user's would: ``GunPoint`` with its TRAIN file but not its TEST file (the
+user's own copy), ``ItalyPowerDemand`` not there yet (it ships inside aeon), three method runs from
+tests/fault_plugins.py (``centroid``; ``flaky``, failing its 5-shot contexts while a file exists;
+``broken``, a plugin file that does not import), protocols full + 5-shot seed 0. Each row injects a
+fault or a fix, runs ``snakemake`` (the same command every time) and checks what the user gets: the
+exit status, exactly which jobs ran, the tables, the user's files and the messages.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Callable
+
+import pandas as pd
+import pytest
+import yaml
+
+from chorustic.data.download import aeon_data_dir
+from chorustic.io import sha256_file
+from fault_plugins import write_plugins
+
+REPO = Path(__file__).resolve().parents[1]
+AEON = aeon_data_dir()
+GP = "data/raw/GunPoint"
+
+CONFIG = {
+    "datasets": {"archives": ["UCR"], "include": ["GunPoint", "ItalyPowerDemand"], "exclude": []},
+    "protocols": {
+        "full": True,
+        "fixed_shot": {"shots": [5], "seeds": [0]},
+        "proportional": {"percents": [], "seeds": [0]},
+    },
+    "evaluate": ["centroid", "flaky", "broken"],
+    "methods": {
+        "centroid": {"plugin": "centroid"},
+        "flaky": {"plugin": "flaky"},
+        "broken": {"plugin": "broken"},
+    },
+    "reports": {"reference_method": "centroid"},
+}
+
+
+def snakemake(wd: Path, *extra: str) -> subprocess.CompletedProcess:
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(REPO / "Snakefile"),
+        "-d",
+        str(wd),
+        "--cores",
+        "2",
+        "--keep-going",
+        "--configfile",
+        str(REPO / "config" / "demo.yaml"),
+        str(wd / "override.yaml"),
+        *extra,
+    ]
+    env = {
+        **os.environ,
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
+        "CHORUSTIC_BASELINES": str(wd / "plugins"),
+        "FLAKY_FAIL": str(wd / "down"),
+    }
+    return subprocess.run(cmd, cwd=wd, capture_output=True, text=True, timeout=600, env=env)
+
+
+def jobs_scheduled(output: str) -> dict[str, int]:
+    if "Job stats:" not in output:
+        return {}
+    stats = output[output.index("Job stats:") :]
+    counts = {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)\s*$", stats, re.M)}
+    counts.pop("total", None)
+    counts.pop("all", None)
+    return counts
+
+
+def table(wd: Path) -> pd.DataFrame:
+    return pd.read_csv(wd / "results" / "accuracies.csv")
+
+
+def rows(wd: Path, method: str, dataset: str) -> pd.DataFrame:
+    df = table(wd)
+    return df[(df.method == method) & (df.dataset == dataset)].set_index("protocol")
+
+
+def set_config(wd: Path, **changes) -> None:
+    cfg = json.loads(json.dumps(CONFIG))
+    cfg.update(changes)
+    (wd / "override.yaml").write_text(yaml.safe_dump(cfg))
+
+
+@dataclasses.dataclass
+class Step:
+    id: str
+    what: str
+    inject: Callable[[Path], None]
+    exit_ok: bool
+    jobs: dict[str, int]
+    """Exactly the jobs this run schedules (rule -> count; Snakemake's "Job stats"). Downstream of a
+    failing job they are scheduled but do not run."""
+    check: Callable[[Path, str], None]
+    """Assertions on the workdir and on snakemake's output (stdout + stderr)."""
+    dry_run: bool = False
+
+
+# -- steps --------------------------------------------------------------------------------------------
+def start(wd: Path) -> None:
+    write_plugins(wd / "plugins")
+    (wd / GP).mkdir(parents=True)
+    shutil.copyfile(AEON / "GunPoint" / "GunPoint_TRAIN.ts", wd / GP / "GunPoint_TRAIN.ts")
+    (wd / "train.sha256").write_text(sha256_file(wd / GP / "GunPoint_TRAIN.ts"))
+    (wd / "down").write_text("")  # flaky's service is down
+    set_config(wd)
+
+
+def check_start(wd: Path, out: str) -> None:
+    # case 1: the user's TRAIN file is untouched, nothing was put next to it
+    assert sha256_file(wd / GP / "GunPoint_TRAIN.ts") == (wd / "train.sha256").read_text()
+    assert sorted(p.name for p in (wd / GP).iterdir()) == ["GunPoint_TRAIN.ts"]
+    # case 5: the tables of everything that worked are written, failures listed with their reasons
+    assert (rows(wd, "centroid", "ItalyPowerDemand").status == "ok").all()
+    flaky = rows(wd, "flaky", "ItalyPowerDemand")
+    assert flaky.loc["full", "status"] == "ok" and flaky.loc["fixed5", "status"] == "failed"
+    assert "service this method needs is down" in flaky.loc["fixed5", "error"]
+    gp = table(wd)[table(wd).dataset == "GunPoint"]
+    assert len(gp) == 6 and (gp.status == "failed").all()
+    assert gp.error.str.contains("GunPoint_TEST.ts").all() and gp.error.str.contains("download").all()
+    broken = rows(wd, "broken", "ItalyPowerDemand")
+    assert (
+        len(broken) == 2
+        and broken.error.str.contains("plugin file broken.py of method .broken. failed to import").all()
+    )
+    assert broken.error.str.contains("No module named 'a_module_that_does_not_exist'").all()
+    assert (wd / "reports" / "README.md").is_file() and (wd / "reports" / "missing_runs.csv").is_file()
+    # one message saying what failed and what to do; each failing job's reason in its own log
+    assert "something failed" in out and "run the same command again" in out
+    log = (wd / "logs" / "evaluate" / "flaky" / "ItalyPowerDemand.log").read_text()
+    assert "FAILED: flaky/ItalyPowerDemand: 1 of 2 runs failed" in log
+    assert "GunPoint_TEST.ts" in (wd / "logs" / "download" / "GunPoint.log").read_text()
+    broken_log = (wd / "logs" / "evaluate" / "broken" / "ItalyPowerDemand.log").read_text()
+    assert "Traceback" in broken_log and "PluginLoadError" in broken_log  # the failing worker's traceback
+    assert not (wd / "results" / "runs" / "flaky" / "ItalyPowerDemand.json").exists()
+
+
+def fix_everything(wd: Path) -> None:
+    shutil.copyfile(AEON / "GunPoint" / "GunPoint_TEST.ts", wd / GP / "GunPoint_TEST.ts")
+    (wd / "down").unlink()
+    set_config(wd, evaluate=["centroid", "flaky"])
+
+
+def check_fixed(wd: Path, out: str) -> None:
+    assert (table(wd).status == "ok").all() and len(table(wd)) == 8
+    assert sha256_file(wd / GP / "GunPoint_TRAIN.ts") == (wd / "train.sha256").read_text()
+    (wd / "table_before.csv").write_bytes((wd / "results" / "accuracies.csv").read_bytes())
+
+
+def no_change(wd: Path) -> None:
+    pass
+
+
+def check_nothing(wd: Path, out: str) -> None:
+    assert "Nothing to be done" in out
+
+
+def change_params(wd: Path) -> None:
+    set_config(
+        wd,
+        evaluate=["centroid", "flaky"],
+        methods={**CONFIG["methods"], "centroid": {"plugin": "centroid", "params": {"shrink": 0.9}}},
+    )
+
+
+def check_params(wd: Path, out: str) -> None:
+    for d in ("GunPoint", "ItalyPowerDemand"):
+        m = json.loads((wd / "results" / "runs" / "centroid" / f"{d}.json").read_text())
+        assert m["params"] == {"shrink": 0.9} and m["fingerprint"]["params"] == {"shrink": 0.9}
+    before = pd.read_csv(wd / "table_before.csv")
+    after = table(wd)
+    assert not after[after.method == "centroid"].accuracy.equals(before[before.method == "centroid"].accuracy)
+
+
+def edit_plugin_code(wd: Path) -> None:
+    p = wd / "plugins" / "flaky.py"
+    p.write_text(p.read_text() + "\n# a change to the method's code\n")
+
+
+def damage_results(wd: Path) -> None:
+    (wd / "results" / "fixed5" / "centroid" / "Predictions" / "GunPoint" / "testResample0.csv").unlink()
+    p = wd / "results" / "full" / "flaky" / "Predictions" / "ItalyPowerDemand" / "testResample0.csv"
+    p.write_text("".join(p.read_text().splitlines(keepends=True)[:100]))  # truncated at a line boundary
+    m = wd / "results" / "runs" / "centroid" / "ItalyPowerDemand.json"
+    m.write_text(m.read_text()[:200])  # a truncated manifest
+    t = wd / "results" / "accuracies.csv"
+    t.write_text(
+        "".join(t.read_text().splitlines(keepends=True)[:3])
+    )  # the table truncated at a line boundary
+    c = wd / "results" / "contexts" / "ItalyPowerDemand.json"
+    c.write_text(c.read_text()[:50])  # a context file damaged: set aside, re-made when a job needs it
+
+
+def check_remade(wd: Path, out: str) -> None:
+    assert (wd / "results" / "accuracies.csv.damaged").is_file() and "is re-made" in out
+    json.loads((wd / "results" / "contexts" / "ItalyPowerDemand.json").read_text())
+    assert (
+        wd / "results" / "fixed5" / "centroid" / "Predictions" / "GunPoint" / "testResample0.csv"
+    ).is_file()
+    assert (table(wd).status == "ok").all() and len(table(wd)) == 8
+    json.loads((wd / "results" / "runs" / "centroid" / "ItalyPowerDemand.json").read_text())
+
+
+def edit_user_data(wd: Path) -> None:
+    p = wd / GP / "GunPoint_TEST.ts"
+    p.write_text(p.read_text().replace("@problemName", "# my note\n@problemName", 1))
+    (wd / "test.sha256").write_text(sha256_file(p))
+
+
+def check_edited(wd: Path, out: str) -> None:
+    assert sha256_file(wd / GP / "GunPoint_TEST.ts") == (wd / "test.sha256").read_text()  # untouched
+    gp = table(wd)[table(wd).dataset == "GunPoint"]
+    assert (gp.status == "failed").all() and gp.error.str.contains("checksum mismatch").all()
+    assert gp.error.str.contains("--update-lock").all()
+    assert (rows(wd, "centroid", "ItalyPowerDemand").status == "ok").all()
+
+
+def typo_in_config(wd: Path) -> None:
+    set_config(
+        wd,
+        evaluate=["centroid", "flaky"],
+        methods={**CONFIG["methods"], "centroid": {"plugin": "centroid", "params": {"shrinc": 0.5}}},
+    )
+
+
+def check_typo(wd: Path, out: str) -> None:
+    assert "methods.centroid.params" in out and "Did you mean 'shrink'" in out
+
+
+def data_settings(wd: Path) -> None:
+    set_config(
+        wd,
+        evaluate=["centroid", "flaky"],
+        data={"offline": True, "lock_file": "locks/data.lock.json", "allow_modified_data": ["GunPoint"]},
+    )
+
+
+def check_data_settings(wd: Path, out: str) -> None:
+    pre = [ln for ln in out.splitlines() if "chorustic preprocess" in ln]
+    assert any(
+        "GunPoint" in ln and "--allow-modified-data" in ln and "--lock-file locks/data.lock.json" in ln
+        for ln in pre
+    ), pre
+    assert all("--allow-modified-data" not in ln for ln in pre if "ItalyPowerDemand" in ln), pre
+    # moving the lock file re-runs nothing (the data did not change); GunPoint's download is still pending from W7
+    assert (
+        "chorustic download ItalyPowerDemand" not in out
+        and "chorustic preprocess ItalyPowerDemand" not in out
+    )
+
+
+STEPS = [
+    Step(
+        "W1",
+        "TEST file missing (user's TRAIN only), a method failing on some contexts, a broken plugin file",
+        start,
+        False,
+        {"download": 2, "preprocess": 2, "contexts": 2, "evaluate": 6, "aggregate": 1, "report": 1},
+        check_start,
+    ),
+    Step(
+        "W2",
+        "the user adds the TEST file, the service is back, the broken method is dropped",
+        fix_everything,
+        True,
+        {"download": 1, "preprocess": 1, "contexts": 1, "evaluate": 3, "aggregate": 1, "report": 1},
+        check_fixed,
+    ),
+    Step("W3", "nothing changed", no_change, True, {}, check_nothing),
+    Step(
+        "W4",
+        "a method's parameters changed",
+        change_params,
+        True,
+        {"evaluate": 2, "aggregate": 1, "report": 1},
+        check_params,
+    ),
+    Step(
+        "W5",
+        "a method's code changed",
+        edit_plugin_code,
+        True,
+        {"evaluate": 2, "aggregate": 1, "report": 1},
+        lambda wd, out: None,
+    ),
+    Step(
+        "W6",
+        "a prediction file deleted, another truncated, a manifest, the table and a context file truncated",
+        damage_results,
+        True,
+        {"contexts": 1, "evaluate": 3, "aggregate": 1, "report": 1},
+        check_remade,
+    ),
+    Step(
+        "W7",
+        "the user edits a data file after its checksum was pinned",
+        edit_user_data,
+        False,
+        {"download": 1, "preprocess": 1, "contexts": 1, "evaluate": 2, "aggregate": 1, "report": 1},
+        check_edited,
+    ),
+    Step(
+        "W8",
+        "a misspelled method parameter in the config",
+        typo_in_config,
+        False,
+        {},
+        check_typo,
+        dry_run=True,
+    ),
+    Step(
+        "W9",
+        "the data lock file moved (for a read-only data folder), GunPoint allowed to differ (dry run)",
+        data_settings,
+        True,
+        {},
+        check_data_settings,
+        dry_run=True,
+    ),
+]
+
+
+@pytest.mark.slow
+def test_workflow_faults(tmp_path):
+    wd = tmp_path
+    for step in STEPS:
+        step.inject(wd)
+        proc = snakemake(wd, *(["-n", "-p"] if step.dry_run else []))
+        out = proc.stdout + proc.stderr
+        where = f"{step.id} ({step.what})"
+        assert (proc.returncode == 0) == step.exit_ok, f"{where}: exit {proc.returncode}\n{out[-5000:]}"
+        if not step.dry_run:
+            ran = jobs_scheduled(out)
+            assert ran == step.jobs, f"{where}: scheduled {ran}, expected exactly {step.jobs}\n{out[-3000:]}"
+        step.check(wd, out)
+
+
+def test_a_failing_script_leaves_its_traceback_in_its_log(tmp_path, capsys):
+    """The workflow's scripts keep stderr on their log until the traceback is written (the `lost sys.stderr`
+    bug: redirecting stderr inside a `with` block closed the log before Python printed the traceback)."""
+    from types import SimpleNamespace
+
+    from chorustic.evaluation.snakemake_glue import run_script
+
+    def crash(smk):
+        print("working ...")
+        json.loads("{ truncated")
+
+    smk = SimpleNamespace(log=[str(tmp_path / "aggregate.log")], rule="aggregate")
+    with pytest.raises(SystemExit) as e:
+        run_script(smk, crash)
+    assert e.value.code == 1
+    log = (tmp_path / "aggregate.log").read_text()
+    assert "working ..." in log and "Traceback (most recent call last)" in log and "JSONDecodeError" in log
+    err = capsys.readouterr().err
+    assert "aggregate" in err and "JSONDecodeError" in err and "aggregate.log" in err
