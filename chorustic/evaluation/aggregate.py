@@ -2,7 +2,7 @@
 
 Columns: ``method, display_name, group, fits_on_target, reported, archive, dataset, protocol, family,
 budget, seed, status, accuracy, n_context, n_test, n_classes, fit_time_s, predict_time_s,
-peak_memory_mb, error, result_file``. ``status`` is ``ok`` | ``failed`` | ``ineligible`` |
+peak_memory_mb, device, error, result_file``. ``device`` is where the job ran (``cpu``, ``cuda``). ``status`` is ``ok`` | ``failed`` | ``ineligible`` |
 ``reported``; ``accuracy`` is empty unless ``ok`` or ``reported``. Failed runs stay in the table
 with their reason: reports show them as missing, never drop or impute them.
 """
@@ -23,7 +23,7 @@ __all__ = ["COLUMNS", "aggregate_manifests", "write_accuracies", "PROTOCOL_ORDER
 COLUMNS = [
     "method", "display_name", "group", "fits_on_target", "reported", "archive", "dataset", "protocol",
     "family", "budget", "seed", "status", "accuracy", "n_context", "n_test", "n_classes", "fit_time_s",
-    "predict_time_s", "peak_memory_mb", "error", "result_file",
+    "predict_time_s", "peak_memory_mb", "device", "error", "result_file",
 ]
 
 PROTOCOL_ORDER = ["full", "fixed5", "fixed10", "prop20", "prop30", "prop40", "prop50", "prop60"]
@@ -73,6 +73,7 @@ def aggregate_manifests(paths: Iterable[str | os.PathLike], metadata: dict[str, 
                 "fit_time_s": run.get("fit_time_s"),
                 "predict_time_s": run.get("predict_time_s"),
                 "peak_memory_mb": run.get("peak_memory_mb"),
+                "device": doc.get("device") if run.get("status") == "ok" else None,
                 "error": run.get("error"),
                 "result_file": result_file,
             })

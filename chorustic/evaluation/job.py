@@ -59,6 +59,8 @@ class JobSpec:
     fail_fast: bool = False
     plugin_dir: str | None = None
     offline: bool = True
+    portable_numerics: bool = True
+    """start the worker with SIMD capped at AVX2 (chorustic.evaluation.numerics): same results across machines"""
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "JobSpec":
@@ -109,6 +111,13 @@ def _versions() -> dict[str, str]:
         if m is not None and hasattr(m, "__version__"):
             out[mod] = str(m.__version__)
     return out
+
+
+def _numerics() -> dict[str, str]:
+    """The SIMD caps this process runs under (empty: the libraries' own choice for this CPU)."""
+    from chorustic.evaluation.numerics import PORTABLE_ENV
+
+    return {k: os.environ[k] for k in PORTABLE_ENV if os.environ.get(k)}
 
 
 def _format_error(exc: BaseException) -> str:
@@ -216,6 +225,7 @@ def run_job(spec: JobSpec, *, resume: bool = False, log=None) -> dict[str, Any]:
         "started": started,
         "finished": None,
         "host": platform.node(),
+        "numerics": _numerics(),
         "versions": {},
         "runs": list(prior_runs),
     }

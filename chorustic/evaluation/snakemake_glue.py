@@ -32,6 +32,7 @@ def job_spec(cfg: dict, method: str, dataset: str, *, contexts_file: str, n_jobs
         n_jobs=int(n_jobs),
         fail_fast=bool(cfg["evaluation"].get("fail_fast", False)),
         offline=bool(cfg["data"]["offline"]),
+        portable_numerics=bool(cfg["evaluation"].get("portable_numerics", True)),
     )
 
 

@@ -142,6 +142,11 @@ def run_supervised(
     os.close(fd)
     Path(spec_file).write_text(json.dumps(spec.__dict__))
     env = thread_env(threads)
+    if getattr(spec, "portable_numerics", True):
+        from chorustic.evaluation.numerics import portable_numerics_env
+
+        for key, value in portable_numerics_env().items():
+            env.setdefault(key, value)  # a value the user set explicitly wins
     parent = os.getppid()
     stop: list[int] = []
 

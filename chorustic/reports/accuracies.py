@@ -62,6 +62,7 @@ OPTIONAL_COLUMNS = [
     "fit_time_s",
     "predict_time_s",
     "peak_memory_mb",
+    "device",
     "error",
     "result_file",
 ]
