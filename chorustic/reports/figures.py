@@ -248,8 +248,11 @@ def cost_figure(cost: pd.DataFrame, labels: dict[str, str], reference: str | Non
     cost = cost[cost["avg_acc"].notna() & (cost["total_time_s"] > 0)].copy()
     if cost.empty:
         raise ValueError("no method has both an accuracy and timings")
-    groups = list(dict.fromkeys(cost["group"]))
-    gcolor = dict(zip(groups, _colors(len(groups))))
+    from chorustic.methods.base import GROUPS
+
+    known = list(GROUPS) + sorted(set(cost["group"]) - set(GROUPS))
+    gcolor = dict(zip(known, _colors(len(known))))  # one colour per group in every report
+    groups = [g for g in known if g in set(cost["group"])]
     fig = Figure(figsize=(7.6, 4.8))
     ax = fig.subplots()
 
@@ -294,10 +297,16 @@ def cost_figure(cost: pd.DataFrame, labels: dict[str, str], reference: str | Non
     ax.set_ylim(ymin - pad, min(100.5, ymax + pad))
     ax.set_xlabel("Total wall time: fit + predict, summed over the datasets (log scale)")
     ax.set_ylabel("Average accuracy (%)")
-    ticks = [t for t in (0.1, 1, 10, 60, 600, 3600, 36000, 360000) if lo / 2 <= t <= hi * 4]
-    if ticks:
-        ax.set_xticks(ticks)
-        ax.set_xticklabels([_fmt_seconds(t) for t in ticks])
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
+
+    nice = [0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, 18000, 36000, 86400,
+            172800, 432000, 864000]
+    ticks = [t for t in nice if lo / 2 <= t <= hi * 4]
+    while len(ticks) > 7:
+        ticks = ticks[::2]
+    ax.xaxis.set_major_locator(FixedLocator(ticks))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: _fmt_seconds(v)))
+    ax.xaxis.set_minor_formatter(NullFormatter())
     ax.grid(True, alpha=0.3, which="both")
     ax.set_title(title, fontsize=11)
     handles = [Line2D([], [], marker="o", linestyle="", color=gcolor[g], label=g) for g in groups]
@@ -325,13 +334,16 @@ def mcm_figure(matrix: pd.DataFrame, labels: dict[str, str], alpha: float):
             f"{matrix.shape[0]} datasets"
         )
     frame = matrix.rename(columns=labels).astype(float)
-    return create_multi_comparison_matrix(
-        frame,
-        save_path=None,
-        formats=None,
-        statistic_name="Accuracy",
-        pvalue_test_params={"zero_method": "wilcox", "alternative": "two-sided"},
-        pvalue_correction="Holm",
-        pvalue_threshold=alpha,
-        show_symmetry=True,
-    )
+    with matplotlib.rc_context():  # aeon sets rcParams["figure.autolayout"]; keep it out of later figures
+        return create_multi_comparison_matrix(
+            frame,
+            save_path="",  # with formats=None aeon saves nothing
+            formats=None,
+            statistic_name="Accuracy",
+            pvalue_test_params={"zero_method": "wilcox", "alternative": "two-sided"},
+            pvalue_correction="Holm",
+            pvalue_threshold=alpha,
+            show_symmetry=True,
+            fig_size=(max(5.0, 1.45 * frame.shape[1] + 1.5), max(3.0, 0.85 * frame.shape[1] + 1.2)),
+            font_size=8,
+        )
