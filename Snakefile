@@ -18,6 +18,10 @@ configfile: str(Path(workflow.basedir) / "config" / "config.yaml")
 validate(config, str(Path(workflow.basedir) / "workflow" / "schema" / "config.schema.yaml"))
 
 
+# `snakemake --report report.html`: one self-contained HTML with every table and figure (rule report).
+report: "workflow/report/workflow.rst"
+
+
 include: "workflow/rules/common.smk"
 include: "workflow/rules/download.smk"
 include: "workflow/rules/preprocess.smk"

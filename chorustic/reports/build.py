@@ -49,6 +49,7 @@ from chorustic.reports.accuracies import (
     method_metadata,
 )
 from chorustic.reports.layout import DEFAULT_ABLATIONS, DEFAULT_REFERENCE, archive_title, ordered_methods
+from chorustic.reports.catalog import FOLDERS
 from chorustic.reports.interop import AEON_SUBDIR, aeon_estimator_names, write_aeon_results
 from chorustic.reports.paper import default_reference_dir, load_paper_reference
 from chorustic.reports.render import Table, html_page, to_markdown, write_table
@@ -188,6 +189,8 @@ def build_report(
         meta = meta.loc[sorted(keep)]
     reference = resolve_method(config.reference, meta)
     b = _Builder(out_dir, config.figure_formats)
+    for folder in FOLDERS:  # the report rule's outputs exist even when every artifact of one failed
+        (out_dir / folder).mkdir(parents=True, exist_ok=True)
     if reference is None:
         b.problems.append(
             f"reference method {config.reference!r} is not in the results (methods: "
