@@ -252,7 +252,7 @@ def cost_figure(cost: pd.DataFrame, labels: dict[str, str], reference: str | Non
 
     known = list(GROUPS) + sorted(set(cost["group"]) - set(GROUPS))
     gcolor = dict(zip(known, _colors(len(known))))  # one colour per group in every report
-    groups = [g for g in known if g in set(cost["group"])]
+    groups = [g for g in known if g in set(cost.loc[cost["method"] != reference, "group"])]
     fig = Figure(figsize=(7.6, 4.8))
     ax = fig.subplots()
 
@@ -310,6 +310,9 @@ def cost_figure(cost: pd.DataFrame, labels: dict[str, str], reference: str | Non
     ax.grid(True, alpha=0.3, which="both")
     ax.set_title(title, fontsize=11)
     handles = [Line2D([], [], marker="o", linestyle="", color=gcolor[g], label=g) for g in groups]
+    if reference in set(cost["method"]):
+        handles.insert(0, Line2D([], [], marker="o", linestyle="", color=REFERENCE_COLOR,
+                                 label=f"{labels.get(reference, reference)} (reference)"))
     devices = sorted(set(cost["device"].astype(str)))
     handles += [
         Line2D([], [], marker=marker(d), linestyle="", color="#555555", markerfacecolor="white", label=f"device: {d}")
