@@ -336,7 +336,9 @@ def mcm_figure(matrix: pd.DataFrame, labels: dict[str, str], alpha: float):
             f"a multi-comparison matrix needs >= 2 methods and >= 2 datasets, got {matrix.shape[1]} methods and "
             f"{matrix.shape[0]} datasets"
         )
-    frame = matrix.rename(columns=labels).astype(float)
+    # long names ("ChorusTIC-small (CPU-pretrained)") break before the parenthesis, so columns do not overlap
+    wrapped = {m: str(labels.get(m, m)).replace(" (", "\n(") for m in matrix.columns}
+    frame = matrix.rename(columns=wrapped).astype(float)
     with matplotlib.rc_context():  # aeon sets rcParams["figure.autolayout"]; keep it out of later figures
         return create_multi_comparison_matrix(
             frame,
