@@ -32,9 +32,9 @@ include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/report.smk"
 
 
-# The run manifests are requested directly (not only through the aggregate table): the table and the
-# reports are committed for reviewers, the manifests and prediction files are not, so a fresh clone
-# re-runs every evaluation instead of finding the committed table "up to date".
+# The run manifests are requested directly (not only through the aggregate table), so that a lost
+# manifest is re-made even when the table is newer. Nothing a run writes is tracked by git (the outputs
+# of one demo run are committed in examples/demo/).
 rule all:
     input:
         MANIFESTS,
