@@ -548,7 +548,8 @@ def _overview(
     lines.append(_md_table(cov) if len(cov) else "No results.")
     lines += ["", f"## Missing runs ({len(miss_df)})", ""]
     if len(miss_df):
-        shown = miss_df.head(limit).fillna("")
+        shown = miss_df.head(limit).astype(object)
+        shown = shown.where(shown.notna(), "")
         lines.append(_md_table(shown[["archive", "protocol", "display_name", "dataset", "seed", "status", "error"]]))
         if len(miss_df) > limit:
             lines.append(f"\n... and {len(miss_df) - limit} more: see `missing_runs.csv`.")
@@ -648,7 +649,7 @@ def _readme(
             f"protocol: `{AEON_SUBDIR}/<protocol>/classification/accuracy/<EST>_accuracy.csv` (datasets x context "
             "sets as resamples; a dataset appears when every context set has a result). For example "
             f"`aeon.benchmarking.results_loaders.get_estimator_results({known[:2] or ['MiniROCKET']}, "
-            f"num_resamples=None, path='{aeon_dir}/full')`. aeon knows "
+            f"num_resamples=None, path='<this folder>/{AEON_SUBDIR}/full')`. aeon knows "
             f"{', '.join(known) if known else 'none of these methods'} by name and rejects the others "
             "(ChorusTIC, the TSFM baselines): read their files with `pandas.read_csv(file, index_col=0)`. "
             "tsml-eval reads the prediction files in `results/<protocol>/<method>/Predictions/` directly.",
