@@ -3,11 +3,16 @@
 #   demo profile (offline):   snakemake --cores all --workflow-profile workflow/profiles/demo
 # download -> preprocess -> contexts -> evaluate (method x dataset) -> aggregate -> report,
 # plus pretrain (ChorusTIC checkpoints) feeding the evaluations that use them.
+import os
 from pathlib import Path
 
 from snakemake.utils import min_version, validate
 
 min_version("9.0")
+
+# The conda environments (workflow/envs/*.yaml) install this repository from here: pip expands
+# ${CHORUSTIC_REPO} in their requirement lines, so they work with any --conda-prefix or working directory.
+os.environ["CHORUSTIC_REPO"] = workflow.basedir
 
 
 # The repository's config (paths inside it are relative to the working directory, by default the
@@ -16,6 +21,10 @@ configfile: str(Path(workflow.basedir) / "config" / "config.yaml")
 
 
 validate(config, str(Path(workflow.basedir) / "workflow" / "schema" / "config.schema.yaml"))
+
+
+# `snakemake --sdm apptainer`: every job runs in this image (workflow/container/, config key `container`).
+container: config.get("container", "chorustic.sif")
 
 
 # `snakemake --report report.html`: one self-contained HTML with every table and figure (rule report).
