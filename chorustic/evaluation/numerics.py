@@ -7,7 +7,8 @@ that is close to a decision boundary (MiniRocket's and MultiRocket-Hydra's ridge
 cross-validated regularisation, ChorusTIC's probabilities on a near-tie) then predicts another class.
 Measured on the demo profile (480 runs): an AVX-512 machine and an AVX2 machine disagreed on 11 runs
 (MiniRocket and MultiRocket-Hydra on JapaneseVowels, ChorusTIC-small on ItalyPowerDemand; largest
-difference 2.97 accuracy points, one run of MiniRocket on JapaneseVowels 5-shot seed 2). Switching
+difference 2.97 accuracy points, one run of MiniRocket on JapaneseVowels 5-shot seed 2; table averages
+up to 0.30 points). Switching
 only numpy's AVX-512 kernels off reproduced the AVX2 machine's numbers for the two Rocket methods;
 torch additionally needed MKL's and oneDNN's AVX2 code paths.
 
