@@ -13,7 +13,7 @@ from chorustic.evaluation.numerics import PORTABLE_ENV, portable_numerics_env
 from chorustic.evaluation.supervisor import run_supervised
 from chorustic.protocols.contexts import build_contexts, write_contexts
 
-PLUGIN = '''
+PLUGIN = """
 import numpy as np
 from chorustic.methods import Method, MethodInfo, register
 
@@ -43,7 +43,7 @@ class NC(Method):
 
     def build(self, *, seed, device="cpu", n_jobs=1, **params):
         return NearestCentroid()
-'''
+"""
 
 pytestmark = pytest.mark.skipif(not portable_numerics_env(), reason="needs an x86-64 CPU with AVX2")
 
@@ -60,9 +60,19 @@ def job(tmp_path_factory):
     write_contexts(ctx, build_contexts(ds.y_train, dataset="GunPoint", archive="UCR"))
 
     def spec(results, **kw):
-        return JobSpec(method="nc", plugin="nc", dataset="GunPoint", archive="UCR", results_dir=str(results),
-                       contexts_file=str(ctx), data_dir=str(root / "raw"), cache_dir=str(root / "cache"),
-                       protocols=["full"], plugin_dir=str(root / "plugins"), **kw)
+        return JobSpec(
+            method="nc",
+            plugin="nc",
+            dataset="GunPoint",
+            archive="UCR",
+            results_dir=str(results),
+            contexts_file=str(ctx),
+            data_dir=str(root / "raw"),
+            cache_dir=str(root / "cache"),
+            protocols=["full"],
+            plugin_dir=str(root / "plugins"),
+            **kw,
+        )
 
     return spec
 

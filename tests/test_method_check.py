@@ -44,7 +44,7 @@ def test_readme_plugin_example_passes_the_full_contract(tmp_path, capsys):
     assert "(n, C, L)" in section and "predict_proba" in section and "Probabilities are required" in section
 
 
-BROKEN = '''
+BROKEN = """
 from sklearn.linear_model import RidgeClassifier
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
@@ -59,7 +59,7 @@ class NoProba(Method):
 
     def build(self, *, seed, device="cpu", n_jobs=1, alpha=1.0):
         return make_pipeline(StandardScaler(), RidgeClassifier(alpha=alpha))
-'''
+"""
 
 
 @pytest.fixture()

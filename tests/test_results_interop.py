@@ -25,9 +25,18 @@ def run(tmp_path_factory):
     ds = load_dataset("GunPoint", root / "raw", cache_dir=root / "cache", offline=True)
     ctx = root / "results" / "contexts" / "GunPoint.json"
     write_contexts(ctx, build_contexts(ds.y_train, dataset="GunPoint", archive="UCR"))
-    spec = JobSpec(method="minirocket", plugin="minirocket", dataset="GunPoint", archive="UCR",
-                   results_dir=str(root / "results"), contexts_file=str(ctx), data_dir=str(root / "raw"),
-                   cache_dir=str(root / "cache"), params={"n_kernels": 84}, protocols=["full", "fixed5"])
+    spec = JobSpec(
+        method="minirocket",
+        plugin="minirocket",
+        dataset="GunPoint",
+        archive="UCR",
+        results_dir=str(root / "results"),
+        contexts_file=str(ctx),
+        data_dir=str(root / "raw"),
+        cache_dir=str(root / "cache"),
+        params={"n_kernels": 84},
+        protocols=["full", "fixed5"],
+    )
     manifest = run_job(spec)
     assert all(r["status"] == "ok" for r in manifest["runs"]) and len(manifest["runs"]) == 6
     df = aggregate_manifests([root / "results" / "runs" / "minirocket" / "GunPoint.json"])
@@ -46,9 +55,12 @@ def test_aeon_results_loader_reads_the_summary_files(run):
     }
     ok = df.set_index(["protocol", "seed"])["accuracy"]
     # aeon's public loader, by the display name as a user would type it (aeon maps it to MiniROCKET)
-    five = get_estimator_results(["MiniRocket"], datasets=["GunPoint"], num_resamples=5,
-                                 path=str(root / "reports" / "aeon" / "fixed5"))
-    np.testing.assert_allclose(five["MiniRocket"]["GunPoint"], [ok[("fixed5", s)] for s in range(5)], rtol=1e-12)
+    five = get_estimator_results(
+        ["MiniRocket"], datasets=["GunPoint"], num_resamples=5, path=str(root / "reports" / "aeon" / "fixed5")
+    )
+    np.testing.assert_allclose(
+        five["MiniRocket"]["GunPoint"], [ok[("fixed5", s)] for s in range(5)], rtol=1e-12
+    )
     full, names = get_estimator_results_as_array(["MiniRocket"], path=str(root / "reports" / "aeon" / "full"))
     assert names == ["GunPoint"] and full[0, 0] == pytest.approx(ok[("full", 0)], rel=1e-12)
 
@@ -59,13 +71,20 @@ def test_methods_aeon_does_not_know_keep_their_run_name():
         index=["chorustic", "multirocket_hydra", "quant", "dtw_1nn"],
     )
     assert aeon_estimator_names(meta) == {
-        "chorustic": "chorustic", "multirocket_hydra": "MR-Hydra", "quant": "QUANT", "dtw_1nn": "dtw_1nn",
+        "chorustic": "chorustic",
+        "multirocket_hydra": "MR-Hydra",
+        "quant": "QUANT",
+        "dtw_1nn": "dtw_1nn",
     }
 
 
-@pytest.mark.filterwarnings("ignore:Error during figure creation:UserWarning")  # one method: nothing to compare
+@pytest.mark.filterwarnings(
+    "ignore:Error during figure creation:UserWarning"
+)  # one method: nothing to compare
 def test_tsml_eval_reads_and_evaluates_the_prediction_files(run, tmp_path):
-    tsml_eval = pytest.importorskip("tsml_eval", reason="install with `pip install --no-deps tsml-eval==0.6.0`")
+    tsml_eval = pytest.importorskip(
+        "tsml_eval", reason="install with `pip install --no-deps tsml-eval==0.6.0`"
+    )
     from tsml_eval.evaluation.multiple_estimator_evaluation import evaluate_classifiers_by_problem
     from tsml_eval.evaluation.storage import load_classifier_results
 
@@ -77,9 +96,17 @@ def test_tsml_eval_reads_and_evaluates_the_prediction_files(run, tmp_path):
     # labels are the encoded class indices 0..K-1; line 2's JSON maps them back to the archive's labels
     np.testing.assert_array_equal(cr.class_labels, ds.y_test)
     assert json.loads(cr.parameter_info)["class_labels"] == [str(c) for c in ds.classes]
-    evaluate_classifiers_by_problem(str(root / "results" / "fixed5"), ["minirocket"], ["GunPoint"],
-                                    str(tmp_path), resamples=5, eval_name="ev")
+    evaluate_classifiers_by_problem(
+        str(root / "results" / "fixed5"),
+        ["minirocket"],
+        ["GunPoint"],
+        str(tmp_path),
+        resamples=5,
+        eval_name="ev",
+    )
     acc = pd.read_csv(tmp_path / "ev" / "Accuracy" / "all_resamples" / "minirocket_accuracy.csv", index_col=0)
-    np.testing.assert_allclose(acc.loc["GunPoint"].to_numpy(float),
-                               df[df["protocol"] == "fixed5"].sort_values("seed")["accuracy"].to_numpy(float))
+    np.testing.assert_allclose(
+        acc.loc["GunPoint"].to_numpy(float),
+        df[df["protocol"] == "fixed5"].sort_values("seed")["accuracy"].to_numpy(float),
+    )
     assert tsml_eval.__version__ == "0.6.0"

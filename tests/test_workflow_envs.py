@@ -30,7 +30,10 @@ def test_every_environment_is_pinned_and_finds_the_repository_from_anywhere():
         assert "-c ${CHORUSTIC_REPO}/constraints.txt" in pip and "-e ${CHORUSTIC_REPO}" in pip, env_file.name
         assert "../" not in text.replace("# ", ""), f"{env_file.name}: relative path"
         reqs = [r for r in pip if not r.startswith("-")]
-        assert all(re.fullmatch(r"[A-Za-z0-9_.\-]+==[0-9][0-9A-Za-z.+\-]*", r) for r in reqs), (env_file.name, reqs)
+        assert all(re.fullmatch(r"[A-Za-z0-9_.\-]+==[0-9][0-9A-Za-z.+\-]*", r) for r in reqs), (
+            env_file.name,
+            reqs,
+        )
     assert 'os.environ["CHORUSTIC_REPO"] = workflow.basedir' in (REPO / "Snakefile").read_text()
 
 
@@ -38,12 +41,22 @@ def test_pip_expands_the_repository_variable(tmp_path):
     """conda hands the pip section to `pip install -r`; pip expands ${VAR} (no editable build here: that needs
     the network for build isolation)."""
     req = tmp_path / "req.txt"
-    req.write_text("\n".join(r for r in _pip(REPO / "workflow" / "envs" / "chorustic.yaml") if not r.startswith("-e")))
-    proc = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--no-deps", "--no-index", "-r", str(req)],
-                          capture_output=True, text=True, env={**os.environ, "CHORUSTIC_REPO": str(REPO)})
+    req.write_text(
+        "\n".join(r for r in _pip(REPO / "workflow" / "envs" / "chorustic.yaml") if not r.startswith("-e"))
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--dry-run", "--no-deps", "--no-index", "-r", str(req)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "CHORUSTIC_REPO": str(REPO)},
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    bad = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--no-deps", "--no-index", "-r", str(req)],
-                         capture_output=True, text=True, env={**os.environ, "CHORUSTIC_REPO": str(tmp_path)})
+    bad = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--dry-run", "--no-deps", "--no-index", "-r", str(req)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "CHORUSTIC_REPO": str(tmp_path)},
+    )
     assert bad.returncode != 0 and "constraints.txt" in bad.stdout + bad.stderr  # the variable really is used
 
 

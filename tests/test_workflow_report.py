@@ -35,17 +35,55 @@ def _embedded(html: str, name: str) -> dict:
 def report(tmp_path_factory):
     work = tmp_path_factory.mktemp("smk_report")
     write_synthetic_accuracies(
-        work / "results", methods=METHODS, uea=("BasicMotions", "Epilepsy", "Libras"),
-        ucr=("ArrowHead", "Coffee", "GunPoint"), protocols=("full", "fixed5", "prop20", "prop40"), n_seeds=2,
+        work / "results",
+        methods=METHODS,
+        uea=("BasicMotions", "Epilepsy", "Libras"),
+        ucr=("ArrowHead", "Coffee", "GunPoint"),
+        protocols=("full", "fixed5", "prop20", "prop40"),
+        n_seeds=2,
         failures=(("tabicl", "Coffee", "fixed5", 1),),
     )
-    assert main(["report", "--results", str(work / "results"), "--out", str(work / "reports"),
-                 "--reference", "chorustic", "--formats", "png"]) == 0
-    env = {**os.environ, "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
+    assert (
+        main(
+            [
+                "report",
+                "--results",
+                str(work / "results"),
+                "--out",
+                str(work / "reports"),
+                "--reference",
+                "chorustic",
+                "--formats",
+                "png",
+            ]
+        )
+        == 0
+    )
+    env = {
+        **os.environ,
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
+    }
     proc = subprocess.run(
-        [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(work),
-         "--configfile", str(REPO / "config" / "demo.yaml"), "--cores", "1", "--report", str(work / "report.html")],
-        cwd=work, capture_output=True, text=True, timeout=600, env=env,
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "-s",
+            str(REPO / "Snakefile"),
+            "-d",
+            str(work),
+            "--configfile",
+            str(REPO / "config" / "demo.yaml"),
+            "--cores",
+            "1",
+            "--report",
+            str(work / "report.html"),
+        ],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     html = (work / "report.html").read_text()
@@ -55,11 +93,18 @@ def report(tmp_path_factory):
 def test_every_table_and_figure_is_in_the_report_with_a_caption(report):
     work, html, results, categories = report
     expected = {
-        f"reports/{folder}/{p.name}" for folder, ext in FOLDERS.items() for p in (work / "reports" / folder).glob(f"*.{ext}")
+        f"reports/{folder}/{p.name}"
+        for folder, ext in FOLDERS.items()
+        for p in (work / "reports" / folder).glob(f"*.{ext}")
     }
-    assert {"reports/figures/cost_ucr.png", "reports/figures/mcm_uea.png", "reports/tables/table_cost_uea.html",
-            "reports/figures/cd_ucr.png", "reports/overview/coverage.html",
-            "reports/reproduction/reproduction.html"} <= expected
+    assert {
+        "reports/figures/cost_ucr.png",
+        "reports/figures/mcm_uea.png",
+        "reports/tables/table_cost_uea.html",
+        "reports/figures/cd_ucr.png",
+        "reports/overview/coverage.html",
+        "reports/reproduction/reproduction.html",
+    } <= expected
     assert set(results) == expected
     for path, entry in results.items():
         text = re.sub(r"<[^>]+>", "", entry["caption"])
@@ -74,7 +119,12 @@ def test_every_table_and_figure_is_in_the_report_with_a_caption(report):
 def test_results_are_grouped_by_archive_and_protocol(report):
     _, html, results, categories = report
     assert set(categories) == {"Overview", "UCR", "UEA"}
-    assert set(categories["UEA"]) == {"1. Full context", "2. Fixed-shot", "3. Proportional", "5. Accuracy and cost"}
+    assert set(categories["UEA"]) == {
+        "1. Full context",
+        "2. Fixed-shot",
+        "3. Proportional",
+        "5. Accuracy and cost",
+    }
     assert set(categories["Overview"]) == {"Coverage and missing runs", "Reproduction check"}
     for cat, subs in categories.items():
         for sub, paths in subs.items():

@@ -29,7 +29,9 @@ import platform
 __all__ = ["PORTABLE_ENV", "portable_numerics_env"]
 
 #: numpy's dispatch targets above AVX2 (unknown names are ignored by numpy on x86-64).
-_NUMPY_AVX512 = "AVX512F AVX512CD AVX512_KNL AVX512_KNM AVX512_SKX AVX512_CLX AVX512_CNL AVX512_ICL AVX512_SPR"
+_NUMPY_AVX512 = (
+    "AVX512F AVX512CD AVX512_KNL AVX512_KNM AVX512_SKX AVX512_CLX AVX512_CNL AVX512_ICL AVX512_SPR"
+)
 
 PORTABLE_ENV: dict[str, str] = {
     "NPY_DISABLE_CPU_FEATURES": _NUMPY_AVX512,  # numpy ufunc / reduction kernels

@@ -86,9 +86,9 @@ def synthetic_task(
         t = np.linspace(0, 1, L)
         base = np.exp(-((t - (0.2 + 0.6 * c / max(1, k - 1))) ** 2) / 0.005)
         X.append(
-            (base[None, :] * (1 + np.arange(channels)[:, None]) + 0.1 * rng.normal(size=(channels, L))).astype(
-                np.float32
-            )
+            (
+                base[None, :] * (1 + np.arange(channels)[:, None]) + 0.1 * rng.normal(size=(channels, L))
+            ).astype(np.float32)
         )
     return (X if variable else np.stack(X)), y.astype(np.int64)
 
@@ -158,29 +158,45 @@ def estimator_clauses(
 
     ok, est = c.run("build returns an estimator", lambda: build(0))
     if ok:
-        missing = [a for a in ("fit", "predict_proba", "predict", "get_params") if not callable(getattr(est, a, None))]
+        missing = [
+            a
+            for a in ("fit", "predict_proba", "predict", "get_params")
+            if not callable(getattr(est, a, None))
+        ]
         ok = c.add(
             "estimator API (fit, predict_proba, predict, get_params)",
             not missing,
-            f"the estimator {type(est).__name__} has no {', '.join(missing)}; the harness calls fit(X, y) and "
-            "predict_proba(X) (class probabilities are required: a classifier without predict_proba can be "
-            "wrapped, e.g. chorustic.methods.contract.ContractClassifier, or use one that has it)",
+            f"the estimator {type(est).__name__} has no {', '.join(missing)}; the harness calls fit(X, y) "
+            "and predict_proba(X) (class probabilities are required: a classifier without predict_proba "
+            "can be wrapped, e.g. chorustic.methods.contract.ContractClassifier, or use one that has it)",
         )
     yield from emit()
     if not ok:
-        for name in ("get_params", "predict_proba takes only X", "fit returns self", "classes_",
-                     "probabilities", "predict", "same seed, same output", "query order", "missing class",
-                     *(extra_inputs or {})):
+        for name in (
+            "get_params",
+            "predict_proba takes only X",
+            "fit returns self",
+            "classes_",
+            "probabilities",
+            "predict",
+            "same seed, same output",
+            "query order",
+            "missing class",
+            *(extra_inputs or {}),
+        ):
             yield Clause(name, "skip", "the estimator could not be built or lacks the API")
         yield ("observed", observed)
         return
 
-    c.run("get_params", lambda: _assert(isinstance(est.get_params(), dict), "get_params() must return a dict"))
+    c.run(
+        "get_params", lambda: _assert(isinstance(est.get_params(), dict), "get_params() must return a dict")
+    )
 
     def _sig():
         sig = inspect.signature(est.predict_proba)
         required = [
-            p for p in sig.parameters.values()
+            p
+            for p in sig.parameters.values()
             if p.default is inspect.Parameter.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
         ]
         _assert(len(required) == 1, f"predict_proba must take only X (the query series), signature is {sig}")
@@ -193,8 +209,15 @@ def estimator_clauses(
     )
     yield from emit()
     if not ok:
-        for name in ("classes_", "probabilities", "predict", "same seed, same output", "query order",
-                     "missing class", *(extra_inputs or {})):
+        for name in (
+            "classes_",
+            "probabilities",
+            "predict",
+            "same seed, same output",
+            "query order",
+            "missing class",
+            *(extra_inputs or {}),
+        ):
             yield Clause(name, "skip", "fit failed")
         yield ("observed", observed)
         return
@@ -210,17 +233,29 @@ def estimator_clauses(
 
     def _proba():
         proba = np.asarray(est.predict_proba(X_query), dtype=np.float64)
-        _assert(proba.shape == (nq, len(classes)),
-                f"predict_proba shape {proba.shape} != (n_query, n_classes) = {(nq, len(classes))}")
+        _assert(
+            proba.shape == (nq, len(classes)),
+            f"predict_proba shape {proba.shape} != (n_query, n_classes) = {(nq, len(classes))}",
+        )
         _assert(np.all(np.isfinite(proba)), "probabilities must be finite")
         _assert(np.all(proba >= -atol), "probabilities must be non-negative")
-        _assert(np.allclose(proba.sum(axis=1), 1.0, atol=1e-5), f"rows must sum to 1: {proba.sum(axis=1)[:5]}")
+        _assert(
+            np.allclose(proba.sum(axis=1), 1.0, atol=1e-5), f"rows must sum to 1: {proba.sum(axis=1)[:5]}"
+        )
         return proba
 
-    ok, proba = c.run("probabilities", _proba, hint="predict_proba(X) -> (n_query, len(classes_)), rows sum to 1")
+    ok, proba = c.run(
+        "probabilities", _proba, hint="predict_proba(X) -> (n_query, len(classes_)), rows sum to 1"
+    )
     yield from emit()
     if not ok:
-        for name in ("predict", "same seed, same output", "query order", "missing class", *(extra_inputs or {})):
+        for name in (
+            "predict",
+            "same seed, same output",
+            "query order",
+            "missing class",
+            *(extra_inputs or {}),
+        ):
             yield Clause(name, "skip", "predict_proba failed")
         yield ("observed", observed)
         return
@@ -229,7 +264,9 @@ def estimator_clauses(
     c.run(
         "predict",
         lambda: _assert(
-            np.array_equal(np.asarray(est.predict(X_query)), np.asarray(est.classes_)[np.argmax(proba, axis=1)]),
+            np.array_equal(
+                np.asarray(est.predict(X_query)), np.asarray(est.classes_)[np.argmax(proba, axis=1)]
+            ),
             "predict(X) must equal classes_[argmax predict_proba(X)]",
         ),
     )
@@ -237,34 +274,45 @@ def estimator_clauses(
     def _same_seed():
         est2 = build(0).fit(X_context, y_context)
         proba2 = np.asarray(est2.predict_proba(X_query), dtype=np.float64)
-        _assert(np.allclose(proba, proba2, atol=atol, rtol=0),
-                f"same seed gave different probabilities (max diff {np.abs(proba - proba2).max():.2e})")
+        _assert(
+            np.allclose(proba, proba2, atol=atol, rtol=0),
+            f"same seed gave different probabilities (max diff {np.abs(proba - proba2).max():.2e})",
+        )
 
     c.run("same seed, same output", _same_seed)
 
     if check_query_order:
+
         def _order():
             perm = np.random.default_rng(1).permutation(nq)
             proba_p = np.asarray(est.predict_proba(_take(X_query, perm)))
-            _assert(np.allclose(proba_p, proba[perm], atol=1e-4, rtol=0),
-                    "predictions depend on the order or composition of the query set (each query's "
-                    "prediction may depend on the context and that query only)")
+            _assert(
+                np.allclose(proba_p, proba[perm], atol=1e-4, rtol=0),
+                "predictions depend on the order or composition of the query set (each query's "
+                "prediction may depend on the context and that query only)",
+            )
 
         c.run("query order", _order)
     else:
         c.skip("query order", "not checked for this method")
 
     if check_missing_class and len(classes) >= 3:
+
         def _missing():
             drop = classes[1]
             keep = np.flatnonzero(y_context != drop)
             est3 = build(0).fit(_take(X_context, keep), y_context[keep])
             p3 = np.asarray(est3.predict_proba(X_query))
             seen = classes[classes != drop]
-            _assert(np.array_equal(np.asarray(est3.classes_), seen),
-                    f"context without class {drop}: classes_ {est3.classes_} != seen classes {seen}")
-            _assert(p3.shape == (nq, len(seen)),
-                    f"context without class {drop}: probabilities of shape {p3.shape}, expected {(nq, len(seen))}")
+            _assert(
+                np.array_equal(np.asarray(est3.classes_), seen),
+                f"context without class {drop}: classes_ {est3.classes_} != seen classes {seen}",
+            )
+            _assert(
+                p3.shape == (nq, len(seen)),
+                f"context without class {drop}: probabilities of shape {p3.shape}, "
+                f"expected {(nq, len(seen))}",
+            )
             _assert(np.allclose(p3.sum(axis=1), 1.0, atol=1e-5), "rows must sum to 1")
             return p3
 
@@ -275,12 +323,15 @@ def estimator_clauses(
         c.skip("missing class", "needs >= 3 classes")
 
     for name, (Xc, yc, Xq) in (extra_inputs or {}).items():
+
         def _extra(Xc=Xc, yc=yc, Xq=Xq):
             e = build(0).fit(Xc, yc)
             p = np.asarray(e.predict_proba(Xq))
             k = len(np.unique(yc))
-            _assert(p.shape == (_n(Xq), k) and np.allclose(p.sum(axis=1), 1.0, atol=1e-5),
-                    f"probabilities of shape {p.shape}, expected {(_n(Xq), k)} with rows summing to 1")
+            _assert(
+                p.shape == (_n(Xq), k) and np.allclose(p.sum(axis=1), 1.0, atol=1e-5),
+                f"probabilities of shape {p.shape}, expected {(_n(Xq), k)} with rows summing to 1",
+            )
 
         c.run(name, _extra, hint=f"X is {_describe(Xc)}")
     yield from emit()
@@ -309,12 +360,20 @@ def _metadata_clauses(method: Any) -> list[Clause]:
         ),
     )
     if isinstance(method, Method):
+
         def _res():
             res = getattr(method, "resources", None)
-            _assert(isinstance(res, dict) and set(res) == set(RESOURCE_KEYS),
-                    f"resources must be a dict with the keys {RESOURCE_KEYS}, got {res!r}")
-            _assert(int(res["threads"]) >= 1 and float(res["mem_mb"]) > 0 and float(res["runtime"]) > 0
-                    and int(res["gpu"]) >= 0, f"resources out of range: {res}")
+            _assert(
+                isinstance(res, dict) and set(res) == set(RESOURCE_KEYS),
+                f"resources must be a dict with the keys {RESOURCE_KEYS}, got {res!r}",
+            )
+            _assert(
+                int(res["threads"]) >= 1
+                and float(res["mem_mb"]) > 0
+                and float(res["runtime"]) > 0
+                and int(res["gpu"]) >= 0,
+                f"resources out of range: {res}",
+            )
 
         c.run("resources", _res)
 
@@ -323,7 +382,9 @@ def _metadata_clauses(method: Any) -> list[Clause]:
             names = set(sig.parameters)
             has_kwargs = any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
             missing = [k for k in ("seed", "device", "n_jobs") if k not in names and not has_kwargs]
-            _assert(not missing, f"build() must accept the keywords seed, device, n_jobs (missing: {missing})")
+            _assert(
+                not missing, f"build() must accept the keywords seed, device, n_jobs (missing: {missing})"
+            )
             unknown = [k for k in method.default_params if k not in names and not has_kwargs]
             _assert(not unknown, f"build() does not accept the default parameter(s) {unknown}")
 
@@ -361,7 +422,9 @@ def check_method(
         def _reported():
             table = method.reported_accuracies(**merged)
             cols = ["dataset", "protocol", "seed", "accuracy"]
-            _assert(list(table.columns) == cols, f"reported_accuracies() columns {list(table.columns)} != {cols}")
+            _assert(
+                list(table.columns) == cols, f"reported_accuracies() columns {list(table.columns)} != {cols}"
+            )
             acc = table["accuracy"].astype(float)
             _assert(bool(((acc >= 0) & (acc <= 1)).all()), "reported accuracies must lie in [0, 1]")
             _assert(not table.duplicated(["dataset", "protocol", "seed"]).any(), "a run is reported twice")
@@ -375,7 +438,9 @@ def check_method(
         clauses.append(Clause("ready", "pass"))
     except MethodNotReady as exc:
         clauses.append(Clause("ready", "fail", f"MethodNotReady: {exc}"))
-        return ContractRun(name, clauses + [Clause("estimator contract", "skip", "the method is not ready here")])
+        return ContractRun(
+            name, clauses + [Clause("estimator contract", "skip", "the method is not ready here")]
+        )
     except Exception as exc:  # noqa: BLE001
         clauses.append(Clause("ready", "fail", _error(exc)))
         return ContractRun(name, clauses + [Clause("estimator contract", "skip", "check_ready() raised")])
@@ -396,7 +461,12 @@ def check_method(
     observed: dict[str, Any] = {}
     try:
         for item in estimator_clauses(
-            build, X, y, Xq, check_missing_class=check_missing_class, check_query_order=check_query_order,
+            build,
+            X,
+            y,
+            Xq,
+            check_missing_class=check_missing_class,
+            check_query_order=check_query_order,
             extra_inputs=extra,
         ):
             if isinstance(item, tuple):

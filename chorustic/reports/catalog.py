@@ -33,8 +33,18 @@ ARTIFACTS: list[tuple[str, str, str, str]] = [
     ("tables", r"^table4_ablation_", "4. Ablations", "Ablations (paper Table 4)"),
     ("tables", r"^table_cost_", "5. Accuracy and cost", "Accuracy, wall time, device and memory"),
     ("figures", r"^cost_", "5. Accuracy and cost", "Accuracy against wall time"),
-    ("overview", r"^coverage$", "Coverage and missing runs", "Coverage, missing runs, ineligible datasets, problems"),
-    ("reproduction", r"^reproduction$", "Reproduction check", "The paper's tables through this code; results vs paper"),
+    (
+        "overview",
+        r"^coverage$",
+        "Coverage and missing runs",
+        "Coverage, missing runs, ineligible datasets, problems",
+    ),
+    (
+        "reproduction",
+        r"^reproduction$",
+        "Reproduction check",
+        "The paper's tables through this code; results vs paper",
+    ),
 ]
 
 _ARCHIVE = re.compile(r"(?:^|_)(uea|ucr)(?:_|$)")
@@ -46,11 +56,17 @@ def describe(folder: str, name: str) -> dict[str, str]:
     for f, pattern, sub, what in ARTIFACTS:
         if f == folder and re.search(pattern, name):
             return {
-                "category": archive.group(1).upper() if archive and folder in ("tables", "figures") else OVERVIEW,
+                "category": archive.group(1).upper()
+                if archive and folder in ("tables", "figures")
+                else OVERVIEW,
                 "subcategory": sub,
                 "what": what,
             }
-    return {"category": archive.group(1).upper() if archive else OVERVIEW, "subcategory": "Other", "what": name}
+    return {
+        "category": archive.group(1).upper() if archive else OVERVIEW,
+        "subcategory": "Other",
+        "what": name,
+    }
 
 
 def category(folder: str, wildcards) -> str:

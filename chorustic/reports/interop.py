@@ -58,7 +58,9 @@ def aeon_accuracy_tables(df: pd.DataFrame, meta: pd.DataFrame) -> dict[tuple[str
         keep = []
         for dataset, row in wide.iterrows():
             archive = g.loc[g["dataset"] == dataset, "archive"].iloc[0]
-            expected = set(run_rows.loc[(run_rows["archive"] == archive) & (run_rows["protocol"] == protocol), "seed"])
+            expected = set(
+                run_rows.loc[(run_rows["archive"] == archive) & (run_rows["protocol"] == protocol), "seed"]
+            )
             have = set(row.dropna().index)
             if expected and expected <= have:
                 keep.append(dataset)

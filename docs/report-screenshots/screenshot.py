@@ -5,7 +5,10 @@
 Each view is reached by a script appended to a copy of the HTML that calls the report app's
 ``app.setView`` (the call its own buttons make), then ``chromium --headless --screenshot``.
 """
-import json, subprocess, sys
+
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 report, outdir = Path(sys.argv[1]), Path(sys.argv[2])
@@ -23,7 +26,12 @@ VIEWS_ALL = {
     "08_ucr_cost_figure": ("UCR", "5. Accuracy and cost", "figures/cost_ucr.png", "resultinfo"),
     "09_ucr_cost_table": ("UCR", "5. Accuracy and cost", "tables/table_cost_ucr.html", "subcategory"),
     "10_overview_coverage": ("Overview", "Coverage and missing runs", "overview/coverage.html", "resultinfo"),
-    "11_overview_reproduction": ("Overview", "Reproduction check", "reproduction/reproduction.html", "resultinfo"),
+    "11_overview_reproduction": (
+        "Overview",
+        "Reproduction check",
+        "reproduction/reproduction.html",
+        "resultinfo",
+    ),
 }
 VIEWS = {k: v for k, v in VIEWS_ALL.items() if len(sys.argv) < 4 or k in sys.argv[3:]}
 for name, (cat, sub, suffix, mode) in VIEWS.items():
@@ -43,9 +51,25 @@ setTimeout(function() {{
     i = html.rindex("</body>")
     page.write_text(html[:i] + script + html[i:])
     png = outdir / f"{name}.png"
-    subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                    "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars",
-                    f"--screenshot={png}", "--window-size=1600,1000", "--virtual-time-budget=10000",
-                    page.as_uri()], check=True, capture_output=True, timeout=180)
+    subprocess.run(
+        [
+            "chromium",
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            "--hide-scrollbars",
+            f"--screenshot={png}",
+            "--window-size=1600,1000",
+            "--virtual-time-budget=10000",
+            page.as_uri(),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=180,
+    )
     page.unlink()
     print(png, png.stat().st_size)
