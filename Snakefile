@@ -3,11 +3,16 @@
 #   demo profile (offline):   snakemake --cores all --workflow-profile workflow/profiles/demo
 # download -> preprocess -> contexts -> evaluate (method x dataset) -> aggregate -> report,
 # plus pretrain (ChorusTIC checkpoints) feeding the evaluations that use them.
+import os
 from pathlib import Path
 
 from snakemake.utils import min_version, validate
 
 min_version("9.0")
+
+# The conda environments (workflow/envs/*.yaml) install this repository from here: pip expands
+# ${CHORUSTIC_REPO} in their requirement lines, so they work with any --conda-prefix or working directory.
+os.environ["CHORUSTIC_REPO"] = workflow.basedir
 
 
 # The repository's config (paths inside it are relative to the working directory, by default the
@@ -16,6 +21,14 @@ configfile: str(Path(workflow.basedir) / "config" / "config.yaml")
 
 
 validate(config, str(Path(workflow.basedir) / "workflow" / "schema" / "config.schema.yaml"))
+
+
+# `snakemake --sdm apptainer`: every job runs in this image (workflow/container/, config key `container`).
+container: config.get("container", "chorustic.sif")
+
+
+# `snakemake --report report.html`: one self-contained HTML with every table and figure (rule report).
+report: "workflow/report/workflow.rst"
 
 
 include: "workflow/rules/common.smk"
@@ -47,9 +60,9 @@ onerror:
     )
 
 
-# The run manifests are requested directly (not only through the aggregate table): the table and the
-# reports are committed for reviewers, the manifests and prediction files are not, so a fresh clone
-# re-runs every evaluation instead of finding the committed table "up to date". The datasets' records
+# The run manifests are requested directly (not only through the aggregate table), so that a lost
+# manifest is re-made even when the table is newer (nothing a run writes is tracked by git: the outputs
+# of one demo run are committed in examples/demo/). The datasets' records
 # are requested too: a dataset file edited after it was recorded (its record set aside) is read again
 # and everything made from it re-made.
 rule all:

@@ -48,6 +48,8 @@ TABLES = [
     "tableD_ucr_per_dataset",
     "table_stats_uea",
     "table_stats_ucr",
+    "table_cost_uea",
+    "table_cost_ucr",
 ]
 FIGURES = [
     "scaling_uea",
@@ -58,6 +60,10 @@ FIGURES = [
     "scatter_ucr",
     "violin_uea",
     "violin_ucr",
+    "mcm_uea",
+    "mcm_ucr",
+    "cost_uea",
+    "cost_ucr",
 ]
 
 
@@ -84,7 +90,7 @@ def test_every_table_and_figure_is_written(built):
     out = root / "reports"
     assert result.problems == [], result.problems
     for name in TABLES:
-        for ext in ("tex", "md", "csv"):
+        for ext in ("tex", "md", "csv", "html"):
             assert (out / "tables" / f"{name}.{ext}").stat().st_size > 0, f"{name}.{ext}"
     for name in FIGURES:
         assert (out / "figures" / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -98,6 +104,40 @@ def test_every_table_and_figure_is_written(built):
     for name in FIGURES:
         assert f"figures/{name}.png" in readme
     assert "Reference method: **ChorusTIC**" in readme and "TiCT" in readme
+    for page in ("overview/coverage.html", "reproduction/reproduction.html"):
+        assert (out / page).read_text().startswith("<!DOCTYPE html>")
+
+
+def test_accuracy_against_cost(built):
+    root, _ = built
+    cost = pd.read_csv(root / "reports" / "tables" / "table_cost_ucr.csv").set_index("method")
+    acc = pd.read_csv(root / "results" / "accuracies.csv")
+    summ = pd.read_csv(root / "reports" / "tables" / "summary_all.csv")
+    # every timed method, the reported one (TiCT: no timings) and the ablation left out
+    assert set(cost.index) == {"chorustic", "tabicl", "mantisv2_lr", "minirocket"}
+    full = acc[(acc.archive == "UCR") & (acc.protocol == "full") & (acc.status == "ok")]
+    common = sorted(set.intersection(*(set(full[full.method == m].dataset) for m in cost.index)))
+    assert cost["n_datasets"].eq(len(common)).all() and len(common) == 4  # Coffee failed for tabicl
+    for m in cost.index:
+        runs = full[(full.method == m) & full.dataset.isin(common)]
+        assert cost.loc[m, "total_time_s"] == pytest.approx((runs.fit_time_s + runs.predict_time_s).sum())
+        assert cost.loc[m, "device"] == runs.device.iloc[0]
+    ucr_full = summ[(summ.archive == "UCR") & (summ.protocol == "full")].set_index("method")
+    assert cost.loc["chorustic", "avg_acc"] == pytest.approx(ucr_full.loc["chorustic", "avg_acc"])
+    md = (root / "reports" / "tables" / "table_cost_ucr.md").read_text()
+    assert "Not shown (reported, not reproduced: no timings): TiCT" in md
+
+
+def test_aeon_result_files(built):
+    root, _ = built
+    aeon = root / "reports" / "aeon"
+    files = sorted(p.relative_to(aeon).as_posix() for p in aeon.rglob("*.csv"))
+    assert "full/classification/accuracy/MiniROCKET_accuracy.csv" in files
+    assert "fixed5/classification/accuracy/chorustic_accuracy.csv" in files
+    assert not any("tict" in f.lower() for f in files)  # reported methods are not results of this run
+    fixed5 = pd.read_csv(aeon / "fixed5/classification/accuracy/mantisv2_lr_accuracy.csv", index_col=0)
+    assert list(fixed5.columns) == ["0", "1"] and "Libras" not in fixed5.index  # seed 1 failed there
+    assert "## Results for aeon and tsml-eval" in (root / "reports" / "README.md").read_text()
 
 
 def test_missing_runs_and_ineligible_datasets_are_listed(built):

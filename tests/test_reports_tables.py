@@ -184,7 +184,7 @@ def test_stats_table_and_reported_dagger():
     assert any("reported, not reproduced" in n for n in t.notes)
 
 
-def test_render_three_formats(tmp_path):
+def test_render_four_formats(tmp_path):
     t = Table(
         name="t",
         caption="A & B: 50% of x_y",
@@ -199,7 +199,7 @@ def test_render_three_formats(tmp_path):
         notes=["\u2020 reported"],
     )
     paths = write_table(t, tmp_path)
-    assert [p.suffix for p in paths] == [".tex", ".md", ".csv"]
+    assert [p.suffix for p in paths] == [".tex", ".md", ".csv", ".html"]
     tex = paths[0].read_text()
     for needle in (
         r"\toprule",
@@ -217,5 +217,8 @@ def test_render_three_formats(tmp_path):
     md = paths[1].read_text()
     assert "| M_1 | **72.27** |" in md and "| M2† | <u>70.50</u> |" in md
     assert "0.7226666667" in paths[2].read_text()  # full precision, not the rounded text
+    html = paths[3].read_text()  # what `snakemake --report` shows: caption, table, notes, self-contained
+    assert html.startswith("<!DOCTYPE html>") and "<title>A &amp; B: 50% of x_y</title>" in html
+    assert "<strong>72.27</strong>" in html and "<u>70.50</u>" in html and "<li>† reported</li>" in html
     with pytest.raises(ValueError, match="columns"):
         Table(name="x", caption="", header=["a"], align="ll", body=[], data=pd.DataFrame())

@@ -287,8 +287,8 @@ def register(subparsers) -> None:
         help="list the UCR-128 / UEA-30 registry",
         description="Print the archive registry (128 UCR + 30 UEA datasets).",
     )
-    p.add_argument("--archive", choices=["UCR", "UEA"], type=str.upper, default=None)
-    p.add_argument("--format", choices=["table", "csv"], default="table")
+    p.add_argument("--archive", choices=["UCR", "UEA"], type=str.upper, default=None, help="only this archive")
+    p.add_argument("--format", choices=["table", "csv"], default="table", help="output format (default: table)")
     p.add_argument("--flags-width", type=int, default=48, help="truncate the flags column in the table view")
     p.set_defaults(func=_cmd_datasets)
 
@@ -322,7 +322,7 @@ def register(subparsers) -> None:
         description="Read the .ts files, replace NaN by 0, resample to length 512 "
         "(linear, align_corners=False), encode labels; cache as .npz.",
     )
-    p.add_argument("names", nargs="+", metavar="NAME")
+    p.add_argument("names", nargs="+", metavar="NAME", help="dataset names (see `chorustic datasets`)")
     p.add_argument("--cache-dir", type=Path, required=True, help="folder of the .npz cache")
     p.add_argument("--length", type=int, default=512, help="model length L0 (default 512)")
     p.add_argument(

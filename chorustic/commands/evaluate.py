@@ -11,14 +11,15 @@ from pathlib import Path
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("contexts", help="write every protocol's context indices for datasets",
                        description="Build results/contexts/<dataset>.json (paper Sec. 4.1 protocols).")
-    p.add_argument("datasets", nargs="+", metavar="DATASET")
-    p.add_argument("--data-dir", default="data/raw")
-    p.add_argument("--cache-dir", default="data/cache")
+    p.add_argument("datasets", nargs="+", metavar="DATASET", help="dataset names (see `chorustic datasets`)")
+    p.add_argument("--data-dir", default="data/raw", help="archive files in the official layout (default: data/raw)")
+    p.add_argument("--cache-dir", default="data/cache", help="preprocessed-array cache (default: data/cache)")
     p.add_argument("--protocols", default=None,
                    help="protocol settings as JSON (default: the paper's: full; 5/10 shots x seeds 0-4; 20-60%%)")
     p.add_argument("--out", default=None, help="output file (one dataset) ")
     p.add_argument("--results-dir", default="results", help="write <results-dir>/contexts/<dataset>.json")
-    p.add_argument("--offline", action="store_true", default=True)
+    p.add_argument("--offline", action="store_true", default=True,
+                   help="never download (always on: contexts read the datasets `chorustic download` provided)")
     p.add_argument("--lock-file", default=None, help="data lock file (default: <data-dir>/chorustic-data.lock.json)")
     p.add_argument("--allow-modified-data", action="store_true",
                    help="accept files that differ from the archive's published sizes (recorded)")
@@ -32,7 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--config", action="append", default=[], metavar="YAML",
                    help="config file merged over config/config.yaml (repeatable), e.g. config/demo.yaml")
     p.add_argument("--protocols", default=None, help="comma-separated protocol ids to run (default: all)")
-    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--threads", type=int, default=1, help="CPU threads of the job (default: 1)")
     p.add_argument("--no-isolation", action="store_true", help="run in this process (no worker, no limits)")
     p.add_argument("--mem-mb", type=float, default=None, help="memory limit of the worker (MB)")
     p.add_argument("--runtime", type=float, default=None, help="time limit of the job (minutes)")
@@ -43,7 +44,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "run) into one table, after checking each prediction file against its recorded "
                                    "SHA-256; with --config, runs made with other parameters or method code are "
                                    "marked stale. Exit status 1 if any run failed or was damaged.")
-    p.add_argument("--results-dir", default="results")
+    p.add_argument("--results-dir", default="results", help="folder with runs/<method>/<dataset>.json (default: results)")
     p.add_argument("--out", default=None, help="default: <results-dir>/accuracies.csv")
     p.add_argument("--config", action="append", default=[], metavar="YAML",
                    help="the configuration whose jobs to collect (merged over config/config.yaml; repeatable)")

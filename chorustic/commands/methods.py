@@ -11,6 +11,12 @@ Exit status 0 even when methods are not ready (listing is not a failure), 1 if a
 Hugging Face files are downloaded into the hub cache and verified against the hub's digests,
 authors' checkouts are cloned; without arguments, every method run the configuration evaluates
 (the paper profile by default). Exit status 1 if any method could not be fetched.
+
+``chorustic check-method NAME [--config YAML]... [--param KEY=VALUE]...`` runs the full method
+contract (plugin metadata, parameters, readiness, and every estimator clause on generated data) and
+prints one PASS/FAIL line per clause. NAME is a plugin name or a method run of the configuration
+(then with that run's parameters). Exit status 0 when every clause passes, 1 otherwise, 2 when NAME
+is unknown.
 """
 
 from __future__ import annotations
@@ -46,7 +52,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="list the methods (plugins in baselines/), their metadata and readiness",
         description=__doc__.split("\n\n")[1] if __doc__ else None,
     )
-    p.add_argument("--format", choices=["table", "csv"], default="table")
+    p.add_argument("--format", choices=["table", "csv"], default="table", help="output format (default: table)")
     p.add_argument(
         "--config",
         action="append",
@@ -74,8 +80,42 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="YAML",
         help="config file merged over config/config.yaml (repeatable)",
     )
-    p.add_argument("--plugin-dir", default=None)
+    p.add_argument(
+        "--plugin-dir", default=None, help="plugin folder (default: $CHORUSTIC_BASELINES or baselines/)"
+    )
     p.set_defaults(func=_fetch)
+
+    p = sub.add_parser(
+        "check-method",
+        help="run the full method contract on generated data: one PASS/FAIL line per clause",
+        description="Check a method plugin against the contract the harness relies on: metadata, "
+        "resources, parameters, readiness, and on generated data (multivariate, univariate and, for "
+        "native-input methods, variable-length series) the estimator API: fit returns self, classes_ "
+        "from the context, predict_proba of shape (n_query, n_classes) with rows summing to 1, "
+        "predict = argmax, same seed -> same output, query order irrelevant, a context missing a class. "
+        "Exit status 0 when every clause passes, 1 otherwise.",
+    )
+    p.add_argument("name", metavar="NAME", help="plugin name (baselines/<NAME>.py) or method run name of the config")
+    p.add_argument(
+        "--config",
+        action="append",
+        default=[],
+        metavar="YAML",
+        help="config whose method run NAME (with its parameters) is checked (merged over config/config.yaml; "
+        "repeatable)",
+    )
+    p.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override one build parameter (VALUE is read as YAML: 3, 0.5, true, null, text; repeatable)",
+    )
+    p.add_argument(
+        "--plugin-dir", default=None, help="plugin folder (default: $CHORUSTIC_BASELINES or baselines/)"
+    )
+    p.add_argument("--device", default="cpu", help="device passed to build() (default: cpu)")
+    p.set_defaults(func=_check_method)
 
 
 def _config_runs(config_files: list[str]) -> list[dict[str, Any]]:
@@ -275,3 +315,56 @@ def _fetch(args: argparse.Namespace) -> int:
         else:
             print(f"{run['name']}: nothing to fetch")
     return 1 if failed else 0
+
+
+def _check_method(args: argparse.Namespace) -> int:
+    import yaml
+
+    from chorustic.methods import discover
+    from chorustic.methods.check import check_method
+
+    discovery = discover(args.plugin_dir)
+    params: dict[str, Any] = {}
+    plugin = args.name
+    source = "plugin defaults"
+    if args.config or args.name not in discovery.methods:
+        from chorustic import config as cc
+
+        try:
+            cfg = cc.load_config(args.config)
+            runs = cfg.get("methods") or {}
+        except Exception as exc:  # noqa: BLE001 - a plugin name works without a valid config
+            cfg, runs = None, {}
+            if args.config:
+                print(f"chorustic check-method: cannot read the config: {exc}", file=sys.stderr)
+                return 2
+        if args.name in runs:
+            plugin = cc.method_entry(cfg, args.name)["plugin"]
+            params = dict(cc.resolved_params(cfg, args.name))
+            source = f"method run {args.name!r} of the config"
+    method = discovery.methods.get(plugin)
+    if method is None:
+        broken = [f for f in discovery.broken if f == f"{plugin}.py" or f.startswith(plugin)]
+        if broken:
+            last = discovery.broken[broken[0]].strip().splitlines()[-1]
+            print(f"FAIL  plugin file loads: {broken[0]}: {last}")
+            return 1
+        print(
+            f"chorustic check-method: unknown method {args.name!r}; plugins: {', '.join(sorted(discovery.methods))}",
+            file=sys.stderr,
+        )
+        return 2
+    for item in args.param:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            print(f"chorustic check-method: --param expects KEY=VALUE, got {item!r}", file=sys.stderr)
+            return 2
+        params[key.strip()] = yaml.safe_load(value)
+    print(f"checking {method.info.name} ({discovery.sources.get(method.info.name, '?')}), parameters: {source}"
+          + (f" + {len(args.param)} override(s)" if args.param else ""))
+    run = check_method(method, params, device=args.device)
+    print(run.report())
+    n_fail = len(run.failed)
+    n_pass = sum(c.passed for c in run.clauses)
+    print(f"{n_pass} passed, {n_fail} failed, {len(run.clauses) - n_pass - n_fail} skipped")
+    return 0 if run.ok else 1

@@ -28,7 +28,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     c.add_argument("checkpoint", help="path or hf:// spec of the released-format checkpoint")
     c.add_argument("output", help="output .safetensors file")
-    c.add_argument("--hparams-json", default=None)
+    c.add_argument("--hparams-json", default=None,
+                   help="model_hparams_latest.json of the checkpoint (default: looked up next to the checkpoint)")
     c.set_defaults(func=_convert)
 
 

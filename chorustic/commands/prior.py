@@ -16,7 +16,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "difficulty.png (easy vs hard episodes).",
     )
     p.add_argument("--out", type=Path, default=Path("reports/prior_gallery"), help="output folder")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="random seed of the sampled episodes (default: 0)")
     p.add_argument("--rules", nargs="*", default=None, help="only these rule families")
     p.set_defaults(func=_gallery)
 
@@ -24,8 +24,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "prior-sample",
         help="sample episodes from the prior and print their configuration (omega) as JSON lines",
     )
-    s.add_argument("-n", "--n-episodes", type=int, default=5)
-    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("-n", "--n-episodes", type=int, default=5, help="number of episodes (default: 5)")
+    s.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
     s.add_argument("--no-cross-channel-rules", action="store_true",
                    help="the Table 4 prior ablation: multivariate episodes with channel-wise temporal rules")
     s.set_defaults(func=_sample)

@@ -34,9 +34,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     p.add_argument("--max-minutes", type=float, default=None,
                    help="stop (with a checkpoint) after this much wall time; continue later with --resume")
-    p.add_argument("--checkpoint-every", type=int, default=None)
-    p.add_argument("--val-every", type=int, default=None)
-    p.add_argument("--log-every", type=int, default=None)
+    p.add_argument("--checkpoint-every", type=int, default=None, help="override: save a resumable state every N steps")
+    p.add_argument("--val-every", type=int, default=None, help="override: validate on held-out synthetic episodes every N steps")
+    p.add_argument("--log-every", type=int, default=None, help="override: write a log line every N steps")
     p.add_argument("--no-progress", action="store_true", help="no tqdm progress bar")
     hw = p.add_argument_group("hardware layout (the same computation; may change when resuming)")
     hw.add_argument("--micro-batch-size", type=int, default=None,

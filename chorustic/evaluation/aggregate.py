@@ -1,7 +1,8 @@
 """Collect run manifests into the tidy ``results/accuracies.csv`` (one row per run).
 
 Columns: :data:`COLUMNS`. ``status`` is one of :data:`~chorustic.evaluation.job.RUN_STATUSES`
-(``ok`` | ``failed`` | ``ineligible`` | ``reported``); ``accuracy`` is empty unless ``ok`` or
+(``ok`` | ``failed`` | ``ineligible`` | ``reported``); ``device`` is where the job ran (``cpu``,
+``cuda``); ``accuracy`` is empty unless ``ok`` or
 ``reported``. Failed runs stay in the table with their reason: reports show them as missing, never
 drop or impute them.
 
@@ -72,6 +73,7 @@ OPTIONAL_COLUMNS = [
     "fit_time_s",
     "predict_time_s",
     "peak_memory_mb",
+    "device",
     "error",
     "result_file",
 ]
@@ -154,6 +156,7 @@ def _rows(doc: dict[str, Any], metadata: dict[str, dict], relative_to) -> list[d
                 "fit_time_s": run.get("fit_time_s"),
                 "predict_time_s": run.get("predict_time_s"),
                 "peak_memory_mb": run.get("peak_memory_mb"),
+                "device": doc.get("device") if run.get("status") == "ok" else None,
                 "error": run.get("error"),
                 "result_file": result_file,
             }

@@ -79,6 +79,8 @@ class JobSpec:
     allow_modified_data: bool = False
     fingerprint: str | None = None
     """The run's fingerprint (:func:`chorustic.evaluation.integrity.run_fingerprint`), recorded."""
+    portable_numerics: bool = True
+    """start the worker with SIMD capped at AVX2 (chorustic.evaluation.numerics): same results across machines"""
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "JobSpec":
@@ -154,6 +156,13 @@ def _versions() -> dict[str, str]:
         if m is not None and hasattr(m, "__version__"):
             out[mod] = str(m.__version__)
     return out
+
+
+def _numerics() -> dict[str, str]:
+    """The SIMD caps this process runs under (empty: the libraries' own choice for this CPU)."""
+    from chorustic.evaluation.numerics import PORTABLE_ENV
+
+    return {k: os.environ[k] for k in PORTABLE_ENV if os.environ.get(k)}
 
 
 def _format_error(exc: BaseException) -> str:
@@ -264,6 +273,7 @@ def run_job(spec: JobSpec, *, resume: bool = False, log=None) -> dict[str, Any]:
         "started": started,
         "finished": None,
         "host": platform.node(),
+        "numerics": _numerics(),
         "versions": {},
         "runs": list(prior_runs),
     }

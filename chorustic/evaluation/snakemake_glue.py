@@ -73,6 +73,7 @@ def job_spec(
         lock_file=cc.lock_file(cfg),
         allow_modified_data=cc.allow_modified_data(cfg, dataset),
         fingerprint=fingerprint,
+        portable_numerics=bool(cfg["evaluation"].get("portable_numerics", True)),
     )
 
 

@@ -153,6 +153,11 @@ def run_supervised(
     Path(spec_file).write_text(json.dumps(spec.__dict__))
     error_file = Path(spec_file + ".error")  # the worker's reason when it fails outside a context
     env = thread_env(threads)
+    if getattr(spec, "portable_numerics", True):
+        from chorustic.evaluation.numerics import portable_numerics_env
+
+        for key, value in portable_numerics_env().items():
+            env.setdefault(key, value)  # a value the user set explicitly wins
     parent = os.getppid()
     stop: list[int] = []
 

@@ -18,8 +18,9 @@ Plugins in ``baselines/`` are short because the parts every method shares live h
 * :class:`CSVReportedMethod` and :func:`reported_method`: "reported, not reproduced" methods whose
   per-dataset accuracies come from a CSV column (the paper's TiCT column, or any method a user cannot
   run).
-* :func:`check_estimator_contract`: the shared contract test suite (used by ``tests/test_baselines_*``
-  and usable by method authors for their own plugins).
+* :func:`check_estimator_contract`: the estimator contract as assertions (first violation raises);
+  the clause-by-clause version on generated data, with plugin metadata, is
+  :func:`chorustic.methods.check.check_method` (``chorustic check-method NAME``).
 """
 
 from __future__ import annotations
@@ -29,7 +30,6 @@ import collections
 import contextlib
 import hashlib
 import importlib.util
-import inspect
 import os
 import sys
 import threading
@@ -695,14 +695,6 @@ def import_plugin_module(name: str, near: str | os.PathLike):
 # --------------------------------------------------------------------------------------------------
 
 
-def _n(X) -> int:
-    return len(X) if isinstance(X, list) else int(np.shape(X)[0])
-
-
-def _take(X, idx):
-    return [X[i] for i in idx] if isinstance(X, list) else np.asarray(X)[idx]
-
-
 def check_estimator_contract(
     build: Callable[[int], Any],
     X_context: Any,
@@ -722,56 +714,15 @@ def check_estimator_contract(
     does not matter (each query's prediction depends on the context and that query only: no test
     labels or test-set statistics). Raises AssertionError with a message on the first violation.
     """
-    y_context = np.asarray(y_context)
-    classes = np.unique(y_context)
-    est = build(0)
-    assert hasattr(est, "get_params") and isinstance(est.get_params(), dict), (
-        "get_params() must return a dict"
-    )
-    sig = inspect.signature(est.predict_proba)
-    required = [
-        p
-        for p in sig.parameters.values()
-        if p.default is inspect.Parameter.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-    ]
-    assert len(required) == 1, f"predict_proba must take only X, signature is {sig}"
-    assert est.fit(X_context, y_context) is est, "fit must return self"
-    assert np.array_equal(np.asarray(est.classes_), classes), (
-        f"classes_ {est.classes_} != context classes {classes}"
-    )
-    proba = np.asarray(est.predict_proba(X_query))
-    nq = _n(X_query)
-    assert proba.shape == (nq, len(classes)), f"predict_proba shape {proba.shape} != {(nq, len(classes))}"
-    assert np.all(np.isfinite(proba)), "probabilities must be finite"
-    assert np.all(proba >= -atol), "probabilities must be non-negative"
-    assert np.allclose(proba.sum(axis=1), 1.0, atol=1e-5), f"rows must sum to 1: {proba.sum(axis=1)[:5]}"
-    pred = np.asarray(est.predict(X_query))
-    assert np.array_equal(pred, np.asarray(est.classes_)[np.argmax(proba, axis=1)]), (
-        "predict != classes_[argmax]"
-    )
+    from chorustic.methods.check import estimator_clauses
 
-    est2 = build(0).fit(X_context, y_context)
-    proba2 = np.asarray(est2.predict_proba(X_query))
-    assert np.allclose(proba, proba2, atol=atol, rtol=0), (
-        f"same seed gave different probabilities (max diff {np.abs(proba - proba2).max():.2e})"
-    )
-    assert np.array_equal(pred, np.asarray(est2.predict(X_query))), "same seed gave different predictions"
-
-    observed: dict[str, Any] = {"proba": proba, "classes": classes}
-    if check_query_order:
-        perm = np.random.default_rng(1).permutation(nq)
-        proba_p = np.asarray(est.predict_proba(_take(X_query, perm)))
-        assert np.allclose(proba_p, proba[perm], atol=1e-4, rtol=0), (
-            "predictions depend on the order or composition of the query set"
-        )
-    if check_missing_class and len(classes) >= 3:
-        drop = classes[1]
-        keep = np.flatnonzero(y_context != drop)
-        est3 = build(0).fit(_take(X_context, keep), y_context[keep])
-        p3 = np.asarray(est3.predict_proba(X_query))
-        seen = classes[classes != drop]
-        assert np.array_equal(np.asarray(est3.classes_), seen), f"classes_ {est3.classes_} != seen {seen}"
-        assert p3.shape == (nq, len(seen)), f"context missing class {drop}: proba shape {p3.shape}"
-        assert np.allclose(p3.sum(axis=1), 1.0, atol=1e-5)
-        observed["proba_missing_class"] = p3
+    observed: dict[str, Any] = {}
+    for item in estimator_clauses(
+        build, X_context, y_context, X_query, check_missing_class=check_missing_class,
+        check_query_order=check_query_order, atol=atol,
+    ):
+        if isinstance(item, tuple):
+            observed = item[1]
+        elif item.status == "fail":
+            raise AssertionError(f"{item.name}: {item.detail}")
     return observed

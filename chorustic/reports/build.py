@@ -11,11 +11,15 @@ Layout of the output folder::
         table4_ablation_<archive>                  Table 4
         tableD_<archive>_per_dataset               appendix per-dataset accuracies
         table_stats_<archive>                      appendix statistical comparison (Wilcoxon + Holm)
+        table_cost_<archive>                       accuracy against cost (wall time, device, memory)
         summary_all.csv, stats_all.csv             every archive x protocol (machine-readable)
+        (every table also as <name>.html: what `snakemake --report` shows)
     reports/figures/<name>.{png,pdf}
-        scaling_<archive>, cd_<archive>, scatter_<archive>, violin_<archive>
-    reports/reproduction/reproduction.md (+ CSVs)  the check against the paper
+        scaling_<archive>, cd_<archive>, scatter_<archive>, violin_<archive>, mcm_<archive>, cost_<archive>
+    reports/reproduction/reproduction.{md,html} (+ CSVs)  the check against the paper
+    reports/overview/coverage.html                 coverage, missing runs, ineligible datasets, problems
     reports/missing_runs.csv, reports/ineligible_datasets.csv
+    reports/aeon/<protocol>/classification/accuracy/<EST>_accuracy.csv   for aeon's results loaders
 
 Every file is written atomically. A failing table or figure is reported (README "Problems", stderr) and
 never stops the others. Files of a previous build that this build did not write again are removed (only
@@ -45,14 +49,18 @@ from chorustic.reports.accuracies import (
     method_metadata,
 )
 from chorustic.reports.layout import DEFAULT_ABLATIONS, DEFAULT_REFERENCE, archive_title, ordered_methods
+from chorustic.reports.catalog import FOLDERS
+from chorustic.reports.interop import AEON_SUBDIR, aeon_estimator_names, write_aeon_results
 from chorustic.reports.paper import default_reference_dir, load_paper_reference
-from chorustic.reports.render import Table, to_markdown, write_table
+from chorustic.reports.render import Table, html_page, to_markdown, write_table
 from chorustic.reports.reproduction import compare_with_paper, paper_self_check
 from chorustic.reports.tables import (
     ablation_table,
     budget_label,
     budget_table,
     comparison_frame,
+    cost_frame,
+    cost_table,
     main_table,
     per_dataset_table,
     stats_table,
@@ -181,6 +189,8 @@ def build_report(
         meta = meta.loc[sorted(keep)]
     reference = resolve_method(config.reference, meta)
     b = _Builder(out_dir, config.figure_formats)
+    for folder in FOLDERS:  # the report rule's outputs exist even when every artifact of one failed
+        (out_dir / folder).mkdir(parents=True, exist_ok=True)
     if reference is None:
         b.problems.append(
             f"reference method {config.reference!r} is not in the results (methods: "
@@ -280,6 +290,10 @@ def build_report(
                 f"figures ({archive})",
                 lambda: _archive_figures(b, full, meta, reference, main_exclude, config),
             )
+            b.attempt(
+                f"accuracy and cost ({archive})",
+                lambda: _cost(b, df, full, meta, reference, main_exclude),
+            )
 
     # ---- missing runs / ineligible datasets
     miss = [mx.missing.assign(archive=mx.archive, protocol=mx.protocol) for mx in matrices.values()]
@@ -303,18 +317,25 @@ def build_report(
     )
     b.attempt("ineligible_datasets.csv", lambda: b.csv("ineligible_datasets.csv", inel_df))
 
+    # ---- the same accuracies for aeon's results loaders
+    b.attempt("aeon result files", lambda: b.written.extend(write_aeon_results(df, meta, out_dir / AEON_SUBDIR)))
+
     # ---- reproduction check against the paper
     paper_passed = b.attempt(
         "reproduction check",
         lambda: _reproduction(b, results_dir, config, matrices, meta, summary_all, reference),
     )
 
-    # ---- index
+    # ---- index, and the overview page of `snakemake --report`
     b.attempt(
         "README.md",
         lambda: _readme(
             b, acc_path, df, meta, matrices, reference, main_exclude, paper_passed, miss_df, config
         ),
+    )
+    b.attempt(
+        "overview/coverage.html",
+        lambda: _overview(b, acc_path, df, meta, matrices, reference, main_exclude, paper_passed, miss_df, inel_df),
     )
     _prune_stale(out_dir, b.written)
     return ReportResult(out_dir, b.written, b.problems, reference, paper_passed)
@@ -401,6 +422,21 @@ def _archive_figures(b: _Builder, mx: AccuracyMatrix, meta, reference, exclude, 
                 ),
             ),
         )
+    if len(methods) >= 2 and n >= 2:
+        b.attempt(
+            f"multi-comparison matrix ({mx.archive})",
+            lambda: b.figure(
+                "Figures",
+                f"Multi-comparison matrix ({mx.archive})",
+                f"mcm_{a}",
+                figs.mcm_figure(comp, labels, config.alpha),
+            ),
+        )
+    else:
+        b.notes.append(
+            f"multi-comparison matrix ({mx.archive}) not drawn: it needs >= 2 methods and >= 2 common datasets, "
+            f"have {len(methods)} methods and {n} datasets"
+        )
     if n >= 1 and methods:
         b.attempt(
             f"violin plot ({mx.archive})",
@@ -411,6 +447,31 @@ def _archive_figures(b: _Builder, mx: AccuracyMatrix, meta, reference, exclude, 
                 figs.distribution_figure(comp, labels, reference, f"Per-dataset accuracy on {where}"),
             ),
         )
+
+
+def _cost(b: _Builder, df: pd.DataFrame, mx: AccuracyMatrix, meta, reference, exclude) -> None:
+    a = mx.archive.lower()
+    layout = f"main_{mx.archive}"
+    methods = ordered_methods([m for m in mx.methods if m not in exclude], meta, layout)
+    cost = cost_frame(df, mx, meta, methods)
+    if cost.empty or cost["total_time_s"].isna().all():
+        b.notes.append(f"accuracy and cost ({mx.archive}) not shown: no method has results with timings")
+        return
+    b.table("Accuracy and cost", cost_table(cost, mx, meta, f"table_cost_{a}", layout))
+    labels = _labels(meta)
+    n = int(cost["n_datasets"].max())
+    b.figure(
+        "Figures",
+        f"Accuracy against cost ({mx.archive})",
+        f"cost_{a}",
+        figs.cost_figure(
+            cost,
+            labels,
+            reference,
+            f"Accuracy and wall time on {archive_title(mx.archive, len(mx.values))}"
+            + ("" if n == len(mx.values) else f" ({n} datasets where all methods have results)"),
+        ),
+    )
 
 
 def _reproduction(
@@ -436,6 +497,9 @@ def _reproduction(
         matrices, meta, ref, summary_all, config.off_threshold_pp, _concat(abl) if abl else None
     )
     b.written += write_reproduction(b.out / "reproduction", check, comparison, ref, config.off_threshold_pp)
+    md = b.out / "reproduction" / "reproduction.md"
+    if md.is_file():
+        b.text("reproduction/reproduction.html", html_page("Reproduction check against the paper", md.read_text()))
     return bool(check["verdict"]["passed"].all()) if len(check["verdict"]) else None
 
 
@@ -462,6 +526,53 @@ def _coverage(matrices, meta, exclude) -> pd.DataFrame:
 def _md_table(df: pd.DataFrame) -> str:
     head = "| " + " | ".join(map(str, df.columns)) + " |\n|" + "---|" * len(df.columns) + "\n"
     return head + "".join("| " + " | ".join(map(str, r)) + " |\n" for r in df.itertuples(index=False))
+
+
+def _overview(
+    b: _Builder, acc_path: Path, df, meta, matrices, reference, exclude, paper_passed, miss_df, inel_df
+) -> None:
+    """``overview/coverage.html``: what ran and what is missing, for the Snakemake report."""
+    limit = 200
+    lines = [
+        "# Coverage, missing runs and problems",
+        "",
+        f"From `{acc_path}` ({len(df)} runs of {len(meta)} methods; reference method: "
+        f"{meta.loc[reference, 'display_name'] if reference else 'none'}). Averages, ranks and tests of one "
+        "archive and protocol use the *common* datasets, on which every method has a result; missing runs "
+        "are never imputed.",
+        "",
+        "## Coverage",
+        "",
+    ]
+    cov = _coverage(matrices, meta, exclude)
+    lines.append(_md_table(cov) if len(cov) else "No results.")
+    lines += ["", f"## Missing runs ({len(miss_df)})", ""]
+    if len(miss_df):
+        shown = miss_df.head(limit).astype(object)
+        shown = shown.where(shown.notna(), "")
+        lines.append(_md_table(shown[["archive", "protocol", "display_name", "dataset", "seed", "status", "error"]]))
+        if len(miss_df) > limit:
+            lines.append(f"\n... and {len(miss_df) - limit} more: see `missing_runs.csv`.")
+    else:
+        lines.append("None: every method has a result for every eligible dataset and context set.")
+    lines += ["", f"## Ineligible datasets ({len(inel_df)})", ""]
+    lines.append(
+        _md_table(inel_df)
+        if len(inel_df)
+        else "None (a dataset is ineligible at k shots when a class has fewer than k training examples)."
+    )
+    lines += ["", "## Reproduction check", ""]
+    lines.append(
+        "Not run (see Problems)."
+        if paper_passed is None
+        else "The paper's own per-dataset tables run through this code reproduce what the paper prints: "
+        f"**{'yes' if paper_passed else 'NO'}** (details: the reproduction check page)."
+    )
+    if b.notes:
+        lines += ["", "## Notes", ""] + [f"- {n}" for n in b.notes]
+    lines += ["", "## Problems", ""]
+    lines += [f"- {p}" for p in b.problems] if b.problems else ["None: every table and figure was written."]
+    b.text("overview/coverage.html", html_page("Coverage, missing runs and problems", "\n".join(lines) + "\n"))
 
 
 def _readme(
@@ -524,6 +635,24 @@ def _readme(
             f"![{title}]({stem}.png)",
             "",
             f"[{stem}.png]({stem}.png) \u00b7 [{stem}.pdf]({stem}.pdf)",
+            "",
+        ]
+    aeon_dir = b.out / AEON_SUBDIR
+    aeon_files = sorted(p for p in b.written if aeon_dir in p.parents)
+    if aeon_files:
+        names = aeon_estimator_names(meta)
+        known = sorted({n for m, n in names.items() if n != m})
+        lines += [
+            "## Results for aeon and tsml-eval",
+            "",
+            f"[{AEON_SUBDIR}/]({AEON_SUBDIR}/) holds the accuracies in the layout of aeon's results loaders, one tree per "
+            f"protocol: `{AEON_SUBDIR}/<protocol>/classification/accuracy/<EST>_accuracy.csv` (datasets x context "
+            "sets as resamples; a dataset appears when every context set has a result). For example "
+            f"`aeon.benchmarking.results_loaders.get_estimator_results({known[:2] or ['MiniROCKET']}, "
+            f"num_resamples=None, path='<this folder>/{AEON_SUBDIR}/full')`. aeon knows "
+            f"{', '.join(known) if known else 'none of these methods'} by name and rejects the others "
+            "(ChorusTIC, the TSFM baselines): read their files with `pandas.read_csv(file, index_col=0)`. "
+            "tsml-eval reads the prediction files in `results/<protocol>/<method>/Predictions/` directly.",
             "",
         ]
     lines += ["## Reproduction check against the paper", ""]

@@ -5,6 +5,8 @@ the same results gives the same files):
 * :func:`cd_figure`           critical-difference diagram (:func:`aeon.visualisation.plot_critical_difference`)
 * :func:`scatter_figure`      the reference method against each other method, one panel per method
 * :func:`distribution_figure` violin plot of the per-dataset accuracies of each method
+* :func:`cost_figure`         mean accuracy against total wall time (fit + predict), one point per method
+* :func:`mcm_figure`          aeon's multi-comparison matrix (:func:`aeon.visualisation.create_multi_comparison_matrix`)
 
 aeon's own pairwise-scatter and violin helpers need seaborn, which the harness does not depend on; these
 two are drawn with matplotlib directly. Figures are plain :class:`matplotlib.figure.Figure` objects (no
@@ -28,7 +30,16 @@ import pandas as pd  # noqa: E402
 from chorustic.io import atomic_open  # noqa: E402
 from chorustic.stats import win_tie_loss  # noqa: E402
 
-__all__ = ["save_figure", "scaling_figure", "cd_figure", "scatter_figure", "distribution_figure", "FORMATS"]
+__all__ = [
+    "save_figure",
+    "scaling_figure",
+    "cd_figure",
+    "scatter_figure",
+    "distribution_figure",
+    "cost_figure",
+    "mcm_figure",
+    "FORMATS",
+]
 
 FORMATS = ("png", "pdf")
 REFERENCE_COLOR = "#1b1b1b"
@@ -215,3 +226,129 @@ def distribution_figure(matrix: pd.DataFrame, labels: dict[str, str], reference:
     ax.set_title(title, fontsize=11)
     fig.tight_layout()
     return fig
+
+
+def _fmt_seconds(s: float) -> str:
+    if s < 120:
+        return f"{s:.3g} s"
+    if s < 7200:
+        return f"{s / 60:.3g} min"
+    return f"{s / 3600:.3g} h"
+
+
+def cost_figure(cost: pd.DataFrame, labels: dict[str, str], reference: str | None, title: str):
+    """Mean accuracy (%) against total wall time (fit + predict, log scale), one point per method.
+
+    ``cost``: one row per method with ``method``, ``group``, ``device``, ``avg_acc`` (fraction) and
+    ``total_time_s``. Colour = group, marker = device (circle: CPU, square: GPU, triangle: other or
+    unknown). The dashed line joins the Pareto front: no other method is both faster and more accurate.
+    """
+    from matplotlib.lines import Line2D
+
+    cost = cost[cost["avg_acc"].notna() & (cost["total_time_s"] > 0)].copy()
+    if cost.empty:
+        raise ValueError("no method has both an accuracy and timings")
+    from chorustic.methods.base import GROUPS
+
+    known = list(GROUPS) + sorted(set(cost["group"]) - set(GROUPS))
+    gcolor = dict(zip(known, _colors(len(known))))  # one colour per group in every report
+    groups = [g for g in known if g in set(cost.loc[cost["method"] != reference, "group"])]
+    fig = Figure(figsize=(7.6, 4.8))
+    ax = fig.subplots()
+
+    def marker(device: str) -> str:
+        d = str(device).lower()
+        return "o" if d == "cpu" else "s" if d.startswith("cuda") or d == "gpu" else "^"
+
+    for r in cost.itertuples(index=False):
+        is_ref = r.method == reference
+        ax.scatter(
+            r.total_time_s,
+            100 * r.avg_acc,
+            s=90 if is_ref else 55,
+            marker=marker(r.device),
+            color=REFERENCE_COLOR if is_ref else gcolor[r.group],
+            edgecolor="black" if is_ref else "white",
+            linewidth=0.8,
+            zorder=3,
+        )
+        ax.annotate(
+            labels.get(r.method, r.method),
+            (r.total_time_s, 100 * r.avg_acc),
+            xytext=(6, 4),
+            textcoords="offset points",
+            fontsize=8.5,
+            fontweight="bold" if is_ref else "normal",
+        )
+    front = cost.sort_values(["total_time_s", "avg_acc"], ascending=[True, False])
+    best, pts = -np.inf, []
+    for r in front.itertuples(index=False):
+        if r.avg_acc > best:
+            best = r.avg_acc
+            pts.append((r.total_time_s, 100 * r.avg_acc))
+    if len(pts) > 1:
+        xs, ys = zip(*pts)
+        ax.step(xs, ys, where="post", linestyle="--", color="#888888", linewidth=1, zorder=1)
+    ax.set_xscale("log")
+    lo, hi = cost["total_time_s"].min(), cost["total_time_s"].max()
+    ax.set_xlim(lo / 2, hi * 4)
+    ymin, ymax = 100 * cost["avg_acc"].min(), 100 * cost["avg_acc"].max()
+    pad = max(1.0, 0.1 * (ymax - ymin))
+    ax.set_ylim(ymin - pad, min(100.5, ymax + pad))
+    ax.set_xlabel("Total wall time: fit + predict, summed over the datasets (log scale)")
+    ax.set_ylabel("Average accuracy (%)")
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
+
+    nice = [0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, 18000, 36000, 86400,
+            172800, 432000, 864000]
+    ticks = [t for t in nice if lo / 2 <= t <= hi * 4]
+    while len(ticks) > 7:
+        ticks = ticks[::2]
+    ax.xaxis.set_major_locator(FixedLocator(ticks))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: _fmt_seconds(v)))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.grid(True, alpha=0.3, which="both")
+    ax.set_title(title, fontsize=11)
+    handles = [Line2D([], [], marker="o", linestyle="", color=gcolor[g], label=g) for g in groups]
+    if reference in set(cost["method"]):
+        handles.insert(0, Line2D([], [], marker="o", linestyle="", color=REFERENCE_COLOR,
+                                 label=f"{labels.get(reference, reference)} (reference)"))
+    devices = sorted(set(cost["device"].astype(str)))
+    handles += [
+        Line2D([], [], marker=marker(d), linestyle="", color="#555555", markerfacecolor="white", label=f"device: {d}")
+        for d in devices
+    ]
+    if len(pts) > 1:
+        handles.append(Line2D([], [], linestyle="--", color="#888888", label="Pareto front"))
+    ax.legend(handles=handles, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False, fontsize=8.5)
+    fig.tight_layout()
+    return fig
+
+
+def mcm_figure(matrix: pd.DataFrame, labels: dict[str, str], alpha: float):
+    """aeon's multi-comparison matrix of a complete accuracy matrix (datasets x methods): per pair of
+    methods the mean difference, W/T/L and the two-sided Wilcoxon p-value (Holm-corrected); methods
+    ordered by average accuracy."""
+    from aeon.visualisation import create_multi_comparison_matrix
+
+    if matrix.shape[1] < 2 or matrix.shape[0] < 2:
+        raise ValueError(
+            f"a multi-comparison matrix needs >= 2 methods and >= 2 datasets, got {matrix.shape[1]} methods and "
+            f"{matrix.shape[0]} datasets"
+        )
+    # long names ("ChorusTIC-small (CPU-pretrained)") break before the parenthesis, so columns do not overlap
+    wrapped = {m: str(labels.get(m, m)).replace(" (", "\n(") for m in matrix.columns}
+    frame = matrix.rename(columns=wrapped).astype(float)
+    with matplotlib.rc_context():  # aeon sets rcParams["figure.autolayout"]; keep it out of later figures
+        return create_multi_comparison_matrix(
+            frame,
+            save_path="",  # with formats=None aeon saves nothing
+            formats=None,
+            statistic_name="Accuracy",
+            pvalue_test_params={"zero_method": "wilcox", "alternative": "two-sided"},
+            pvalue_correction="Holm",
+            pvalue_threshold=alpha,
+            show_symmetry=True,
+            fig_size=(max(5.0, 1.45 * frame.shape[1] + 1.5), max(3.0, 0.85 * frame.shape[1] + 1.2)),
+            font_size=8,
+        )

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from chorustic.evaluation.aggregate import COLUMNS
 from chorustic.io import atomic_write_text
 
 __all__ = [
@@ -176,35 +177,14 @@ def synthetic_accuracies(
                                 fit_time_s=float(rng.uniform(0.1, 5)),
                                 predict_time_s=float(rng.uniform(0.1, 2)),
                                 peak_memory_mb=float(rng.uniform(200, 900)),
+                                device="cuda" if m.group in ("Time-series ICL", "Generic ICL") else "cpu",
                             )
                             if not m.reported:
                                 row["result_file"] = (
                                     f"{protocol}/{m.name}/Predictions/{d}/testResample{s}.csv"
                                 )
                         rows.append(row)
-    cols = [
-        "method",
-        "display_name",
-        "group",
-        "fits_on_target",
-        "reported",
-        "archive",
-        "dataset",
-        "protocol",
-        "family",
-        "budget",
-        "seed",
-        "status",
-        "accuracy",
-        "n_context",
-        "n_test",
-        "n_classes",
-        "fit_time_s",
-        "predict_time_s",
-        "peak_memory_mb",
-        "error",
-        "result_file",
-    ]
+    cols = COLUMNS  # the columns the aggregate step writes
     df = pd.DataFrame(rows).reindex(columns=cols)
     df["budget"] = df["budget"].astype("Int64")
     return df

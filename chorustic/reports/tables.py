@@ -35,6 +35,9 @@ __all__ = [
     "per_dataset_table",
     "stats_table",
     "budget_label",
+    "cost_frame",
+    "cost_table",
+    "format_seconds",
 ]
 
 
@@ -501,4 +504,128 @@ def stats_table(
     )
     return Table(
         name=name, caption=title, header=header, align="lcrrrrcrr", body=body, data=comparison, notes=notes
+    )
+
+
+def format_seconds(seconds: float) -> str:
+    """``12.3 s``, ``4.5 min`` or ``2.1 h``; ``-`` for NaN."""
+    if seconds is None or (isinstance(seconds, float) and math.isnan(seconds)):
+        return "-"
+    s = float(seconds)
+    if s < 120:
+        return f"{s:.1f} s"
+    if s < 7200:
+        return f"{s / 60:.1f} min"
+    return f"{s / 3600:.1f} h"
+
+
+def cost_frame(runs: pd.DataFrame, matrix: AccuracyMatrix, meta: pd.DataFrame, methods: list[str]) -> pd.DataFrame:
+    """Accuracy and cost of each method of ``matrix`` (one archive and protocol) that ran here.
+
+    ``runs`` are the rows of ``accuracies.csv``. Methods with results and timings (reported methods have
+    neither) are compared on their common datasets: ``avg_acc`` is the mean accuracy there,
+    ``total_time_s`` the fit + predict wall time of every run (all context sets) on those datasets, as
+    recorded in the result files, ``device`` where the jobs ran and ``peak_memory_mb`` the largest peak
+    resident memory of a job.
+    """
+    timed = [
+        m
+        for m in methods
+        if m in matrix.methods_with_results and not bool(meta.loc[m, "reported"])
+    ]
+    common = matrix.common(timed)
+    sub = runs[
+        (runs["archive"] == matrix.archive)
+        & (runs["protocol"] == matrix.protocol)
+        & (runs["status"] == "ok")
+        & runs["dataset"].isin(common)
+    ]
+    rows = []
+    for m in timed:
+        r = sub[sub["method"] == m]
+        fit = pd.to_numeric(r["fit_time_s"], errors="coerce")
+        pred = pd.to_numeric(r["predict_time_s"], errors="coerce")
+        devices = sorted({str(d) for d in r.get("device", pd.Series(dtype=object)).dropna() if str(d) not in ("", "nan")})
+        rows.append(
+            {
+                "archive": matrix.archive,
+                "protocol": matrix.protocol,
+                "method": m,
+                "display_name": meta.loc[m, "display_name"],
+                "group": meta.loc[m, "group"],
+                "device": "/".join(devices) if devices else "unknown",
+                "n_datasets": len(common),
+                "n_runs": len(r),
+                "avg_acc": float(matrix.values.loc[common, m].mean()) if common else np.nan,
+                "fit_time_s": float(fit.sum()) if fit.notna().any() else np.nan,
+                "predict_time_s": float(pred.sum()) if pred.notna().any() else np.nan,
+                "total_time_s": float((fit + pred).sum()) if (fit + pred).notna().any() else np.nan,
+                "time_per_dataset_s": float((fit + pred).sum()) / len(common)
+                if common and (fit + pred).notna().any()
+                else np.nan,
+                "peak_memory_mb": float(pd.to_numeric(r["peak_memory_mb"], errors="coerce").max())
+                if len(r)
+                else np.nan,
+            }
+        )
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "archive", "protocol", "method", "display_name", "group", "device", "n_datasets", "n_runs",
+            "avg_acc", "fit_time_s", "predict_time_s", "total_time_s", "time_per_dataset_s", "peak_memory_mb",
+        ],
+    )
+
+
+def cost_table(cost: pd.DataFrame, matrix: AccuracyMatrix, meta: pd.DataFrame, name: str, layout: str) -> Table:
+    """Accuracy against cost: group, method, device, average accuracy, total / fit / predict wall time,
+    time per dataset and peak memory, on the datasets where every timed method has a result."""
+    cost = cost.set_index("method")
+    methods = ordered_methods(list(cost.index), meta, layout)
+    acc_mark = dict(zip(methods, mark_best(cost.loc[methods, "avg_acc"], True)))
+    time_mark = dict(zip(methods, mark_best(cost.loc[methods, "total_time_s"], False)))
+    header = ["Group", "Method", "Device", "Avg. Acc. (%)", "Total time", "Fit", "Predict", "Per dataset",
+              "Peak mem. (MB)"]
+    body, breaks = [], set()
+    for g, block in group_blocks(methods, meta):
+        breaks.add(len(body))
+        for j, m in enumerate(block):
+            c = cost.loc[m]
+            body.append(
+                [
+                    Cell(g if j == 0 else ""),
+                    _method_cell(m, meta),
+                    Cell(str(c["device"])),
+                    _marked(fmt(c["avg_acc"], 2, 100), acc_mark.get(m)),
+                    _marked(format_seconds(c["total_time_s"]), time_mark.get(m)),
+                    Cell(format_seconds(c["fit_time_s"])),
+                    Cell(format_seconds(c["predict_time_s"])),
+                    Cell(format_seconds(c["time_per_dataset_s"])),
+                    Cell(fmt(c["peak_memory_mb"], 0)),
+                ]
+            )
+    n = int(cost["n_datasets"].max()) if len(cost) else 0
+    seeds = len(matrix.seeds)
+    notes = [
+        f"Wall time of fit + predict of every run on the {n} dataset{'s' if n != 1 else ''} where all "
+        f"{len(methods)} methods have a result"
+        + (f" ({seeds} context sets each)" if seeds > 1 else "")
+        + ", as recorded in the result files, on the device the jobs ran on (model loading and data "
+        "reading are not included). Timings from different machines or devices are not comparable.",
+        "Best accuracy and lowest total time in bold, second best underlined. Peak memory: the largest "
+        "resident memory of one evaluation job (the process, not the GPU).",
+    ]
+    rep = [str(meta.loc[m, "display_name"]) for m in matrix.methods if bool(meta.loc[m, "reported"])]
+    if rep:
+        notes.append(f"Not shown (reported, not reproduced: no timings): {', '.join(rep)}.")
+    return Table(
+        name=name,
+        caption=f"Accuracy and cost on {archive_title(matrix.archive, len(matrix.values))} "
+        f"({budget_label(matrix.family, matrix.budget)} protocol)",
+        header=header,
+        align="lllrrrrrr",
+        body=body,
+        data=cost.reset_index(),
+        midrules_before=breaks,
+        notes=notes,
     )

@@ -1,9 +1,29 @@
+from chorustic.reports import catalog as report_catalog
+
+
+def report_folder(folder):
+    """A report folder as a rule output, shown by `snakemake --report` (categories and labels from
+    chorustic.reports.catalog, captions from workflow/report/<folder>.rst)."""
+    return report(
+        directory(f"{REPORTS}/{folder}"),
+        patterns=[f"{{name}}.{report_catalog.FOLDERS[folder]}"],
+        caption=f"../report/{folder}.rst",
+        category=lambda w: report_catalog.category(folder, w),
+        subcategory=lambda w: report_catalog.subcategory(folder, w),
+        labels=lambda w: report_catalog.labels(folder, w),
+    )
+
+
 rule report:
     """Statistics, the paper's tables and figures, and the reproduction check against the paper."""
     input:
         ACCURACIES,
     output:
-        REPORT_INDEX,
+        index=REPORT_INDEX,
+        tables=report_folder("tables"),
+        figures=report_folder("figures"),
+        overview=report_folder("overview"),
+        reproduction=report_folder("reproduction"),
     params:
         reference=config["reports"].get("reference_method", "chorustic"),
     conda:

@@ -1,0 +1,478 @@
+"""The full method contract, clause by clause, on generated data (``chorustic check-method NAME``).
+
+:func:`check_method` runs every clause the harness relies on against one plugin and returns one
+:class:`Clause` per check (passed, failed with the reason, or skipped because an earlier clause
+failed). The same function backs the command line (one PASS/FAIL line per clause), the test suite
+(``tests/test_baselines_contract.py`` runs it for every discovered plugin) and method authors' own
+checks. The data are generated (:func:`synthetic_task`): separable classes of the shapes the
+harness hands a method, so a contract failure is never a data problem.
+
+What the harness does with a method (and so what is checked): it builds an estimator with
+``method.build(seed=..., device=..., n_jobs=..., **params)``, calls ``fit(X, y)`` with a context of
+``X`` float32 ``(n, C, L)`` (``L == 512`` for ``input_kind="resampled"``; for ``"native"`` the series
+as they are, a list of ``(C, L_i)`` arrays when lengths vary) and ``y`` int64 in ``0..K-1``, then
+``predict_proba(X_query)``, whose columns follow ``classes_``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import traceback
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+
+from chorustic.methods.base import GROUPS, INPUT_KINDS, Method, MethodNotReady, ReportedMethod
+
+__all__ = ["Clause", "ContractRun", "check_method", "estimator_clauses", "synthetic_task", "RESOURCE_KEYS"]
+
+#: Keys of ``Method.resources`` (Snakemake resources of one evaluate job).
+RESOURCE_KEYS = ("threads", "mem_mb", "runtime", "gpu")
+
+
+@dataclasses.dataclass
+class Clause:
+    """One contract clause: ``status`` is ``"pass"``, ``"fail"`` or ``"skip"``."""
+
+    name: str
+    status: str
+    detail: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "pass"
+
+    def line(self) -> str:
+        tag = {"pass": "PASS", "fail": "FAIL", "skip": "SKIP"}[self.status]
+        return f"{tag}  {self.name}" + (f": {self.detail}" if self.detail else "")
+
+
+@dataclasses.dataclass
+class ContractRun:
+    method: str
+    clauses: list[Clause]
+    observed: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return all(c.status != "fail" for c in self.clauses)
+
+    @property
+    def failed(self) -> list[Clause]:
+        return [c for c in self.clauses if c.status == "fail"]
+
+    def report(self) -> str:
+        return "\n".join(c.line() for c in self.clauses)
+
+
+def synthetic_task(
+    kind: str, n: int, channels: int, seed: int, k: int = 3, variable: bool = False
+) -> tuple[np.ndarray | list[np.ndarray], np.ndarray]:
+    """A separable task: class ``c`` has a bump at a class-specific position, on every channel.
+
+    ``kind="resampled"`` gives length 512 (the paper's input), ``"native"`` length 64, or with
+    ``variable=True`` a list of ``(channels, L_i)`` arrays with ``L_i`` in 40..89. Labels are
+    ``0..k-1``, every class present when ``n >= k``.
+    """
+    rng = np.random.default_rng(seed)
+    y = np.arange(n) % k
+    rng.shuffle(y)
+    length = 512 if kind == "resampled" else 64
+    X = []
+    for c in y:
+        L = int(rng.integers(40, 90)) if variable else length
+        t = np.linspace(0, 1, L)
+        base = np.exp(-((t - (0.2 + 0.6 * c / max(1, k - 1))) ** 2) / 0.005)
+        X.append(
+            (
+                base[None, :] * (1 + np.arange(channels)[:, None]) + 0.1 * rng.normal(size=(channels, L))
+            ).astype(np.float32)
+        )
+    return (X if variable else np.stack(X)), y.astype(np.int64)
+
+
+def _n(X) -> int:
+    return len(X) if isinstance(X, list) else int(np.shape(X)[0])
+
+
+def _take(X, idx):
+    return [X[i] for i in idx] if isinstance(X, list) else np.asarray(X)[idx]
+
+
+def _error(exc: BaseException) -> str:
+    msg = " ".join(f"{type(exc).__name__}: {exc}".split())
+    return msg if len(msg) <= 400 else msg[:397] + "..."
+
+
+class _Clauses:
+    """Collects clauses; ``run`` records a pass, or a fail with the exception's message."""
+
+    def __init__(self) -> None:
+        self.items: list[Clause] = []
+
+    def add(self, name: str, ok: bool, detail: str = "") -> bool:
+        self.items.append(Clause(name, "pass" if ok else "fail", "" if ok else detail))
+        return ok
+
+    def skip(self, name: str, why: str) -> None:
+        self.items.append(Clause(name, "skip", why))
+
+    def run(self, name: str, fn: Callable[[], Any], hint: str = "") -> tuple[bool, Any]:
+        try:
+            value = fn()
+        except AssertionError as exc:
+            self.add(name, False, str(exc) + (f" ({hint})" if hint else ""))
+            return False, None
+        except Exception as exc:  # noqa: BLE001 - the clause records any failure
+            self.add(name, False, _error(exc) + (f" ({hint})" if hint else ""))
+            return False, None
+        self.add(name, True)
+        return True, value
+
+
+def estimator_clauses(
+    build: Callable[[int], Any],
+    X_context: Any,
+    y_context: np.ndarray,
+    X_query: Any,
+    *,
+    check_missing_class: bool = True,
+    check_query_order: bool = True,
+    atol: float = 1e-6,
+    extra_inputs: dict[str, tuple[Any, np.ndarray, Any]] | None = None,
+) -> Iterator[Clause | tuple[str, Any]]:
+    """The estimator contract as clauses (yields :class:`Clause` objects, and ``("observed", dict)``
+    last). ``build(seed)`` makes a fresh estimator. ``extra_inputs`` maps a clause name to another
+    ``(X_context, y_context, X_query)`` the estimator must also handle (univariate, variable length)."""
+    c = _Clauses()
+    y_context = np.asarray(y_context)
+    classes = np.unique(y_context)
+    nq = _n(X_query)
+    observed: dict[str, Any] = {"classes": classes}
+
+    def emit():
+        yield from c.items
+        c.items.clear()
+
+    ok, est = c.run("build returns an estimator", lambda: build(0))
+    if ok:
+        missing = [
+            a
+            for a in ("fit", "predict_proba", "predict", "get_params")
+            if not callable(getattr(est, a, None))
+        ]
+        ok = c.add(
+            "estimator API (fit, predict_proba, predict, get_params)",
+            not missing,
+            f"the estimator {type(est).__name__} has no {', '.join(missing)}; the harness calls fit(X, y) "
+            "and predict_proba(X) (class probabilities are required: a classifier without predict_proba "
+            "can be wrapped, e.g. chorustic.methods.contract.ContractClassifier, or use one that has it)",
+        )
+    yield from emit()
+    if not ok:
+        for name in (
+            "get_params",
+            "predict_proba takes only X",
+            "fit returns self",
+            "classes_",
+            "probabilities",
+            "predict",
+            "same seed, same output",
+            "query order",
+            "missing class",
+            *(extra_inputs or {}),
+        ):
+            yield Clause(name, "skip", "the estimator could not be built or lacks the API")
+        yield ("observed", observed)
+        return
+
+    c.run(
+        "get_params", lambda: _assert(isinstance(est.get_params(), dict), "get_params() must return a dict")
+    )
+
+    def _sig():
+        sig = inspect.signature(est.predict_proba)
+        required = [
+            p
+            for p in sig.parameters.values()
+            if p.default is inspect.Parameter.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        ]
+        _assert(len(required) == 1, f"predict_proba must take only X (the query series), signature is {sig}")
+
+    c.run("predict_proba takes only X", _sig)
+    ok, _ = c.run(
+        "fit returns self",
+        lambda: _assert(est.fit(X_context, y_context) is est, "fit(X, y) must return self"),
+        hint=f"X is {_describe(X_context)}, y int64 in 0..{len(classes) - 1}",
+    )
+    yield from emit()
+    if not ok:
+        for name in (
+            "classes_",
+            "probabilities",
+            "predict",
+            "same seed, same output",
+            "query order",
+            "missing class",
+            *(extra_inputs or {}),
+        ):
+            yield Clause(name, "skip", "fit failed")
+        yield ("observed", observed)
+        return
+
+    c.run(
+        "classes_",
+        lambda: _assert(
+            np.array_equal(np.asarray(getattr(est, "classes_", None)), classes),
+            f"classes_ must be the classes of the context {classes.tolist()}, "
+            f"got {getattr(est, 'classes_', 'no classes_ attribute')}",
+        ),
+    )
+
+    def _proba():
+        proba = np.asarray(est.predict_proba(X_query), dtype=np.float64)
+        _assert(
+            proba.shape == (nq, len(classes)),
+            f"predict_proba shape {proba.shape} != (n_query, n_classes) = {(nq, len(classes))}",
+        )
+        _assert(np.all(np.isfinite(proba)), "probabilities must be finite")
+        _assert(np.all(proba >= -atol), "probabilities must be non-negative")
+        _assert(
+            np.allclose(proba.sum(axis=1), 1.0, atol=1e-5), f"rows must sum to 1: {proba.sum(axis=1)[:5]}"
+        )
+        return proba
+
+    ok, proba = c.run(
+        "probabilities", _proba, hint="predict_proba(X) -> (n_query, len(classes_)), rows sum to 1"
+    )
+    yield from emit()
+    if not ok:
+        for name in (
+            "predict",
+            "same seed, same output",
+            "query order",
+            "missing class",
+            *(extra_inputs or {}),
+        ):
+            yield Clause(name, "skip", "predict_proba failed")
+        yield ("observed", observed)
+        return
+    observed["proba"] = proba
+
+    c.run(
+        "predict",
+        lambda: _assert(
+            np.array_equal(
+                np.asarray(est.predict(X_query)), np.asarray(est.classes_)[np.argmax(proba, axis=1)]
+            ),
+            "predict(X) must equal classes_[argmax predict_proba(X)]",
+        ),
+    )
+
+    def _same_seed():
+        est2 = build(0).fit(X_context, y_context)
+        proba2 = np.asarray(est2.predict_proba(X_query), dtype=np.float64)
+        _assert(
+            np.allclose(proba, proba2, atol=atol, rtol=0),
+            f"same seed gave different probabilities (max diff {np.abs(proba - proba2).max():.2e})",
+        )
+
+    c.run("same seed, same output", _same_seed)
+
+    if check_query_order:
+
+        def _order():
+            perm = np.random.default_rng(1).permutation(nq)
+            proba_p = np.asarray(est.predict_proba(_take(X_query, perm)))
+            _assert(
+                np.allclose(proba_p, proba[perm], atol=1e-4, rtol=0),
+                "predictions depend on the order or composition of the query set (each query's "
+                "prediction may depend on the context and that query only)",
+            )
+
+        c.run("query order", _order)
+    else:
+        c.skip("query order", "not checked for this method")
+
+    if check_missing_class and len(classes) >= 3:
+
+        def _missing():
+            drop = classes[1]
+            keep = np.flatnonzero(y_context != drop)
+            est3 = build(0).fit(_take(X_context, keep), y_context[keep])
+            p3 = np.asarray(est3.predict_proba(X_query))
+            seen = classes[classes != drop]
+            _assert(
+                np.array_equal(np.asarray(est3.classes_), seen),
+                f"context without class {drop}: classes_ {est3.classes_} != seen classes {seen}",
+            )
+            _assert(
+                p3.shape == (nq, len(seen)),
+                f"context without class {drop}: probabilities of shape {p3.shape}, "
+                f"expected {(nq, len(seen))}",
+            )
+            _assert(np.allclose(p3.sum(axis=1), 1.0, atol=1e-5), "rows must sum to 1")
+            return p3
+
+        ok, p3 = c.run("missing class", _missing)
+        if ok:
+            observed["proba_missing_class"] = p3
+    else:
+        c.skip("missing class", "needs >= 3 classes")
+
+    for name, (Xc, yc, Xq) in (extra_inputs or {}).items():
+
+        def _extra(Xc=Xc, yc=yc, Xq=Xq):
+            e = build(0).fit(Xc, yc)
+            p = np.asarray(e.predict_proba(Xq))
+            k = len(np.unique(yc))
+            _assert(
+                p.shape == (_n(Xq), k) and np.allclose(p.sum(axis=1), 1.0, atol=1e-5),
+                f"probabilities of shape {p.shape}, expected {(_n(Xq), k)} with rows summing to 1",
+            )
+
+        c.run(name, _extra, hint=f"X is {_describe(Xc)}")
+    yield from emit()
+    yield ("observed", observed)
+
+
+def _assert(cond: bool, msg: str) -> None:
+    if not cond:
+        raise AssertionError(msg)
+
+
+def _describe(X) -> str:
+    if isinstance(X, list):
+        return f"a list of {len(X)} arrays (C, L_i), C={X[0].shape[0]}"
+    return f"an array of shape {tuple(np.shape(X))} (n, C, L), {np.asarray(X).dtype}"
+
+
+def _metadata_clauses(method: Any) -> list[Clause]:
+    c = _Clauses()
+    info = getattr(method, "info", None)
+    c.run(
+        "metadata",
+        lambda: _assert(
+            info is not None and info.group in GROUPS and info.input_kind in INPUT_KINDS,
+            f"info must be a MethodInfo with group in {GROUPS} and input_kind in {INPUT_KINDS}",
+        ),
+    )
+    if isinstance(method, Method):
+
+        def _res():
+            res = getattr(method, "resources", None)
+            _assert(
+                isinstance(res, dict) and set(res) == set(RESOURCE_KEYS),
+                f"resources must be a dict with the keys {RESOURCE_KEYS}, got {res!r}",
+            )
+            _assert(
+                int(res["threads"]) >= 1
+                and float(res["mem_mb"]) > 0
+                and float(res["runtime"]) > 0
+                and int(res["gpu"]) >= 0,
+                f"resources out of range: {res}",
+            )
+
+        c.run("resources", _res)
+
+        def _sig():
+            sig = inspect.signature(method.build)
+            names = set(sig.parameters)
+            has_kwargs = any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
+            missing = [k for k in ("seed", "device", "n_jobs") if k not in names and not has_kwargs]
+            _assert(
+                not missing, f"build() must accept the keywords seed, device, n_jobs (missing: {missing})"
+            )
+            unknown = [k for k in method.default_params if k not in names and not has_kwargs]
+            _assert(not unknown, f"build() does not accept the default parameter(s) {unknown}")
+
+        c.run("build signature", _sig)
+    return c.items
+
+
+def check_method(
+    method: Method | ReportedMethod,
+    params: dict[str, Any] | None = None,
+    *,
+    device: str = "cpu",
+    n_context: int = 24,
+    n_query: int = 9,
+    check_missing_class: bool = True,
+    check_query_order: bool = True,
+) -> ContractRun:
+    """Run the full contract of ``method`` with ``params`` (merged over its defaults) on generated data.
+
+    Never raises for a contract violation: every clause is recorded. A method that is not ready here
+    (missing weights or checkout) fails the ``ready`` clause with its message; the estimator clauses
+    are then skipped.
+    """
+    name = getattr(getattr(method, "info", None), "name", type(method).__name__)
+    clauses = _metadata_clauses(method)
+    c = _Clauses()
+    ok, merged = c.run("parameters", lambda: method.params(params or {}))
+    clauses += c.items
+    if not ok:
+        return ContractRun(name, clauses + [Clause("ready", "skip", "parameters rejected")])
+
+    if isinstance(method, ReportedMethod):
+        c = _Clauses()
+
+        def _reported():
+            table = method.reported_accuracies(**merged)
+            cols = ["dataset", "protocol", "seed", "accuracy"]
+            _assert(
+                list(table.columns) == cols, f"reported_accuracies() columns {list(table.columns)} != {cols}"
+            )
+            acc = table["accuracy"].astype(float)
+            _assert(bool(((acc >= 0) & (acc <= 1)).all()), "reported accuracies must lie in [0, 1]")
+            _assert(not table.duplicated(["dataset", "protocol", "seed"]).any(), "a run is reported twice")
+            return len(table)
+
+        c.run("reported accuracies", _reported)
+        return ContractRun(name, clauses + c.items)
+
+    try:
+        method.check_ready(**merged)
+        clauses.append(Clause("ready", "pass"))
+    except MethodNotReady as exc:
+        clauses.append(Clause("ready", "fail", f"MethodNotReady: {exc}"))
+        return ContractRun(
+            name, clauses + [Clause("estimator contract", "skip", "the method is not ready here")]
+        )
+    except Exception as exc:  # noqa: BLE001
+        clauses.append(Clause("ready", "fail", _error(exc)))
+        return ContractRun(name, clauses + [Clause("estimator contract", "skip", "check_ready() raised")])
+
+    kind = method.info.input_kind
+    X, y = synthetic_task(kind, n_context, 2, seed=0)
+    Xq, _ = synthetic_task(kind, n_query, 2, seed=1)
+    Xu, yu = synthetic_task(kind, max(6, n_context // 2), 1, seed=2)
+    extra = {"univariate input (C = 1)": (Xu, yu, Xu[:4])}
+    if kind == "native":
+        Xv, yv = synthetic_task(kind, max(6, n_context // 2), 2, seed=3, variable=True)
+        Xvq, _ = synthetic_task(kind, 5, 2, seed=4, variable=True)
+        extra["variable-length input (list of (C, L_i) arrays)"] = (Xv, yv, Xvq)
+
+    def build(seed: int):
+        return method.build(seed=seed, device=device, n_jobs=1, **merged)
+
+    observed: dict[str, Any] = {}
+    try:
+        for item in estimator_clauses(
+            build,
+            X,
+            y,
+            Xq,
+            check_missing_class=check_missing_class,
+            check_query_order=check_query_order,
+            extra_inputs=extra,
+        ):
+            if isinstance(item, tuple):
+                observed = item[1]
+            else:
+                clauses.append(item)
+    except Exception:  # pragma: no cover - a bug in the checker itself must still be visible
+        clauses.append(Clause("contract checker", "fail", traceback.format_exc().strip().splitlines()[-1]))
+    return ContractRun(name, clauses, observed)
