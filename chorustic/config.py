@@ -27,7 +27,6 @@ __all__ = [
     "dataset_archive",
     "evaluated_methods",
     "method_entry",
-    "method_resources",
     "method_datasets",
     "pretrain_run_of",
     "checkpoint_path",
@@ -136,13 +135,6 @@ def method_datasets(cfg: dict, run: str, datasets: list[str] | None = None) -> l
     if entry["archives"]:
         datasets = [d for d in datasets if dataset_archive(d) in entry["archives"]]
     return datasets
-
-
-def method_resources(cfg: dict, run: str, plugin_defaults: dict[str, Any] | None = None) -> dict[str, Any]:
-    res = {"threads": 1, "mem_mb": 4000, "runtime": 60, "gpu": 0}
-    res.update(plugin_defaults or {})
-    res.update(method_entry(cfg, run)["resources"])
-    return res
 
 
 def pretrain_run_of(entry: dict) -> str | None:

@@ -10,6 +10,7 @@ from chorustic import config as cc
 from chorustic.evaluation.aggregate import aggregate_manifests, write_accuracies
 from chorustic.evaluation.job import JobSpec, run_job
 from chorustic.evaluation.supervisor import run_supervised
+from chorustic.resources import worker_limits
 
 __all__ = ["job_spec", "evaluate_from_snakemake", "aggregate_from_snakemake", "method_metadata"]
 
@@ -42,10 +43,12 @@ def evaluate_from_snakemake(smk: Any) -> None:
     ev = cfg["evaluation"]
     if ev.get("isolate", True):
         enforce = ev.get("enforce_limits", True)
+        # the worker's share of the job's memory and time (chorustic.resources.worker_limits)
+        mem_mb, runtime_min = worker_limits(float(smk.resources.mem_mb), float(smk.resources.runtime))
         run_supervised(
             spec,
-            mem_mb=float(smk.resources.mem_mb) if enforce else None,
-            runtime_min=float(smk.resources.runtime) if enforce else None,
+            mem_mb=mem_mb if enforce else None,
+            runtime_min=runtime_min if enforce else None,
             threads=int(smk.threads),
             log_file=sys.stdout,
         )

@@ -6,6 +6,8 @@ rule aggregate:
         ACCURACIES,
     conda:
         "../envs/chorustic.yaml"
+    resources:
+        **cr.rule_resources(config, "aggregate"),
     log:
         f"{LOGS}/aggregate.log",
     script:

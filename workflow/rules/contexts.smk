@@ -8,6 +8,8 @@ rule contexts:
         protocols=json.dumps(config["protocols"]),
     conda:
         "../envs/chorustic.yaml"
+    resources:
+        **per_job(DATASET_RESOURCES["contexts"], lambda w: w.dataset),
     log:
         f"{LOGS}/contexts/{{dataset}}.log",
     shell:

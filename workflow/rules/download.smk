@@ -14,6 +14,7 @@ rule download:
         f"{LOGS}/benchmarks/download/{{dataset}}.tsv"
     resources:
         downloads=1,
+        **per_job(DATASET_RESOURCES["download"], lambda w: w.dataset),
     shell:
         "chorustic download {wildcards.dataset} --data-dir {DATA_DIR} {params.offline} "
         "{params.mirrors} --no-progress > {log} 2>&1"

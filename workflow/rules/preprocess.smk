@@ -6,6 +6,8 @@ rule preprocess:
         f"{CACHE_DIR}/summaries/{{dataset}}.json",
     conda:
         "../envs/chorustic.yaml"
+    resources:
+        **per_job(DATASET_RESOURCES["preprocess"], lambda w: w.dataset),
     log:
         f"{LOGS}/preprocess/{{dataset}}.log",
     benchmark:
