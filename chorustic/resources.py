@@ -95,20 +95,21 @@ class JobSize:
 class CostModel:
     """Peak memory and running time of one evaluate job as a function of its :class:`JobSize`.
 
-    ::
+    With ``N = n_train + n_test`` series, ``V = N * n_channels * length`` input values and
+    ``P = n_train * N * n_channels`` (context series x all series, per channel: a Gram matrix, a
+    ridge/SVM fit, in-context attention)::
 
-        peak memory (MB) = mem_base_mb
-                           + mem_bytes_per_value * n_values / 2**20
-                           + mem_kb_per_series * n_series / 1024
-                           + mem_bytes_per_pair * n_train * n_test / 2**20
-        time (s)         = n_contexts * (time_base_s
-                           + time_ns_per_value * n_values / 1e9
-                           + time_ns_per_pair * n_train * n_test * n_channels * length * band / 1e9)
+        peak memory (MB) = mem_base_mb + mem_bytes_per_value * V / 2**20
+                           + mem_kb_per_series * N / 1024 + mem_bytes_per_pair * n_train * N / 2**20
+        time (s)         = time_job_s + n_contexts * (time_base_s + (time_ns_per_value * V
+                           + time_ns_per_pair * P
+                           + time_ns_per_cell * n_train * n_test * n_channels * length * band) / 1e9)
 
-    ``band`` is the number of alignment cells per time point of a pairwise elastic distance (the full
-    length for unconstrained DTW; see :meth:`estimate`). Time is for one CPU thread of the machine
-    the coefficients were measured on; more threads only make a job faster, so the estimate stays an
-    upper bound. The defaults describe a light method; plugins set their own.
+    ``band`` is the number of alignment cells per time point of an elastic distance (the whole length
+    for unconstrained DTW; see :meth:`estimate`). Each context fits on at most ``n_train`` series, so the
+    time is an upper bound per context. Times are for one CPU thread; more threads or a GPU only make
+    a job faster. Coefficients are measured with ``benchmarks/job_costs.py`` where the method runs
+    offline; a job adds :data:`MEM_SAFETY` / :data:`TIME_SAFETY` on top.
     """
 
     mem_base_mb: float = 700.0
@@ -118,23 +119,29 @@ class CostModel:
     mem_kb_per_series: float = 0.0
     """Per series: features or embeddings the method holds for every series at once."""
     mem_bytes_per_pair: float = 0.0
-    """Per (context, query) pair: distance or attention matrices."""
-    time_base_s: float = 2.0
+    """Per (context series, series) pair: Gram, distance or attention matrices held at once."""
+    time_job_s: float = 10.0
+    """Once per job: imports, JIT compilation, loading weights."""
+    time_base_s: float = 1.0
     """Per context: fit and predict overhead independent of the data size."""
     time_ns_per_value: float = 500.0
-    """Per context and input value."""
+    """Per context and input value (transforms, encoders)."""
     time_ns_per_pair: float = 0.0
-    """Per context, (train, test) pair and alignment cell (pairwise elastic distances)."""
+    """Per context and (context series, series, channel): ridge/SVM fits, attention over the context."""
+    time_ns_per_cell: float = 0.0
+    """Per context and alignment cell of a pairwise elastic distance."""
 
     def estimate(self, size: JobSize, *, band: float | None = None) -> tuple[float, float]:
         """(peak memory in MB, time in seconds), without safety margins."""
         band = float(size.length if band is None else band)
-        pairs = size.n_train * size.n_test
+        pairs = size.n_train * size.n_series
+        cells = size.n_train * size.n_test * size.n_channels * size.length * band
         mem = (self.mem_base_mb + self.mem_bytes_per_value * size.n_values / 2**20
                + self.mem_kb_per_series * size.n_series / 1024 + self.mem_bytes_per_pair * pairs / 2**20)
-        per_context = (self.time_base_s + self.time_ns_per_value * size.n_values / 1e9
-                       + self.time_ns_per_pair * pairs * size.n_channels * size.length * band / 1e9)
-        return mem, size.n_contexts * per_context
+        per_context = self.time_base_s + (self.time_ns_per_value * size.n_values
+                                          + self.time_ns_per_pair * pairs * size.n_channels
+                                          + self.time_ns_per_cell * cells) / 1e9
+        return mem, self.time_job_s + size.n_contexts * per_context
 
 
 # --------------------------------------------------------------------------------------------------
@@ -210,7 +217,8 @@ def site_resources(cfg: Mapping[str, Any], *, mem_mb: int, runtime: int, gpus: i
 # the rules
 
 #: Per-value costs of the data rules (bytes and nanoseconds per native value of both splits).
-_PREPROCESS = CostModel(mem_base_mb=500.0, mem_bytes_per_value=48.0, time_base_s=10.0, time_ns_per_value=20_000.0)
+_PREPROCESS = CostModel(mem_base_mb=500.0, mem_bytes_per_value=48.0, time_job_s=10.0, time_base_s=0.0,
+                        time_ns_per_value=20_000.0)
 #: Fixed resources of the rules whose cost does not grow with a dataset (or grows negligibly).
 _FIXED = {
     "contexts": {"mem_mb": 1000, "runtime": MIN_RUNTIME},
@@ -268,8 +276,8 @@ def evaluate_resources(cfg: Mapping[str, Any], method: str, dataset: str, plugin
         mem, seconds = m.job_cost(size, **cc.resolved_params(cfg, method))
         mem_mb = min(int(caps["mem_mb"]), _round_mem(JOB_OVERHEAD_MB + MEM_SAFETY * mem))
         runtime = min(int(caps["runtime"]), _round_min(STARTUP_MIN + TIME_SAFETY * seconds / 60))
-    else:  # a reported method (no computation) or a plugin that is not available: its own numbers
-        mem_mb, runtime = int(caps["mem_mb"]), int(caps["runtime"])
+    else:  # a reported method: it copies published numbers, nothing to compute
+        mem_mb, runtime = JOB_OVERHEAD_MB + 400, MIN_RUNTIME
     mem_mb = int(own.get("mem_mb", mem_mb))
     runtime = int(own.get("runtime", runtime))
     res = site_resources(cfg, mem_mb=mem_mb, runtime=runtime, gpus=gpus,

@@ -9,8 +9,8 @@
 #
 # `start` writes DIR/slurm.conf (the node line from `slurmd -C`), starts munged (as the munge user),
 # slurmctld and slurmd in the foreground of background processes, records their PIDs in DIR/*.pid and
-# waits until the node is idle. `. DIR/env` then points sbatch/squeue/sinfo/scancel at this cluster
-# (SLURM_CONF). Everything is private to DIR: its own munge key and socket, free TCP ports, state,
+# waits until the node is idle. `. DIR/env` then points sbatch/squeue/sinfo/scancel/srun at this
+# cluster (SLURM_CONF, and an srun wrapper on PATH for the job steps). Everything is private to DIR: its own munge key and socket, free TCP ports, state,
 # spool and logs; nothing in /etc is read or changed, so it coexists with any other SLURM or munge.
 # No systemd or cgroups: ProctrackType=proctrack/linuxproc, TaskPlugin=task/none,
 # SelectType=select/cons_tres with CR_Core_Memory (cores and memory are what jobs are packed by).
@@ -52,7 +52,7 @@ cmd_start() {
     done
     [ -n "$dir" ] || die "usage: local-cluster.sh start DIR [--watch PID] [--max-seconds N]"
     [ "$(id -u)" = 0 ] || die "start needs root (slurmd runs jobs as their owner)"
-    for c in munged slurmctld slurmd sbatch sinfo setpriv python3; do
+    for c in munged slurmctld slurmd sbatch srun sinfo setpriv python3; do
         command -v "$c" >/dev/null || die "$c not found: run 'local-cluster.sh install' first"
     done
     mkdir -p "$dir"
@@ -128,7 +128,13 @@ JobCompLoc=$dir/jobcomp.log
 $node NodeAddr=127.0.0.1 State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 CONF
-    printf 'export SLURM_CONF=%s\n' "$dir/slurm.conf" >"$dir/env"
+    # Inside a job, the executor plugin's job step starts the rule with `srun` after removing every
+    # SLURM_* variable, SLURM_CONF too: a real cluster's srun finds /etc/slurm/slurm.conf, this private
+    # cluster's srun gets its configuration from a wrapper that comes first on PATH.
+    mkdir -p "$dir/bin"
+    printf '#!/bin/sh\nSLURM_CONF=%s exec %s "$@"\n' "$dir/slurm.conf" "$(command -v srun)" >"$dir/bin/srun"
+    chmod 755 "$dir/bin/srun"
+    printf 'export SLURM_CONF=%s\nexport PATH=%s:$PATH\n' "$dir/slurm.conf" "$dir/bin" >"$dir/env"
     export SLURM_CONF="$dir/slurm.conf"
 
     local i
