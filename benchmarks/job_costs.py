@@ -70,18 +70,20 @@ def measure_one(method: str, n_train: int, n_test: int, c: int, length: int) -> 
     est.predict_proba(X_te)
     t2 = time.perf_counter()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return {"peak_mb": peak, "fit_s": t1 - t0, "predict_s": t2 - t1, "length": length}
+    model_mem, model_s = model_of(method, n_train, n_test, c, length)
+    return {"peak_mb": peak, "fit_s": t1 - t0, "predict_s": t2 - t1, "length": length,
+            "model_mb": model_mem, "model_s": model_s}
 
 
 def model_of(method: str, n_train: int, n_test: int, c: int, length: int) -> tuple[float, float]:
+    """The cost model's (memory MB, seconds) for one context, as a job of that size would get it."""
     from chorustic.methods import discover
     from chorustic.resources import JobSize
 
-    m = discover(only="chorustic" if method == "chorustic_paper" else method).methods[
-        "chorustic" if method == "chorustic_paper" else method]
-    if m.info.input_kind == "resampled":
-        length = 512
-    return m.job_cost(JobSize(n_train, n_test, c, length, 1))
+    name = "chorustic" if method == "chorustic_paper" else method
+    m = discover(only=name).methods[name]
+    params = {"checkpoint": str(REPO / "models" / "chorustic-small" / "model.safetensors")} if method == "chorustic" else {}
+    return m.job_cost(JobSize(n_train, n_test, c, length, 1), **params)
 
 
 def main(argv=None) -> int:
@@ -109,7 +111,7 @@ def main(argv=None) -> int:
                 tail = getattr(locals().get("out"), "stderr", "")[-300:]
                 print(f"{method:18} {size:>18} error: {exc} {tail}")
                 continue
-            mem, secs = model_of(method, *dims)
+            mem, secs = got["model_mb"], got["model_s"]
             took = got["fit_s"] + got["predict_s"]
             print(f"{method:18} {size:>18} {got['peak_mb']:8.0f} {mem:9.0f} {mem / got['peak_mb']:6.2f} "
                   f"{took:8.2f} {secs:8.2f} {secs / max(took, 1e-9):6.2f}", flush=True)

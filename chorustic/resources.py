@@ -102,7 +102,7 @@ class CostModel:
         peak memory (MB) = mem_base_mb + mem_bytes_per_value * V / 2**20
                            + mem_kb_per_series * N / 1024 + mem_bytes_per_pair * n_train * N / 2**20
         time (s)         = time_job_s + n_contexts * (time_base_s + (time_ns_per_value * V
-                           + time_ns_per_pair * P
+                           + time_ns_per_value_channel * V * n_channels + time_ns_per_pair * P
                            + time_ns_per_cell * n_train * n_test * n_channels * length * band) / 1e9)
 
     ``band`` is the number of alignment cells per time point of an elastic distance (the whole length
@@ -126,19 +126,27 @@ class CostModel:
     """Per context: fit and predict overhead independent of the data size."""
     time_ns_per_value: float = 500.0
     """Per context and input value (transforms, encoders)."""
+    time_ns_per_value_channel: float = 0.0
+    """Per context, input value and channel: attention across the channels of each time step."""
     time_ns_per_pair: float = 0.0
     """Per context and (context series, series, channel): ridge/SVM fits, attention over the context."""
     time_ns_per_cell: float = 0.0
     """Per context and alignment cell of a pairwise elastic distance."""
+    model_length: int | None = None
+    """The length the method computes on whatever the input's (an encoder that resamples or pads every
+    series to 512): replaces the job's ``length``."""
 
     def estimate(self, size: JobSize, *, band: float | None = None) -> tuple[float, float]:
         """(peak memory in MB, time in seconds), without safety margins."""
+        if self.model_length is not None:
+            size = dataclasses.replace(size, length=self.model_length)
         band = float(size.length if band is None else band)
         pairs = size.n_train * size.n_series
         cells = size.n_train * size.n_test * size.n_channels * size.length * band
         mem = (self.mem_base_mb + self.mem_bytes_per_value * size.n_values / 2**20
                + self.mem_kb_per_series * size.n_series / 1024 + self.mem_bytes_per_pair * pairs / 2**20)
         per_context = self.time_base_s + (self.time_ns_per_value * size.n_values
+                                          + self.time_ns_per_value_channel * size.n_values * size.n_channels
                                           + self.time_ns_per_pair * pairs * size.n_channels
                                           + self.time_ns_per_cell * cells) / 1e9
         return mem, self.time_job_s + size.n_contexts * per_context
