@@ -51,7 +51,7 @@ __all__ = [
 ]
 
 #: Resident memory of what runs beside the evaluation worker in one job: the Snakemake job process
-#: (which parses the workflow) and the supervising script. Measured: see :data:`_MEASURED`.
+#: (which parses the workflow; ~250 MB measured) and the supervising script (~100 MB), with room to spare.
 JOB_OVERHEAD_MB = 600
 #: Start-up of a job before its command runs (Snakemake parses the workflow, imports), in minutes.
 STARTUP_MIN = 2
@@ -64,9 +64,6 @@ SCHEDULER_MARGIN_MIN = 1
 #: library versions and the data.
 MEM_SAFETY = 1.5
 TIME_SAFETY = 3.0
-
-_MEASURED = """Where the constants come from (2 CPU cores, 1 thread per job, numbers in benchmarks/job_costs.py)."""
-
 
 @dataclasses.dataclass(frozen=True)
 class JobSize:

@@ -78,8 +78,13 @@ def test_cost_model_terms():
 
 
 def test_evaluate_jobs_follow_the_dataset_with_the_plugin_as_ceiling(methods):
-    for name in ("minirocket", "multirocket_hydra", "quant", "dtw_1nn", "chorustic", "tabicl", "moment_svm"):
+    from chorustic.methods import Method
+
+    runs = [r for r in PAPER["evaluate"] if isinstance(methods[cc.method_entry(PAPER, r)["plugin"]], Method)]
+    assert len(runs) >= 15
+    for name in runs:
         plugin = methods[cc.method_entry(PAPER, name)["plugin"]]
+        assert isinstance(plugin.cost, CostModel), name
         small = cr.evaluate_resources(PAPER, name, "GunPoint", plugin)
         large = cr.evaluate_resources(PAPER, name, "FaceDetection", plugin)
         assert small["mem_mb"] < large["mem_mb"] <= plugin.resources["mem_mb"], name
