@@ -123,7 +123,7 @@ def _rules_run_in(log: Path) -> set[tuple[str, str]]:
 
 @pytest.mark.slow
 @pytest.mark.timeout(HARD_TIMEOUT_S + 240)
-def test_demo_runs_through_slurm_and_matches_the_local_run(slurm_cluster, tmp_path):
+def test_demo_runs_through_slurm_and_matches_the_local_run(slurm_cluster, tmp_path, monkeypatch):
     from chorustic import config as cc
     from chorustic import resources as cr
 
@@ -169,6 +169,7 @@ def test_demo_runs_through_slurm_and_matches_the_local_run(slurm_cluster, tmp_pa
 
     # each evaluate job asked SLURM for the memory and time its dataset needs, far below the plugins'
     cfg = cc.load_config([REPO / "config" / "demo.yaml", tmp_path / "override.yaml", tmp_path / "site.yaml"])
+    monkeypatch.chdir(slurm_dir)  # paths in the config (the demo's checkpoint) are relative to the workdir
     for job_id, log in submitted:
         m = re.search(r"rule_evaluate/([a-z_]+)_([A-Za-z0-9]+)/", log)
         if not m:
