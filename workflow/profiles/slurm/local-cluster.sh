@@ -68,7 +68,7 @@ cmd_start() {
         || die "$dir is not reachable by the munge user: use a directory such as /tmp/slurm-test (mode 755 on every parent)"
     mkdir -p "$dir/munge" "$dir/state" "$dir/spool" "$dir/log"
     chown munge:munge "$dir/munge"
-    chmod 700 "$dir/munge"
+    chmod 755 "$dir/munge"  # clients (sbatch, srun: any user) reach the socket; only munge writes
 
     # munge: a fresh key and a private socket
     rm -f "$dir/munge/munge.key"
