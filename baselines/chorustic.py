@@ -17,10 +17,21 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, ClassVar
 
-from chorustic.methods import Method, MethodInfo, MethodNotReady, register
+from chorustic.methods import CostModel, Method, MethodInfo, MethodNotReady, register
 
 RELEASED_CHECKPOINT = "hf://JTF2000/ChorusTIC/ChorusTIC.ckpt"
 RELEASED_HPARAMS = "hf://JTF2000/ChorusTIC/model_hparams_latest.json"
+
+#: Cost of one evaluate job (chorustic.resources.CostModel), measured with benchmarks/job_costs.py on
+#: one CPU thread with the full deployment ensemble: the paper configuration (53 M parameters, random
+#: weights; per series and channel ~110 ms and ~2 MB, channel attention ~0.3x more per extra channel)
+#: and the committed small model (1.1 M parameters, ~3 ms per series and channel).
+PAPER_COST = CostModel(mem_base_mb=1000, mem_bytes_per_value=4000, time_job_s=20, time_base_s=15,
+                       time_ns_per_value=150_000, time_ns_per_value_channel=70_000)
+SMALL_COST = CostModel(mem_base_mb=600, mem_bytes_per_value=300, time_job_s=10, time_base_s=1,
+                       time_ns_per_value=8_000)
+#: Checkpoint files below this size (about 12 M float32 parameters) are costed as the small model.
+SMALL_CHECKPOINT_BYTES = 50_000_000
 
 
 @register
@@ -55,6 +66,17 @@ class ChorusTICMethod(Method):
     code: ClassVar[tuple[str, ...]] = ("chorustic.model", "chorustic.inference")
     # On CPU the paper model takes minutes per small dataset and hours for the largest ones.
     resources: ClassVar[dict[str, Any]] = {"threads": 2, "mem_mb": 16000, "runtime": 720, "gpu": 0}
+    cost: ClassVar[CostModel] = PAPER_COST
+
+    def job_cost(self, size, **params: Any) -> tuple[float, float]:
+        """The paper configuration's cost, or the small model's for a local checkpoint file under
+        :data:`SMALL_CHECKPOINT_BYTES` (a checkpoint still to be pretrained, or on the hub, is costed
+        as the paper configuration)."""
+        ckpt = self.params(params)["checkpoint"]
+        path = Path(ckpt) if isinstance(ckpt, str) and "://" not in ckpt else None
+        if path is not None and path.is_file() and path.stat().st_size < SMALL_CHECKPOINT_BYTES:
+            return SMALL_COST.estimate(size)
+        return self.cost.estimate(size)
 
     def check_ready(self, **params: Any) -> None:
         from chorustic.model.checkpoint import CheckpointNotFoundError, resolve_checkpoint

@@ -12,11 +12,12 @@ Cost: O(n_context x n_query x L^2); long series (EigenWorms: 17,984 points) need
 
 from __future__ import annotations
 
+import math
 from typing import Any, ClassVar
 
 import numpy as np
 
-from chorustic.methods import Method, MethodInfo, register
+from chorustic.methods import CostModel, Method, MethodInfo, register
 from chorustic.methods.contract import ContractClassifier
 
 
@@ -58,6 +59,16 @@ class DTW1NN(Method):
     )
     default_params: ClassVar[dict[str, Any]] = {"window": None}
     resources: ClassVar[dict[str, Any]] = {"threads": 4, "mem_mb": 8000, "runtime": 2880, "gpu": 0}
+    #: Measured (benchmarks/job_costs.py, 1 thread): ~4.6 ns per alignment cell of every (context,
+    #: query) pair (10 here), numba compilation once per job; memory: the series and the distance matrix.
+    cost: ClassVar[CostModel] = CostModel(mem_base_mb=450, mem_bytes_per_value=32, mem_bytes_per_pair=16,
+                                          time_job_s=30, time_base_s=0.2, time_ns_per_value=0, time_ns_per_cell=10)
+
+    def job_cost(self, size, **params: Any) -> tuple[float, float]:
+        """A Sakoe-Chiba ``window`` (fraction of the length) limits each alignment to a band."""
+        window = self.params(params)["window"]
+        band = size.length if window is None else min(size.length, 2 * math.ceil(float(window) * size.length) + 1)
+        return self.cost.estimate(size, band=band)
 
     def check_ready(self, **params: Any) -> None:
         import aeon.classification.distance_based  # noqa: F401

@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from chorustic.methods import Method, MethodInfo, MethodNotReady, register
+from chorustic.methods import CostModel, Method, MethodInfo, MethodNotReady, register
 from chorustic.methods.contract import FrozenEmbeddingClassifier, torch_device
 from chorustic.methods.weights import HubFile, cached, download_hub_files, file_key, resolve_hub_files
 
@@ -161,6 +161,11 @@ class MantisBase(Method):
         "batch_size": 256,
     }
     resources: ClassVar[dict[str, Any]] = {"threads": 4, "mem_mb": 16000, "runtime": 180, "gpu": 0}
+    #: Cost model not measured (its weights are not available offline): estimated from the architecture on one CPU thread:
+    #: every channel of every series through the frozen encoder (8 M parameters, 32 tokens), then a
+    #: forest or logistic regression on the embeddings.
+    cost: ClassVar[CostModel] = CostModel(mem_base_mb=900, mem_bytes_per_value=64, time_job_s=30, time_base_s=2,
+                                          time_ns_per_value=50_000, time_ns_per_pair=100)
 
     def _label(self) -> str:
         return f"{self.info.display_name} ({self.info.name})"

@@ -30,7 +30,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from chorustic.methods import Method, MethodInfo, MethodNotReady, register
+from chorustic.methods import CostModel, Method, MethodInfo, MethodNotReady, register
 from chorustic.methods.contract import FrozenEmbeddingClassifier, resample_linear, torch_device
 from chorustic.methods.weights import HubFile, cached, download_hub_files, file_key, resolve_hub_files
 
@@ -176,6 +176,12 @@ class MomentSVM(Method):
         "batch_size": 64,
     }
     resources: ClassVar[dict[str, Any]] = {"threads": 4, "mem_mb": 24000, "runtime": 360, "gpu": 1}
+    #: Cost model not measured (its weights are not available offline): estimated from the architecture on one CPU thread:
+    #: every channel of every series through MOMENT-1-base (125 M parameters, 512 steps), then an RBF
+    #: SVM grid search on the context (Gram matrix per pair).
+    cost: ClassVar[CostModel] = CostModel(mem_base_mb=2000, mem_bytes_per_value=64, mem_bytes_per_pair=16,
+                                          time_job_s=60, time_base_s=2, time_ns_per_value=1_600_000,
+                                          time_ns_per_pair=5_000, model_length=512)
 
     def _label(self) -> str:
         return f"{self.info.display_name} ({self.info.name})"

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from chorustic.methods import Method, MethodInfo, register
+from chorustic.methods import CostModel, Method, MethodInfo, register
 from chorustic.methods.contract import AeonContractClassifier
 
 
@@ -54,6 +54,12 @@ class MultiRocketHydra(Method):
     )
     default_params: ClassVar[dict[str, Any]] = {"n_kernels": 8, "n_groups": 64}
     resources: ClassVar[dict[str, Any]] = {"threads": 4, "mem_mb": 32000, "runtime": 360, "gpu": 0}
+    #: Measured (benchmarks/job_costs.py, 1 thread): ~0.8 MB per series (MultiRocket's ~50,000 and
+    #: Hydra's features, float64, and the ridge's copies) plus ~95 bytes per value, ~70 s of numba
+    #: compilation once per job, transform time per value, ridge CV per pair.
+    cost: ClassVar[CostModel] = CostModel(mem_base_mb=750, mem_bytes_per_value=128, mem_kb_per_series=1024,
+                                          time_job_s=90, time_base_s=1, time_ns_per_value=80_000,
+                                          time_ns_per_pair=10_000)
 
     def check_ready(self, **params: Any) -> None:
         import torch  # noqa: F401  (aeon's Hydra transform runs on torch)

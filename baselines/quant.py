@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from chorustic.methods import Method, MethodInfo, register
+from chorustic.methods import CostModel, Method, MethodInfo, register
 from chorustic.methods.contract import AeonContractClassifier
 
 
@@ -64,6 +64,11 @@ class QUANT(Method):
     )
     default_params: ClassVar[dict[str, Any]] = {"interval_depth": 6, "quantile_divisor": 4}
     resources: ClassVar[dict[str, Any]] = {"threads": 4, "mem_mb": 16000, "runtime": 240, "gpu": 0}
+    #: Measured (benchmarks/job_costs.py, 1 thread): quantile features (~30 KB per series) and extra
+    #: trees, whose fit grows faster than the values (per pair).
+    cost: ClassVar[CostModel] = CostModel(mem_base_mb=500, mem_bytes_per_value=48, mem_kb_per_series=32,
+                                          time_job_s=10, time_base_s=1, time_ns_per_value=20_000,
+                                          time_ns_per_pair=8_000)
 
     def check_ready(self, **params: Any) -> None:
         import torch  # noqa: F401  (aeon's QUANT transform runs on torch)

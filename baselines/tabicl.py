@@ -32,7 +32,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from chorustic.methods import Method, MethodInfo, MethodNotReady, register
+from chorustic.methods import CostModel, Method, MethodInfo, MethodNotReady, register
 from chorustic.methods.contract import ContractClassifier, flatten_channels, to_fixed_length
 from chorustic.methods.weights import (
     HubFile,
@@ -249,6 +249,11 @@ class TabICLBase(Method):
         "use_amp": "auto",
     }
     resources: ClassVar[dict[str, Any]] = {"threads": 4, "mem_mb": 32000, "runtime": 360, "gpu": 1}
+    #: Cost model not measured (its weights are not available offline): estimated from the architecture on one CPU thread;
+    #: the column embedding holds rows x features x 128 float32 per ensemble member (the plugin shrinks
+    #: its batches to the job's memory, so this is what one member with all rows needs).
+    cost: ClassVar[CostModel] = CostModel(mem_base_mb=1500, mem_bytes_per_value=600, time_job_s=30, time_base_s=2,
+                                          time_ns_per_value=50_000, time_ns_per_pair=2_000)
 
     def _files(self, p: dict[str, Any]) -> list[HubFile]:
         return [HubFile(REPO_ID, self.checkpoint_file, revision=p["revision"])]

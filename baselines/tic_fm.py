@@ -33,7 +33,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from chorustic.methods import Method, MethodInfo, MethodNotReady, register
+from chorustic.methods import CostModel, Method, MethodInfo, MethodNotReady, register
 from chorustic.methods.contract import ContractClassifier, to_fixed_length, torch_device
 from chorustic.methods.weights import (
     HubFile,
@@ -273,6 +273,12 @@ class TICFM(Method):
         "batch_size": 8,
     }
     resources: ClassVar[dict[str, Any]] = {"threads": 4, "mem_mb": 24000, "runtime": 360, "gpu": 1}
+    #: Cost model not measured (its weights are not available offline): estimated from the architecture on one CPU thread:
+    #: the encoder over every series (channels concatenated into 512 steps) and 32 in-context ensemble
+    #: members attending from every query to the context.
+    cost: ClassVar[CostModel] = CostModel(mem_base_mb=1500, mem_bytes_per_value=64, mem_bytes_per_pair=64,
+                                          time_job_s=60, time_base_s=2, time_ns_per_value=100_000,
+                                          time_ns_per_pair=10_000)
 
     def _checkout(self, p) -> Path:
         return resolve_checkout(

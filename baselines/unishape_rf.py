@@ -35,7 +35,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from chorustic.methods import Method, MethodInfo, MethodNotReady, register
+from chorustic.methods import CostModel, Method, MethodInfo, MethodNotReady, register
 from chorustic.methods.contract import FrozenEmbeddingClassifier, to_fixed_length, torch_device
 from chorustic.methods.weights import (
     cached,
@@ -201,6 +201,10 @@ class UniShapeRF(Method):
         "batch_size": 64,
     }
     resources: ClassVar[dict[str, Any]] = {"threads": 4, "mem_mb": 16000, "runtime": 240, "gpu": 1}
+    #: Cost model not measured (its weights are not available offline): estimated from the architecture on one CPU thread:
+    #: every channel of every series, resampled to 512, through the frozen encoder, then a random forest.
+    cost: ClassVar[CostModel] = CostModel(mem_base_mb=900, mem_bytes_per_value=64, time_job_s=30, time_base_s=2,
+                                          time_ns_per_value=50_000, time_ns_per_pair=100, model_length=512)
     ARCH_KEYS = (
         "in_channels",
         "window_emb_dim",

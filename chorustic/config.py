@@ -29,7 +29,6 @@ __all__ = [
     "dataset_archive",
     "evaluated_methods",
     "method_entry",
-    "method_resources",
     "method_datasets",
     "evaluation_jobs",
     "pretrain_run_of",
@@ -225,13 +224,6 @@ def evaluation_jobs(cfg: dict) -> list[tuple[str, str]]:
     """Every (method run, dataset) evaluation job of the configuration, in table order."""
     datasets = dataset_names(cfg)
     return [(m, d) for m in evaluated_methods(cfg) for d in method_datasets(cfg, m, datasets)]
-
-
-def method_resources(cfg: dict, run: str, plugin_defaults: dict[str, Any] | None = None) -> dict[str, Any]:
-    res = {"threads": 1, "mem_mb": 4000, "runtime": 60, "gpu": 0}
-    res.update(plugin_defaults or {})
-    res.update(method_entry(cfg, run)["resources"])
-    return res
 
 
 def pretrain_run_of(entry: dict) -> str | None:

@@ -2,7 +2,8 @@
 and fetching what they need.
 
 ``chorustic methods [--format table|csv] [--config YAML]... [--plugin-dir DIR]`` lists every
-discovered plugin with its metadata, default resources and readiness (``ready``, ``reported`` or
+discovered plugin with its metadata, resources (threads, GPUs, and the memory and time ceilings of its
+jobs: a job asks for what its dataset needs, see :mod:`chorustic.resources`) and readiness (``ready``, ``reported`` or
 ``not ready: <what is missing and how to fix it>``), then the plugin files that failed to load. With
 ``--config`` the method runs of the configuration (with their parameters) are listed instead.
 Exit status 0 even when methods are not ready (listing is not a failure), 1 if a plugin file is broken.
@@ -248,7 +249,8 @@ def _print_table(rows: list[dict[str, Any]]) -> None:
         "fits_on_target": "target_fit",
         "input_kind": "input",
         "needs_gpu": "gpu_needed",
-        "runtime": "runtime_min",
+        "mem_mb": "max_mem_mb",
+        "runtime": "max_runtime_min",
     }
     table = [[heads.get(c, c) for c in cols]]
     for r in rows:

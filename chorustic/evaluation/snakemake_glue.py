@@ -27,6 +27,7 @@ from chorustic import config as cc
 from chorustic.evaluation.aggregate import Collected, ExpectedJob, collect_runs, write_accuracies
 from chorustic.evaluation.job import FINISHED_STATUSES, JobFailed, JobSpec, failure_record_path, run_job
 from chorustic.evaluation.supervisor import run_supervised
+from chorustic.resources import worker_limits
 
 __all__ = [
     "JobFailed",
@@ -104,10 +105,12 @@ def evaluate_from_snakemake(smk: Any) -> None:
     ev = cfg["evaluation"]
     if ev.get("isolate", True):
         enforce = ev.get("enforce_limits", True)
+        # the worker's share of the job's memory and time (chorustic.resources.worker_limits)
+        mem_mb, runtime_min = worker_limits(float(smk.resources.mem_mb), float(smk.resources.runtime))
         manifest = run_supervised(
             spec,
-            mem_mb=float(smk.resources.mem_mb) if enforce else None,
-            runtime_min=float(smk.resources.runtime) if enforce else None,
+            mem_mb=mem_mb if enforce else None,
+            runtime_min=runtime_min if enforce else None,
             threads=int(smk.threads),
             log_file=sys.stdout,
         )

@@ -2,6 +2,7 @@
 
 from chorustic.methods.base import (
     GROUPS,
+    CostModel,
     INPUT_KINDS,
     Estimator,
     Method,
@@ -13,6 +14,7 @@ from chorustic.methods.registry import Discovery, default_plugin_dir, discover, 
 
 __all__ = [
     "GROUPS",
+    "CostModel",
     "INPUT_KINDS",
     "Estimator",
     "Method",

@@ -33,7 +33,10 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
+from chorustic.resources import CostModel, JobSize
+
 __all__ = [
+    "CostModel",
     "GROUPS",
     "INPUT_KINDS",
     "MethodInfo",
@@ -111,6 +114,18 @@ class Method(abc.ABC):
     #: automatically): e.g. ``("chorustic.model",)`` for a plugin that imports its model lazily. A change
     #: to any of them re-runs the method's evaluations (see :mod:`chorustic.evaluation.integrity`).
     code: ClassVar[tuple[str, ...]] = ()
+
+    #: How one evaluate job's peak memory and time grow with its dataset (:class:`CostModel`). A job
+    #: asks for the estimate (with a safety margin), never more than ``resources`` above: those are
+    #: the upper bounds, what the largest datasets of the archives need.
+    cost: ClassVar[CostModel] = CostModel()
+
+    def job_cost(self, size: JobSize, **params: Any) -> tuple[float, float]:
+        """(peak memory in MB, time in s) of one evaluate job of ``size`` run with ``params``.
+
+        The default evaluates :attr:`cost`; override it when a parameter changes the cost (a DTW window).
+        """
+        return self.cost.estimate(size)
 
     def params(self, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
         """Default parameters updated with ``overrides`` (unknown keys are an error)."""

@@ -8,6 +8,8 @@ rule aggregate:
         f"{ACCURACIES}.sha256",
     conda:
         "../envs/chorustic.yaml"
+    resources:
+        **cr.rule_resources(config, "aggregate"),
     log:
         f"{LOGS}/aggregate.log",
     script:

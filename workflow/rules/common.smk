@@ -3,6 +3,7 @@ import json
 from pathlib import Path
 
 from chorustic import config as cc
+from chorustic import resources as cr
 from chorustic.evaluation.integrity import set_aside_damaged
 from chorustic.evaluation.snakemake_glue import fingerprints
 from chorustic.methods import discover
@@ -55,10 +56,24 @@ wildcard_constraints:
     run=r"[a-z0-9_]+",
 
 
-def method_resources(method):
-    plugin = cc.method_entry(config, method)["plugin"]
-    defaults = getattr(_DISCOVERY.methods.get(plugin), "resources", {}) or {}
-    return cc.method_resources(config, method, defaults)
+# Job resources (chorustic.resources): memory and time limits on every rule, evaluate jobs sized by
+# their dataset, GPUs and the site's SLURM settings from the config. Computed once per job here; a rule
+# takes them with `resources: **per_job(...)`.
+EVALUATE_RESOURCES = {
+    (m, d): cr.evaluate_resources(config, m, d, _DISCOVERY.methods.get(cc.method_entry(config, m)["plugin"]))
+    for m, d in EVAL_JOBS
+}
+DATASET_RESOURCES = {
+    name: {d: cr.rule_resources(config, name, d) for d in DATASETS} for name in ("download", "preprocess", "contexts")
+}
+PRETRAIN_RESOURCES = {run: cr.pretrain_resources(config, run) for run in config.get("pretrain") or {}}
+
+
+def per_job(table, key):
+    """Snakemake resources from a table of per-job resource dicts: one function per resource name,
+    looking the job up by `key(wildcards)`. A name a job does not have evaluates to None (unset)."""
+    names = sorted({n for res in table.values() for n in res} - {"threads"})
+    return {n: (lambda w, n=n: table[key(w)].get(n)) for n in names}
 
 
 def method_checkpoint_inputs(wildcards):

@@ -10,6 +10,8 @@ rule contexts:
         allow=lambda w: "--allow-modified-data" if cc.allow_modified_data(config, w.dataset) else "",
     conda:
         "../envs/chorustic.yaml"
+    resources:
+        **per_job(DATASET_RESOURCES["contexts"], lambda w: w.dataset),
     log:
         f"{LOGS}/contexts/{{dataset}}.log",
     shell:

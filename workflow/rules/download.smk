@@ -19,6 +19,7 @@ rule download:
         f"{LOGS}/benchmarks/download/{{dataset}}.tsv"
     resources:
         downloads=1,
+        **per_job(DATASET_RESOURCES["download"], lambda w: w.dataset),
     shell:
         "chorustic download {wildcards.dataset} --data-dir {DATA_DIR} {params.offline} {DATA_LOCK_ARG} "
         "{params.mirrors} --no-progress --record {output} > {log} 2>&1"

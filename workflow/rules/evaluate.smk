@@ -16,10 +16,8 @@ rule evaluate:
         f"{LOGS}/evaluate/{{method}}/{{dataset}}.log",
     benchmark:
         f"{LOGS}/benchmarks/evaluate/{{method}}/{{dataset}}.tsv"
-    threads: lambda w: method_resources(w.method)["threads"]
+    threads: lambda w: EVALUATE_RESOURCES[(w.method, w.dataset)]["threads"]
     resources:
-        mem_mb=lambda w: method_resources(w.method)["mem_mb"],
-        runtime=lambda w: method_resources(w.method)["runtime"],
-        gpu=lambda w: method_resources(w.method)["gpu"],
+        **per_job(EVALUATE_RESOURCES, lambda w: (w.method, w.dataset)),
     script:
         "../scripts/evaluate.py"

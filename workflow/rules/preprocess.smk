@@ -9,6 +9,8 @@ rule preprocess:
         allow=lambda w: "--allow-modified-data" if cc.allow_modified_data(config, w.dataset) else "",
     conda:
         "../envs/chorustic.yaml"
+    resources:
+        **per_job(DATASET_RESOURCES["preprocess"], lambda w: w.dataset),
     log:
         f"{LOGS}/preprocess/{{dataset}}.log",
     benchmark:

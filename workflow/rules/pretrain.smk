@@ -11,6 +11,7 @@ rule pretrain:
         train_config=lambda w: config["pretrain"][w.run]["train_config"],
         extra=lambda w: " ".join(config["pretrain"][w.run].get("args") or []),
         out_dir=lambda w: f"{MODELS}/{w.run}",
+        gpus=lambda w: cr.pretrain_gpus(config, w.run),
     conda:
         "../envs/chorustic.yaml"
     log:
@@ -19,8 +20,7 @@ rule pretrain:
         f"{LOGS}/benchmarks/pretrain/{{run}}.tsv"
     threads: workflow.cores
     resources:
-        gpu=1,
-        runtime=24 * 60,
+        **per_job(PRETRAIN_RESOURCES, lambda w: w.run),
     shell:
         "chorustic pretrain --model-config {params.model_config} --train-config {params.train_config} "
         "{params.extra} --out {params.out_dir} --auto-resume --threads {threads} --no-progress > {log} 2>&1"

@@ -28,6 +28,8 @@ rule report:
         reference=config["reports"].get("reference_method", "chorustic"),
     conda:
         "../envs/chorustic.yaml"
+    resources:
+        **cr.rule_resources(config, "report"),
     log:
         f"{LOGS}/report.log",
     shell:

@@ -1,0 +1,313 @@
+"""What each job of the workflow asks of the machine or the cluster: one home for job resources.
+
+The rules in ``workflow/rules/*.smk`` take their ``resources`` from :func:`rule_resources` (every rule
+but evaluate and pretrain), :func:`evaluate_resources` and :func:`pretrain_resources`. The Snakemake
+resources they set:
+
+``mem_mb``, ``runtime`` (minutes)
+    On every rule, so a cluster job is never submitted without a memory request or a time limit.
+    An ``evaluate`` job's numbers follow its dataset: the method's :class:`CostModel` turns the
+    dataset's size (series, channels and length from the registry, and the number of protocol
+    contexts) into peak memory and time, with a safety margin; the plugin's ``resources`` are the
+    upper bounds (they are what the largest datasets need), so a small dataset asks for little and
+    jobs pack densely. A method run's ``resources`` in the config replace the estimate.
+``local_gpus``
+    GPUs the job occupies on the machine Snakemake runs on. The local profiles cap the sum
+    (``workflow/profiles/default``: one GPU job at a time). A plain counter that no executor
+    interprets, unlike ``gpu``.
+``gpu`` (+ ``gpu_model``) or ``gres``, ``tasks_per_gpu``
+    The SLURM executor plugin's GPU request (``--gpus=[model:]N`` or ``--gres=...:N``), set only when
+    the site says it has GPUs (``cluster.gpus``): a cluster without GPUs never receives a GPU request.
+    ``tasks_per_gpu: 0`` makes it one task that sees all of its GPUs (what PyTorch and torchrun expect).
+``slurm_partition``, ``slurm_account``, ``constraint``
+    From the site settings (``cluster`` in the config) or a method run's ``resources``; left out when
+    unset, so that ``--default-resources`` and the plugin's defaults still apply.
+
+Site limits ``cluster.max_mem_mb`` / ``cluster.max_runtime`` clamp every request.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from typing import Any, Mapping
+
+__all__ = [
+    "CostModel",
+    "JobSize",
+    "JOB_OVERHEAD_MB",
+    "STARTUP_MIN",
+    "MIN_RUNTIME",
+    "SCHEDULER_MARGIN_MIN",
+    "job_size",
+    "n_contexts",
+    "rule_resources",
+    "evaluate_resources",
+    "pretrain_resources",
+    "pretrain_gpus",
+    "worker_limits",
+    "site_resources",
+]
+
+#: Resident memory of what runs beside the evaluation worker in one job: the Snakemake job process
+#: (which parses the workflow; ~250 MB measured) and the supervising script (~100 MB), with room to spare.
+JOB_OVERHEAD_MB = 600
+#: Start-up of a job before its command runs (Snakemake parses the workflow, imports), in minutes.
+STARTUP_MIN = 2
+#: No job asks for less time than this (scheduling noise, slow shared file systems).
+MIN_RUNTIME = 10
+#: The supervisor stops a worker this long before the job's time limit, so that it records the
+#: timeout itself instead of the scheduler killing the whole job first.
+SCHEDULER_MARGIN_MIN = 1
+#: Estimates are multiplied by these before rounding: measured peaks vary with the machine, the
+#: library versions and the data.
+MEM_SAFETY = 1.5
+TIME_SAFETY = 3.0
+
+@dataclasses.dataclass(frozen=True)
+class JobSize:
+    """The size of one job's input, as the method sees it."""
+
+    n_train: int
+    n_test: int
+    n_channels: int
+    length: int
+    """The series length the method receives: 512 for ``resampled`` methods, the native (maximum) length otherwise."""
+    n_contexts: int = 1
+    """Protocol contexts the job evaluates (each is one fit on at most ``n_train`` series and one
+    prediction of the ``n_test`` series)."""
+
+    @property
+    def n_series(self) -> int:
+        return self.n_train + self.n_test
+
+    @property
+    def n_values(self) -> int:
+        """Input values: every series of both splits, every channel, every time point."""
+        return self.n_series * self.n_channels * self.length
+
+
+@dataclasses.dataclass(frozen=True)
+class CostModel:
+    """Peak memory and running time of one evaluate job as a function of its :class:`JobSize`.
+
+    With ``N = n_train + n_test`` series, ``V = N * n_channels * length`` input values and
+    ``P = n_train * N * n_channels`` (context series x all series, per channel: a Gram matrix, a
+    ridge/SVM fit, in-context attention)::
+
+        peak memory (MB) = mem_base_mb + mem_bytes_per_value * V / 2**20
+                           + mem_kb_per_series * N / 1024 + mem_bytes_per_pair * n_train * N / 2**20
+        time (s)         = time_job_s + n_contexts * (time_base_s + (time_ns_per_value * V
+                           + time_ns_per_value_channel * V * n_channels + time_ns_per_pair * P
+                           + time_ns_per_cell * n_train * n_test * n_channels * length * band) / 1e9)
+
+    ``band`` is the number of alignment cells per time point of an elastic distance (the whole length
+    for unconstrained DTW; see :meth:`estimate`). Each context fits on at most ``n_train`` series, so the
+    time is an upper bound per context. Times are for one CPU thread; more threads or a GPU only make
+    a job faster. Coefficients are measured with ``benchmarks/job_costs.py`` where the method runs
+    offline; a job adds :data:`MEM_SAFETY` / :data:`TIME_SAFETY` on top.
+    """
+
+    mem_base_mb: float = 700.0
+    """The worker with its imports and model weights, before any data."""
+    mem_bytes_per_value: float = 16.0
+    """Per input value: the data itself (float32) and the method's working copies."""
+    mem_kb_per_series: float = 0.0
+    """Per series: features or embeddings the method holds for every series at once."""
+    mem_bytes_per_pair: float = 0.0
+    """Per (context series, series) pair: Gram, distance or attention matrices held at once."""
+    time_job_s: float = 10.0
+    """Once per job: imports, JIT compilation, loading weights."""
+    time_base_s: float = 1.0
+    """Per context: fit and predict overhead independent of the data size."""
+    time_ns_per_value: float = 500.0
+    """Per context and input value (transforms, encoders)."""
+    time_ns_per_value_channel: float = 0.0
+    """Per context, input value and channel: attention across the channels of each time step."""
+    time_ns_per_pair: float = 0.0
+    """Per context and (context series, series, channel): ridge/SVM fits, attention over the context."""
+    time_ns_per_cell: float = 0.0
+    """Per context and alignment cell of a pairwise elastic distance."""
+    model_length: int | None = None
+    """The length the method computes on whatever the input's (an encoder that resamples or pads every
+    series to 512): replaces the job's ``length``."""
+
+    def estimate(self, size: JobSize, *, band: float | None = None) -> tuple[float, float]:
+        """(peak memory in MB, time in seconds), without safety margins."""
+        if self.model_length is not None:
+            size = dataclasses.replace(size, length=self.model_length)
+        band = float(size.length if band is None else band)
+        pairs = size.n_train * size.n_series
+        cells = size.n_train * size.n_test * size.n_channels * size.length * band
+        mem = (self.mem_base_mb + self.mem_bytes_per_value * size.n_values / 2**20
+               + self.mem_kb_per_series * size.n_series / 1024 + self.mem_bytes_per_pair * pairs / 2**20)
+        per_context = self.time_base_s + (self.time_ns_per_value * size.n_values
+                                          + self.time_ns_per_value_channel * size.n_values * size.n_channels
+                                          + self.time_ns_per_pair * pairs * size.n_channels
+                                          + self.time_ns_per_cell * cells) / 1e9
+        return mem, self.time_job_s + size.n_contexts * per_context
+
+
+# --------------------------------------------------------------------------------------------------
+# job sizes
+
+
+def n_contexts(cfg: Mapping[str, Any], protocols: list[str] | None = None) -> int:
+    """Contexts one evaluate job runs: the profile's protocols, restricted to a run's ``protocols``."""
+    from chorustic.protocols.contexts import context_specs
+
+    specs = context_specs(cfg["protocols"])
+    if protocols:
+        specs = [s for s in specs if s.protocol in protocols]
+    return max(1, len(specs))
+
+
+def job_size(dataset: str, *, input_kind: str = "native", contexts: int = 1) -> JobSize:
+    """The :class:`JobSize` of ``dataset`` (registry metadata) for a method with ``input_kind``."""
+    from chorustic.data.preprocessing import MODEL_LENGTH
+    from chorustic.data.registry import get_info
+
+    info = get_info(dataset)
+    length = MODEL_LENGTH if input_kind == "resampled" else info.length
+    return JobSize(info.n_train, info.n_test, info.n_channels, length, contexts)
+
+
+# --------------------------------------------------------------------------------------------------
+# rounding, caps and site settings
+
+
+def _round_mem(mb: float) -> int:
+    return int(math.ceil(mb / 100.0) * 100)
+
+
+def _round_min(minutes: float) -> int:
+    return int(max(MIN_RUNTIME, math.ceil(minutes)))
+
+
+def site_resources(cfg: Mapping[str, Any], *, mem_mb: int, runtime: int, gpus: int = 0,
+                   partition: str | None = None, constraint: str | None = None) -> dict[str, Any]:
+    """Snakemake resources of one job: memory, time, GPUs and the site's SLURM settings.
+
+    ``gpus``: GPUs the job wants. ``partition`` / ``constraint``: a method run's or pretraining
+    run's own settings, which win over the site's.
+    """
+    site = cfg.get("cluster") or {}
+    if site.get("max_mem_mb"):
+        mem_mb = min(mem_mb, int(site["max_mem_mb"]))
+    if site.get("max_runtime"):
+        runtime = min(runtime, int(site["max_runtime"]))
+    res: dict[str, Any] = {"mem_mb": int(mem_mb), "runtime": int(runtime), "local_gpus": int(gpus)}
+    on_gpu = gpus > 0 and bool(site.get("gpus"))
+    if on_gpu:
+        if site.get("gpu_gres"):
+            res["gres"] = f"{site['gpu_gres']}:{int(gpus)}"
+        else:
+            res["gpu"] = int(gpus)
+            if site.get("gpu_model"):
+                res["gpu_model"] = site["gpu_model"]
+        res["tasks_per_gpu"] = 0
+    partition = partition or ((site.get("gpu_partition") or site.get("partition")) if on_gpu else site.get("partition"))
+    constraint = constraint or (site.get("gpu_constraint") if on_gpu else site.get("constraint"))
+    if partition:
+        res["slurm_partition"] = str(partition)
+    if site.get("account"):
+        res["slurm_account"] = str(site["account"])
+    if constraint:
+        res["constraint"] = str(constraint)
+    return res
+
+
+# --------------------------------------------------------------------------------------------------
+# the rules
+
+#: Per-value costs of the data rules (bytes and nanoseconds per native value of both splits).
+_PREPROCESS = CostModel(mem_base_mb=500.0, mem_bytes_per_value=48.0, time_job_s=10.0, time_base_s=0.0,
+                        time_ns_per_value=20_000.0)
+#: Fixed resources of the rules whose cost does not grow with a dataset (or grows negligibly).
+_FIXED = {
+    "contexts": {"mem_mb": 1000, "runtime": MIN_RUNTIME},
+    "aggregate": {"mem_mb": 2000, "runtime": 30},
+    "report": {"mem_mb": 4000, "runtime": 60},
+}
+
+
+def rule_resources(cfg: Mapping[str, Any], rule: str, dataset: str | None = None) -> dict[str, Any]:
+    """Resources of a job of ``rule`` (download, preprocess, contexts, aggregate, report)."""
+    if rule == "download":
+        from chorustic.data.registry import SUBSETS
+
+        # streamed to disk, so memory stays flat; time follows the archive's size (a slow mirror)
+        source = SUBSETS[dataset].source if dataset in SUBSETS else dataset
+        values = job_size(source).n_values
+        return site_resources(cfg, mem_mb=1000, runtime=_round_min(15 + values / 5e6))
+    if rule == "preprocess":
+        native = job_size(dataset, input_kind="native")
+        resampled = job_size(dataset, input_kind="resampled")
+        mem, seconds = _PREPROCESS.estimate(native)
+        mem += 8 * resampled.n_values / 2**20  # the float32 resampled arrays and their float64 chunks
+        return site_resources(cfg, mem_mb=_round_mem(MEM_SAFETY * mem),
+                              runtime=_round_min(STARTUP_MIN + TIME_SAFETY * seconds / 60))
+    if rule in _FIXED:
+        return site_resources(cfg, **_FIXED[rule])
+    raise ValueError(f"no resources defined for rule {rule!r}")
+
+
+@functools.lru_cache(maxsize=None)
+def _plugin(plugin: str):
+    from chorustic.methods import discover
+
+    return discover().methods.get(plugin)
+
+
+def evaluate_resources(cfg: Mapping[str, Any], method: str, dataset: str, plugin_obj: Any = None) -> dict[str, Any]:
+    """Threads and resources of the evaluate job of method run ``method`` on ``dataset``.
+
+    ``threads``, ``gpu`` and the caps ``mem_mb`` / ``runtime`` come from the plugin's ``resources``;
+    memory and time from its cost model (:meth:`Method.job_cost`) unless the run's config sets them.
+    """
+    from chorustic import config as cc
+    from chorustic.methods.base import Method
+
+    entry = cc.method_entry(cfg, method)
+    m = plugin_obj if plugin_obj is not None else _plugin(entry["plugin"])
+    caps = {"threads": 1, "mem_mb": 4000, "runtime": 60, "gpu": 0}
+    caps.update(getattr(m, "resources", None) or {})
+    own = entry["resources"]
+    threads = int(own.get("threads", caps["threads"]))
+    gpus = int(own.get("gpu", caps["gpu"]))
+    if isinstance(m, Method):
+        size = job_size(dataset, input_kind=m.info.input_kind, contexts=n_contexts(cfg, entry["protocols"]))
+        mem, seconds = m.job_cost(size, **cc.resolved_params(cfg, method))
+        mem_mb = min(int(caps["mem_mb"]), _round_mem(JOB_OVERHEAD_MB + MEM_SAFETY * mem))
+        runtime = min(int(caps["runtime"]), _round_min(STARTUP_MIN + TIME_SAFETY * seconds / 60))
+    else:  # a reported method: it copies published numbers, nothing to compute
+        mem_mb, runtime = JOB_OVERHEAD_MB + 400, MIN_RUNTIME
+    mem_mb = int(own.get("mem_mb", mem_mb))
+    runtime = int(own.get("runtime", runtime))
+    res = site_resources(cfg, mem_mb=mem_mb, runtime=runtime, gpus=gpus,
+                         partition=own.get("partition"), constraint=own.get("constraint"))
+    return {"threads": threads, **res}
+
+
+def pretrain_gpus(cfg: Mapping[str, Any], run: str) -> int:
+    """GPUs of pretraining run ``run`` (``pretrain.<run>.gpus``, default 1)."""
+    return int((cfg.get("pretrain") or {}).get(run, {}).get("gpus", 1))
+
+
+def pretrain_resources(cfg: Mapping[str, Any], run: str) -> dict[str, Any]:
+    """Resources of pretraining run ``run``: N GPUs (``pretrain.<run>.gpus``), host memory per GPU, a day."""
+    entry = (cfg.get("pretrain") or {}).get(run, {})
+    own = entry.get("resources") or {}
+    gpus = pretrain_gpus(cfg, run)
+    mem_mb = int(own.get("mem_mb", 16000 + 16000 * max(gpus, 1)))
+    runtime = int(own.get("runtime", 24 * 60))
+    return site_resources(cfg, mem_mb=mem_mb, runtime=runtime, gpus=gpus,
+                          partition=own.get("partition"), constraint=own.get("constraint"))
+
+
+def worker_limits(mem_mb: float, runtime_min: float) -> tuple[float, float]:
+    """The evaluation worker's own limits inside a job that asked for ``mem_mb`` and ``runtime_min``:
+    what the job's other processes use is left out, and the worker stops before the scheduler's
+    time limit, so a limit is recorded as a failure of that context instead of killing the job."""
+    return (max(100.0, mem_mb - JOB_OVERHEAD_MB), max(1.0, runtime_min - SCHEDULER_MARGIN_MIN))
