@@ -55,7 +55,9 @@ def workflow_copy(tmp_path_factory):
 
 
 def _small_config(path: Path, datasets, **extra) -> Path:
-    cfg = {"datasets": {"archives": ["UCR", "UEA"], "include": list(datasets), "exclude": []}, **extra}
+    # one method: the paper profile's UEA-only ablations would have no dataset among these (a config error)
+    cfg = {"datasets": {"archives": ["UCR", "UEA"], "include": list(datasets), "exclude": []},
+           "evaluate": ["minirocket"], "reports": {"reference_method": "minirocket"}, **extra}
     path.write_text(yaml.safe_dump(cfg))
     return path
 
@@ -127,7 +129,7 @@ def _jobs(out: str) -> list[dict]:
 def slurm_paper_dry_run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("slurm_dry")
     (tmp / "site.yaml").write_text(yaml.safe_dump(SITE))
-    proc, out = _run(["-n", "-s", str(REPO / "Snakefile"), "-d", str(tmp),
+    proc, out = _run(["-n", "-p", "-s", str(REPO / "Snakefile"), "-d", str(tmp),
                       "--workflow-profile", str(REPO / "workflow" / "profiles" / "slurm"),
                       "--configfile", str(REPO / "config" / "config.yaml"), str(tmp / "site.yaml")], cwd=tmp)
     assert proc.returncode == 0, out[-4000:]
@@ -176,6 +178,14 @@ def test_slurm_dry_run_gpu_requests_follow_the_site_and_the_plugins(slurm_paper_
             assert "gpu" not in r and "gres" not in r, j
         if int(r.get("gpu", 0)):
             assert r["gpu_model"] == "a100" and r["tasks_per_gpu"] == "0"
+    # the 4-GPU run starts one data-parallel process per GPU; the others one process
+    out = slurm_paper_dry_run[0]
+    launches = re.findall(r"^\s*(?:Shell command: )?(.*) pretrain --model-config \S+ .*--out models/(\w+) ", out,
+                          re.M)
+    assert sorted(launches) == sorted([("torchrun --standalone --nproc-per-node 4 -m chorustic", "chorustic")]
+                                      + [("chorustic", r) for r in ("chorustic_no_channel_attention",
+                                                                    "chorustic_no_calibration",
+                                                                    "chorustic_no_cross_channel_rules")]), launches
 
 
 @pytest.mark.slow

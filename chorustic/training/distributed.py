@@ -16,7 +16,7 @@ from datetime import timedelta
 import torch
 import torch.distributed as dist
 
-__all__ = ["DistContext", "context_from_env"]
+__all__ = ["DistContext", "context_from_env", "launch_prefix"]
 
 
 @dataclasses.dataclass
@@ -74,3 +74,11 @@ def context_from_env(device: torch.device) -> DistContext:
         dist.init_process_group(backend=backend, timeout=timedelta(minutes=30), **kw)
         here = True
     return DistContext(rank=rank, world_size=world, local_rank=local, device=device, initialized_here=here)
+
+
+def launch_prefix(nproc: int) -> str:
+    """The command that starts ``chorustic`` with ``nproc`` data-parallel processes on this node:
+    ``chorustic`` itself for one, ``torchrun --standalone --nproc-per-node N -m chorustic`` otherwise."""
+    if nproc <= 1:
+        return "chorustic"
+    return f"torchrun --standalone --nproc-per-node {int(nproc)} -m chorustic"

@@ -4,6 +4,7 @@ from pathlib import Path
 
 from chorustic import config as cc
 from chorustic import resources as cr
+from chorustic.training.distributed import launch_prefix
 from chorustic.evaluation.integrity import set_aside_damaged
 from chorustic.evaluation.snakemake_glue import fingerprints
 from chorustic.methods import discover

@@ -1,8 +1,8 @@
 rule pretrain:
     """Pretrain ChorusTIC on the synthetic episodic prior (GPU strongly recommended for `paper`).
 
-    An interrupted run resumes exactly from its newest state in the run folder (model, optimizer,
-    scheduler, RNG and prior states) instead of starting over.
+    `pretrain.<run>.gpus: N` > 1 starts N data-parallel processes with torchrun (one per GPU). An
+    interrupted run resumes exactly from its newest state in the run folder instead of starting over.
     """
     output:
         f"{MODELS}/{{run}}/model.safetensors",
@@ -12,6 +12,8 @@ rule pretrain:
         extra=lambda w: " ".join(config["pretrain"][w.run].get("args") or []),
         out_dir=lambda w: f"{MODELS}/{w.run}",
         gpus=lambda w: cr.pretrain_gpus(config, w.run),
+        launch=lambda w: launch_prefix(cr.pretrain_gpus(config, w.run)),
+        threads_per_process=lambda w, threads: max(1, threads // max(1, cr.pretrain_gpus(config, w.run))),
     conda:
         "../envs/chorustic.yaml"
     log:
@@ -22,5 +24,6 @@ rule pretrain:
     resources:
         **per_job(PRETRAIN_RESOURCES, lambda w: w.run),
     shell:
-        "chorustic pretrain --model-config {params.model_config} --train-config {params.train_config} "
-        "{params.extra} --out {params.out_dir} --auto-resume --threads {threads} --no-progress > {log} 2>&1"
+        "{params.launch} pretrain --model-config {params.model_config} --train-config {params.train_config} "
+        "{params.extra} --out {params.out_dir} --auto-resume --threads {params.threads_per_process} --no-progress "
+        "> {log} 2>&1"
