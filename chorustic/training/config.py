@@ -50,7 +50,8 @@ class TrainConfig:
     cpu_amp: bool = False  # bf16 autocast on CPU too (CPUs with AVX512-BF16/AMX)
     #: activation checkpointing (chorustic.model.ChorusTIC.episode_logits): chunks of row-episodes of the
     #: signal level, of feature columns (x episodes) of column distribution modeling, of row-episodes of the
-    #: row interaction, and each ICL block, are recomputed in the backward pass
+    #: row interaction, and each ICL block, are recomputed in the backward pass (the chunk sizes apply only
+    #: then; without checkpointing each stage runs in one pass)
     activation_checkpointing: bool = False
     signal_chunk_rows: int | None = 64
     cdm_chunk_columns: int | None = 1024
@@ -253,6 +254,14 @@ class TrainConfig:
         k0 = min(self.curriculum_start_classes, self.prior.max_classes)
         k = int(round(k0 + f * (self.prior.max_classes - k0)))
         return dataclasses.replace(self.prior, difficulty=(lo, min(d_hi, hi)), max_classes=max(k, self.prior.min_classes))
+
+    def forward_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments of ``ChorusTIC.episode_logits`` for this layout: the checkpointing switch and
+        its chunks (None without checkpointing: each stage in one pass)."""
+        ckpt = self.activation_checkpointing
+        return {"recompute": ckpt, "signal_rows": self.signal_chunk_rows if ckpt else None,
+                "cdm_columns": self.cdm_chunk_columns if ckpt else None,
+                "interaction_rows": self.interaction_chunk_rows if ckpt else None}
 
     @property
     def micro_batches(self) -> list[int]:

@@ -186,9 +186,8 @@ class _Fake:
             hooks = torch.autograd.graph.saved_tensors_hooks(pack, lambda x: x) if saved else contextlib.nullcontext()
             with counter, tracker:
                 with hooks, self._amp():
-                    logits = self.model.episode_logits(
-                        X, y, plan=plan, recompute=recompute, signal_rows=tc.signal_chunk_rows,
-                        cdm_columns=tc.cdm_chunk_columns, interaction_rows=tc.interaction_chunk_rows)
+                    kw = {**tc.forward_kwargs(), "recompute": recompute}
+                    logits = self.model.episode_logits(X, y, plan=plan, **kw)
                 if saved:
                     out["saved_bytes"] = float(sum(saved_storages.values()))
                 if live:
@@ -295,7 +294,7 @@ def _fit(fake: "_Fake") -> FlopModel:
     per_series = fake.stage_flops(lambda: tok(2)) - tok1
     return FlopModel(tokenize=per_series, encode=tuple(slope(enc(u)) for u in range(1, cfg.group_size + 1)),
                      compose=slope(compose), task=tuple(float(c) for c in coef), tokenize_call=tok1 - per_series,
-                     signal_rows=fake.tc.signal_chunk_rows)
+                     signal_rows=fake.tc.forward_kwargs()["signal_rows"])
 
 
 def fit_flop_model(model_config, train_config: TrainConfig, amp_dtype: str | None = None) -> FlopModel:
@@ -388,8 +387,7 @@ def plan_pretraining(model_config, train_config: TrainConfig, *, memory_gb: floa
                   "signal_encoder_frozen": bool(mc.freeze_signal_encoder)},
         "train": {"name": tc.name, "steps": tc.steps, "batch_size": tc.batch_size, "shape_group_size": group,
                   "activation_checkpointing": tc.activation_checkpointing,
-                  "chunks": {"signal_rows": tc.signal_chunk_rows, "cdm_columns": tc.cdm_chunk_columns,
-                             "interaction_rows": tc.interaction_chunk_rows},
+                  "chunks": {k: v for k, v in tc.forward_kwargs().items() if k != "recompute"},
                   "autocast": amp_dtype},
         "largest_episode": {"rows": T_max, "context_rows": n_ctx_max, "channels": C_max, "length": mc.seq_len,
                             "classes": k_max},

@@ -106,8 +106,7 @@ class _PretrainForward(nn.Module):
     def __init__(self, model: nn.Module, cfg: TrainConfig) -> None:
         super().__init__()
         self.model = model
-        self.kw = dict(recompute=cfg.activation_checkpointing, signal_rows=cfg.signal_chunk_rows,
-                       cdm_columns=cfg.cdm_chunk_columns, interaction_rows=cfg.interaction_chunk_rows)
+        self.kw = cfg.forward_kwargs()
 
     def forward(self, X: torch.Tensor, y_context: torch.Tensor, plan) -> torch.Tensor:
         return self.model.episode_logits(X, y_context, plan=plan, **self.kw)
