@@ -30,12 +30,13 @@ peak MB / seconds for one context, then the cost model's numbers):
     dtw_1nn            100x100x1x128      356 /   8.9   model  451 /  32   (full window)
     dtw_1nn            200x200x1x512      325 /  55.7   model  457 / 135
     dtw_1nn            100x100x4x256      325 /   8.4   model  457 /  56
-    chorustic (small)  100x100x1x512      585 /   1.1   model  631 /  12
-    chorustic (small)  300x300x8x512      763 /  14.5   model 1337 /  31
-    chorustic (small)  2000x2000x1x512   1022 /  11.1   model 1215 /  27
-    chorustic_paper    100x100x1x512     1376 /  32.9   model 1391 /  58
-    chorustic_paper    400x400x1x512     2412 /  98.7   model 2638 / 125
-    chorustic_paper    100x100x8x512     2667 / 579.0   model 4276 / 617
+    chorustic (small)  100x100x1x512      562 /   1.3   model  629 /  12   (re-measured 2026-11-23 after the
+    chorustic (small)  300x300x8x512      704 /  11.1   model 1303 /  31    closed-form tokenizer; model rows
+    chorustic (small)  2000x2000x1x512    925 /   6.7   model 1186 /  27    before the refit of SMALL_COST /
+    chorustic (small)  270x370x12x512     776 /   9.8   model 1725 /  42    PAPER_COST in baselines/chorustic.py)
+    chorustic_paper    100x100x1x512     1432 /  15.4   model 1391 /  58
+    chorustic_paper    400x400x1x512     2412 /  98.7   model 2638 / 125   (before the tokenizer change)
+    chorustic_paper    100x100x8x512     2667 / 579.0   model 4276 / 617   (before the tokenizer change)
 
 A job asks for 1.5x the memory (plus the job's other processes) and 3x the time on top.
 """
