@@ -437,3 +437,19 @@ def test_tabicl_config_mismatch_and_v2_are_rejected():
     sd.pop("icl_predictor.ln.weight")
     with pytest.raises(CheckpointError, match=r"missing keys \(1\): icl.ln.weight"):
         load_task_level_from_tabicl(model, {"state_dict": sd})
+
+
+def test_half_precision_export_loads_as_float32(tmp_path):
+    """``save_checkpoint(dtype=float16)``: half the file, loaded back into float32 parameters."""
+    from chorustic.model import ChorusTIC, ChorusTICConfig, load_checkpoint, save_checkpoint
+
+    torch.manual_seed(0)
+    model = ChorusTIC(ChorusTICConfig.tiny())
+    full = save_checkpoint(tmp_path / "full.safetensors", model)
+    half = save_checkpoint(tmp_path / "half.safetensors", model, dtype=torch.float16)
+    assert half.stat().st_size < 0.6 * full.stat().st_size
+    back = load_checkpoint(half)
+    assert back.provenance.get("stored_dtype") == "float16"
+    for (k, a), b in zip(model.state_dict().items(), back.state_dict().values()):
+        assert b.dtype == a.dtype, k
+        assert torch.allclose(a, b, rtol=1e-3, atol=1e-4), k

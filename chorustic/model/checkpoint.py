@@ -76,8 +76,12 @@ def _git_info() -> dict[str, Any]:
         return {"git_commit": None, "git_dirty": None}
 
 
-def save_checkpoint(path: str | os.PathLike, model, *, provenance: dict[str, Any] | None = None) -> Path:
-    """Write ``model`` (weights + config + provenance) to ``path`` (``.safetensors``) atomically."""
+def save_checkpoint(path: str | os.PathLike, model, *, provenance: dict[str, Any] | None = None,
+                    dtype: torch.dtype | None = None) -> Path:
+    """Write ``model`` (weights + config + provenance) to ``path`` (``.safetensors``) atomically.
+
+    ``dtype`` (e.g. ``torch.float16``): store the floating-point tensors in that precision (half the
+    file); loading casts them back to the model's float32 parameters."""
     from safetensors.torch import save
 
     import chorustic
@@ -94,6 +98,9 @@ def save_checkpoint(path: str | os.PathLike, model, *, provenance: dict[str, Any
     }
     prov.update(provenance or {})
     tensors = {k: v.detach().to("cpu").contiguous() for k, v in model.state_dict().items()}
+    if dtype is not None:
+        tensors = {k: v.to(dtype) if v.is_floating_point() else v for k, v in tensors.items()}
+        prov["stored_dtype"] = str(dtype).replace("torch.", "")
     meta = {
         "chorustic_format": FORMAT_NAME,
         "format_version": FORMAT_VERSION,

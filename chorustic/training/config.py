@@ -60,6 +60,7 @@ class TrainConfig:
     prefetch_factor: int = 4  # micro-batches each worker keeps ready
     compile: bool = False  # torch.compile the training step's model
     fused_optimizer: bool = True  # fused AdamW kernel where the device has one
+    export_dtype: str = "float32"  # precision of the exported model.safetensors (float16: half the file)
     mask_unused_classes: bool = True  # logits of labels >= K are excluded from the softmax (as at inference)
     seed: int = 0
     checkpoint_every: int = 500
@@ -98,6 +99,8 @@ class TrainConfig:
             problems.append("num_workers must be >= 0")
         if self.schedule not in _SCHEDULES:
             problems.append(f"schedule {self.schedule!r} not in {_SCHEDULES}")
+        if self.export_dtype not in ("float32", "float16", "bfloat16"):
+            problems.append(f"export_dtype {self.export_dtype!r} must be float32, float16 or bfloat16")
         if self.amp_dtype not in ("float16", "bfloat16"):
             problems.append(f"amp_dtype {self.amp_dtype!r} must be float16 or bfloat16")
         if self.val_episodes % self.val_batch_size:
@@ -180,6 +183,7 @@ class TrainConfig:
             curriculum_steps=1000,
             curriculum_start_difficulty=0.3,
             curriculum_start_classes=4,
+            export_dtype="float16",
         )
 
     @classmethod
@@ -278,6 +282,7 @@ LAYOUT_FIELDS = frozenset({
 #: Fields that may change when a run is resumed: the layout, the length of the run and the cadences.
 OPERATIONAL_FIELDS = LAYOUT_FIELDS | frozenset({
     "steps", "checkpoint_every", "log_every", "val_every", "keep_checkpoints", "max_consecutive_bad_steps",
+    "export_dtype",
 })
 
 

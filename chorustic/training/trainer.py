@@ -468,7 +468,8 @@ class Trainer:
 
         path = Path(path) if path is not None else self.out / "model.safetensors"
         prov = {"training": self.training_summary()}
-        return save_checkpoint(path, self.model, provenance=prov)
+        dtype = None if self.cfg.export_dtype == "float32" else getattr(torch, self.cfg.export_dtype)
+        return save_checkpoint(path, self.model, provenance=prov, dtype=dtype)
 
     def training_summary(self) -> dict[str, Any]:
         return {
