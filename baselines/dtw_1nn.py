@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from chorustic.methods import CostModel, Method, MethodInfo, register
-from chorustic.methods.contract import ContractClassifier
+from chorustic.methods.estimators import ContractClassifier
 
 
 class DTW1NNEstimator(ContractClassifier):

@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from chorustic.methods import CostModel, Method, MethodInfo, MethodNotReady, register
-from chorustic.methods.contract import FrozenEmbeddingClassifier, torch_device
+from chorustic.methods.estimators import FrozenEmbeddingClassifier, torch_device
 from chorustic.methods.weights import HubFile, cached, download_hub_files, file_key, resolve_hub_files
 
 TOKENS = ("cls_token", "mean_token", "combined")

@@ -6,7 +6,7 @@ as the classifier (the paper's strongest frozen-feature baseline).
 from __future__ import annotations
 
 from chorustic.methods import MethodInfo, register
-from chorustic.methods.contract import import_plugin_module
+from chorustic.methods import import_plugin_module
 
 _mantis = import_plugin_module("mantis_rf", __file__)
 

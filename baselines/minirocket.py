@@ -4,7 +4,7 @@ Protocol: ``aeon.classification.convolution_based.MiniRocketClassifier`` with it
 kernels, a ridge classifier with built-in cross-validation of its regularisation), fitted on the
 context split, on the **native** series (no resampling to 512).
 
-Input rules (:class:`~chorustic.methods.contract.AeonContractClassifier`; recorded in ``run_info``):
+Input rules (:class:`~chorustic.methods.estimators.AeonContractClassifier`; recorded in ``run_info``):
 
 * variable-length datasets: every series is linearly resampled to the longest context series
   (queries to the same length), because aeon's MiniRocket needs equal length;
@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from chorustic.methods import CostModel, Method, MethodInfo, register
-from chorustic.methods.contract import AeonContractClassifier
+from chorustic.methods.estimators import AeonContractClassifier
 
 
 class MiniRocketEstimator(AeonContractClassifier):

@@ -31,7 +31,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from chorustic.methods import CostModel, Method, MethodInfo, MethodNotReady, register
-from chorustic.methods.contract import FrozenEmbeddingClassifier, resample_linear, torch_device
+from chorustic.methods.estimators import FrozenEmbeddingClassifier, torch_device
+from chorustic.resampling import resample_linear
 from chorustic.methods.weights import HubFile, cached, download_hub_files, file_key, resolve_hub_files
 
 REPO_ID = "AutonLab/MOMENT-1-base"

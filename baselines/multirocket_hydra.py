@@ -4,7 +4,7 @@ Protocol: ``aeon.classification.convolution_based.MultiRocketHydraClassifier`` w
 (Hydra: 8 kernels x 64 groups; MultiRocket features; ridge classifier with cross-validated
 regularisation), fitted on the context split, on the **native** series.
 
-Input rules (:class:`~chorustic.methods.contract.AeonContractClassifier`; recorded in ``run_info``):
+Input rules (:class:`~chorustic.methods.estimators.AeonContractClassifier`; recorded in ``run_info``):
 
 * variable-length datasets: linearly resampled to the longest context series;
 * series shorter than 10 points: zero-padded at the end to 10 points (aeon's MultiRocket needs at
@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from chorustic.methods import CostModel, Method, MethodInfo, register
-from chorustic.methods.contract import AeonContractClassifier
+from chorustic.methods.estimators import AeonContractClassifier
 
 
 class MultiRocketHydraEstimator(AeonContractClassifier):

@@ -33,7 +33,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from chorustic.methods import CostModel, Method, MethodInfo, MethodNotReady, register
-from chorustic.methods.contract import FrozenEmbeddingClassifier, torch_device
+from chorustic.methods.estimators import FrozenEmbeddingClassifier, torch_device
 from chorustic.methods.weights import (
     cached,
     checkout_imports,

@@ -4,7 +4,7 @@ Protocol: ``aeon.classification.interval_based.QUANTClassifier`` with its defaul
 dyadic intervals of depth 6 of the series and its derivatives, an extra-trees classifier with 200
 trees), fitted on the context split, on the **native** series.
 
-Input rules (:class:`~chorustic.methods.contract.AeonContractClassifier`; recorded in ``run_info``):
+Input rules (:class:`~chorustic.methods.estimators.AeonContractClassifier`; recorded in ``run_info``):
 
 * variable-length datasets: linearly resampled to the longest context series;
 * series shorter than 4 points: zero-padded at the end to 4 points (aeon's QUANT fails below that).
@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from chorustic.methods import CostModel, Method, MethodInfo, register
-from chorustic.methods.contract import AeonContractClassifier
+from chorustic.methods.estimators import AeonContractClassifier
 
 
 class QUANTEstimator(AeonContractClassifier):

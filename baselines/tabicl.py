@@ -33,7 +33,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from chorustic.methods import CostModel, Method, MethodInfo, MethodNotReady, register
-from chorustic.methods.contract import ContractClassifier, flatten_channels, to_fixed_length
+from chorustic.methods.estimators import ContractClassifier
+from chorustic.methods.inputs import flatten_channels, to_fixed_length
 from chorustic.methods.weights import (
     HubFile,
     cached,
@@ -188,7 +189,7 @@ class FlattenedTabICLClassifier(ContractClassifier):
         return members, min(chunk, n_query)
 
     def _fit(self, X, y):
-        from chorustic.methods.contract import series_lengths
+        from chorustic.methods.inputs import series_lengths
 
         self.length_ = int(series_lengths(X).max())
         F = self._rows(X)

@@ -34,7 +34,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from chorustic.methods import CostModel, Method, MethodInfo, MethodNotReady, register
-from chorustic.methods.contract import ContractClassifier, to_fixed_length, torch_device
+from chorustic.methods.estimators import ContractClassifier, torch_device
+from chorustic.methods.inputs import to_fixed_length
 from chorustic.methods.weights import (
     HubFile,
     cached,

@@ -36,7 +36,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from chorustic.methods import CostModel, Method, MethodInfo, MethodNotReady, register
-from chorustic.methods.contract import FrozenEmbeddingClassifier, to_fixed_length, torch_device
+from chorustic.methods.estimators import FrozenEmbeddingClassifier, torch_device
+from chorustic.methods.inputs import to_fixed_length
 from chorustic.methods.weights import (
     cached,
     checkout_imports,

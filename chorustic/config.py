@@ -16,6 +16,7 @@ from typing import Any, Iterable
 import yaml
 
 from chorustic.errors import UserError, did_you_mean
+from chorustic.paths import REPO_ROOT
 
 __all__ = [
     "REPO_ROOT",
@@ -38,7 +39,6 @@ __all__ = [
     "lock_file",
 ]
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
 SCHEMA_PATH = REPO_ROOT / "workflow" / "schema" / "config.schema.yaml"
 DEFAULT_CONFIG = REPO_ROOT / "config" / "config.yaml"
 PRETRAIN_PREFIX = "pretrain:"

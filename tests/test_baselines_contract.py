@@ -20,7 +20,7 @@ import pytest
 
 from chorustic.methods import GROUPS, Method, discover
 from chorustic.methods.check import check_method, synthetic_task
-from chorustic.methods.contract import EMBEDDING_CACHE
+from chorustic.methods.estimators import EMBEDDING_CACHE
 from chorustic.methods.weights import clear_cache
 
 # --------------------------------------------------------------------------------------------------
@@ -541,10 +541,10 @@ def test_every_paper_method_is_discovered_with_its_table_metadata(discovery):
 def test_every_paper_method_has_a_conda_environment():
     import yaml
 
-    from chorustic.methods.contract import repo_root
+    from chorustic.paths import REPO_ROOT
 
     for name in EXPECTED:
-        env = yaml.safe_load((repo_root() / "workflow" / "envs" / f"{name}.yaml").read_text())
+        env = yaml.safe_load((REPO_ROOT / "workflow" / "envs" / f"{name}.yaml").read_text())
         pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
         assert "-e ${CHORUSTIC_REPO}" in pip and any(p.startswith("torch==") for p in pip), name
 
@@ -654,20 +654,3 @@ def test_unknown_parameter_is_rejected(discovery):
 def test_caches_can_be_cleared():
     clear_cache()
     EMBEDDING_CACHE.clear()
-
-
-def test_resampling_helpers_match_torch_and_scipy():
-    import torch
-    from scipy.interpolate import interp1d
-
-    from chorustic.methods.contract import resample_linear, resample_linspace, to_fixed_length
-
-    x = np.random.default_rng(0).normal(size=(3, 2, 37)).astype(np.float32)
-    for n in (8, 37, 512):
-        ref = torch.nn.functional.interpolate(torch.from_numpy(x), size=n, mode="linear", align_corners=False)
-        assert np.allclose(resample_linear(x, n), ref.numpy(), atol=1e-5)
-        ref2 = interp1d(np.linspace(0, 1, 37), x, kind="linear", axis=-1)(np.linspace(0, 1, n))
-        assert np.allclose(resample_linspace(x, n), ref2, atol=1e-5)
-    ragged = [x[0][:, :10], x[1][:, :20]]
-    assert to_fixed_length(ragged).shape == (2, 2, 20)
-    assert np.array_equal(to_fixed_length(ragged)[1], x[1][:, :20])

@@ -138,11 +138,11 @@ def test_worker_limits_leave_room_for_the_job():
 
 
 def test_cost_models_cover_the_demo_measurements(methods):
-    """The committed demo results (results/accuracies.csv: peak memory and fit/predict times of every
+    """The committed demo results (examples/demo/results/accuracies.csv: peak memory and fit/predict times of every
     run, measured on 2 CPU cores) stay inside what the jobs ask for: memory within the job's worker
     limit, time within its time limit."""
     demo = cc.load_config([cc.REPO_ROOT / "config" / "demo.yaml"])
-    acc = pd.read_csv(cc.REPO_ROOT / "results" / "accuracies.csv")
+    acc = pd.read_csv(cc.REPO_ROOT / "examples" / "demo" / "results" / "accuracies.csv")
     acc = acc[acc.status == "ok"]
     assert len(acc) > 100
     for (method, dataset), runs in acc.groupby(["method", "dataset"]):

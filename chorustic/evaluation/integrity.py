@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from chorustic.io import sha256_file
+from chorustic.paths import REPO_ROOT
 
 __all__ = [
     "method_code_files",
@@ -106,10 +107,9 @@ def method_code_files(method: Any, plugin_file: str | os.PathLike | None = None)
 
 def _code_sha256(files: list[Path]) -> str:
     h = hashlib.sha256()
-    root = Path(__file__).resolve().parents[2]
     for f in files:
         try:
-            rel = f.relative_to(root).as_posix()
+            rel = f.relative_to(REPO_ROOT).as_posix()
         except ValueError:
             rel = f.name
         h.update(rel.encode() + b"\0" + sha256_file(f).encode() + b"\n")

@@ -26,7 +26,15 @@ import numpy as np
 
 from chorustic.methods.base import GROUPS, INPUT_KINDS, Method, MethodNotReady, ReportedMethod
 
-__all__ = ["Clause", "ContractRun", "check_method", "estimator_clauses", "synthetic_task", "RESOURCE_KEYS"]
+__all__ = [
+    "Clause",
+    "ContractRun",
+    "check_estimator_contract",
+    "check_method",
+    "estimator_clauses",
+    "synthetic_task",
+    "RESOURCE_KEYS",
+]
 
 #: Keys of ``Method.resources`` (Snakemake resources of one evaluate job).
 RESOURCE_KEYS = ("threads", "mem_mb", "runtime", "gpu")
@@ -168,7 +176,7 @@ def estimator_clauses(
             not missing,
             f"the estimator {type(est).__name__} has no {', '.join(missing)}; the harness calls fit(X, y) "
             "and predict_proba(X) (class probabilities are required: a classifier without predict_proba "
-            "can be wrapped, e.g. chorustic.methods.contract.ContractClassifier, or use one that has it)",
+            "can be wrapped, e.g. chorustic.methods.estimators.ContractClassifier, or use one that has it)",
         )
     yield from emit()
     if not ok:
@@ -476,3 +484,34 @@ def check_method(
     except Exception:  # pragma: no cover - a bug in the checker itself must still be visible
         clauses.append(Clause("contract checker", "fail", traceback.format_exc().strip().splitlines()[-1]))
     return ContractRun(name, clauses, observed)
+
+
+def check_estimator_contract(
+    build: Callable[[int], Any],
+    X_context: Any,
+    y_context: np.ndarray,
+    X_query: Any,
+    *,
+    check_missing_class: bool = True,
+    check_query_order: bool = True,
+    atol: float = 1e-6,
+) -> dict[str, Any]:
+    """Assert the method contract for estimators made by ``build(seed)``; return what was observed.
+
+    Checks: sklearn-style API (``fit`` returns self, ``get_params``, ``predict_proba`` takes only X),
+    probability shape ``(n_query, n_classes_in_context)``, finite non-negative rows summing to 1,
+    ``predict`` = ``classes_[argmax]``, classes come from the context only (a context missing a class
+    gives probabilities for the seen classes only), same seed -> identical output, and query order
+    does not matter (each query's prediction depends on the context and that query only: no test
+    labels or test-set statistics). Raises AssertionError with a message on the first violation.
+    """
+    observed: dict[str, Any] = {}
+    for item in estimator_clauses(
+        build, X_context, y_context, X_query, check_missing_class=check_missing_class,
+        check_query_order=check_query_order, atol=atol,
+    ):
+        if isinstance(item, tuple):
+            observed = item[1]
+        elif item.status == "fail":
+            raise AssertionError(f"{item.name}: {item.detail}")
+    return observed

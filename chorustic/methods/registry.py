@@ -26,7 +26,7 @@ from pathlib import Path
 from chorustic.errors import UnknownMethodError, did_you_mean
 from chorustic.methods.base import Method, ReportedMethod
 
-__all__ = ["register", "discover", "default_plugin_dir", "Discovery", "PluginLoadError"]
+__all__ = ["register", "discover", "default_plugin_dir", "import_plugin_module", "Discovery", "PluginLoadError"]
 
 
 class PluginLoadError(RuntimeError):
@@ -56,7 +56,9 @@ def default_plugin_dir() -> Path:
     env = os.environ.get("CHORUSTIC_BASELINES")
     if env:
         return Path(env)
-    return Path(__file__).resolve().parents[2] / "baselines"
+    from chorustic.paths import REPO_ROOT
+
+    return REPO_ROOT / "baselines"
 
 
 @dataclasses.dataclass
@@ -138,3 +140,23 @@ def discover(plugin_dir: str | os.PathLike | None = None, only: str | None = Non
             continue
         _load_plugin_file(path, methods, broken, sources)
     return Discovery(methods, broken, sources)
+
+
+def import_plugin_module(name: str, near: str | os.PathLike):
+    """Import the sibling plugin file ``<dir of near>/<name>.py`` (as ``chorustic_plugins.<name>``, the
+    module name discovery uses), e.g. to reuse its estimator class in a variant plugin."""
+    mod_name = f"chorustic_plugins.{name}"
+    if mod_name in sys.modules:
+        return sys.modules[mod_name]
+    path = Path(near).resolve().parent / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(mod_name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import plugin {name!r} from {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[mod_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(mod_name, None)
+        raise
+    return module

@@ -28,6 +28,7 @@ import torch
 
 from chorustic.io import atomic_write_bytes, sha256_file
 from chorustic.model.config import ChorusTICConfig
+from chorustic.paths import REPO_ROOT
 
 __all__ = [
     "DEFAULT_CHECKPOINT",
@@ -56,15 +57,14 @@ class CheckpointNotFoundError(FileNotFoundError):
 
 # ----------------------------------------------------------------------------- our format
 def _git_info() -> dict[str, Any]:
-    root = Path(__file__).resolve().parents[2]
     try:
         commit = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10, check=True
+            ["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=10, check=True
         ).stdout.strip()
         dirty = bool(
             subprocess.run(
                 ["git", "status", "--porcelain", "--untracked-files=no"],
-                cwd=root,
+                cwd=REPO_ROOT,
                 capture_output=True,
                 text=True,
                 timeout=10,

@@ -50,7 +50,9 @@ PAPER_GROUPS = {
 
 def default_reference_dir() -> Path:
     """``results/reference`` of this repository checkout."""
-    return Path(__file__).resolve().parents[2] / "results" / "reference"
+    from chorustic.paths import REPO_ROOT
+
+    return REPO_ROOT / "results" / "reference"
 
 
 def parse_archive(text: str) -> tuple[str, int | None]:
