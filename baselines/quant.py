@@ -62,22 +62,10 @@ class QUANT(Method):
         description="aeon QUANTClassifier (interval quantiles + extra trees) on the native series",
         reference="Dempster, Schmidt, Webb. QUANT: a minimalist interval method. DMKD 2024",
     )
-    default_params: ClassVar[dict[str, Any]] = {"interval_depth": 6, "quantile_divisor": 4}
+    estimator = QUANTEstimator  # its parameters (interval_depth, quantile_divisor) are the method's
     resources: ClassVar[dict[str, Any]] = {"threads": 4, "mem_mb": 16000, "runtime": 240, "gpu": 0}
     #: Measured (benchmarks/job_costs.py, 1 thread): quantile features (~30 KB per series) and extra
     #: trees, whose fit grows faster than the values (per pair).
     cost: ClassVar[CostModel] = CostModel(mem_base_mb=500, mem_bytes_per_value=48, mem_kb_per_series=32,
                                           time_job_s=10, time_base_s=1, time_ns_per_value=20_000,
                                           time_ns_per_pair=8_000)
-
-    def check_ready(self, **params: Any) -> None:
-        import torch  # noqa: F401  (aeon's QUANT transform runs on torch)
-
-    def build(self, *, seed: int, device: str = "cpu", n_jobs: int = 1, **params: Any):
-        p = self.params(params)
-        return QUANTEstimator(
-            interval_depth=int(p["interval_depth"]),
-            quantile_divisor=int(p["quantile_divisor"]),
-            random_state=seed,
-            n_jobs=n_jobs,
-        )

@@ -17,16 +17,9 @@ import pytest
 from test_baselines_contract import write_mantis, write_moment, write_nutime, write_tabicl, write_unishape
 
 from chorustic.methods import MethodNotReady, discover
-from chorustic.methods.weights import (
-    HubFile,
-    WeightsVerificationError,
-    checkout_imports,
-    download_hub_files,
-    file_matches_etag,
-    git_blob_sha1,
-    resolve_checkout,
-    resolve_hub_files,
-)
+from chorustic.hub import HubFile, file_matches_etag, git_blob_sha1
+from chorustic.methods.checkout import checkout_imports, resolve_checkout
+from chorustic.methods.weights import WeightsVerificationError, download_hub_files, resolve_hub_files
 
 COMMIT = "c0ffee" + "0" * 34
 
@@ -186,7 +179,7 @@ def test_fetch_downloads_verifies_and_then_resolves_offline(discovery, hub, tmp_
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     m.check_ready(**m.params())
     est = m.build(seed=0, **m.params())
-    assert Path(est.weights_dir).is_relative_to(tmp_path / "hf-cache")
+    assert Path(est.weights).is_relative_to(tmp_path / "hf-cache")
     assert len(hub.requests) == n
 
 

@@ -33,6 +33,7 @@ from typing import Any, Callable, Iterable
 
 import pandas as pd
 
+from chorustic.evaluation.integrity import checksum_path
 from chorustic.io import atomic_open, atomic_write_text, sha256_file
 
 __all__ = [
@@ -47,7 +48,6 @@ __all__ = [
     "aggregate_manifests",
     "collect_runs",
     "write_accuracies",
-    "checksum_path",
 ]
 
 #: Columns every reader needs (``chorustic report`` checks them), then the optional ones.
@@ -88,12 +88,6 @@ class ManifestError(ValueError):
 
 def _protocol_key(p: str) -> tuple[int, str]:
     return (PROTOCOL_ORDER.index(p), p) if p in PROTOCOL_ORDER else (len(PROTOCOL_ORDER), p)
-
-
-def checksum_path(path: str | os.PathLike) -> Path:
-    """``accuracies.csv`` -> ``accuracies.csv.sha256``."""
-    path = Path(path)
-    return path.with_name(path.name + ".sha256")
 
 
 def read_manifest(path: str | os.PathLike) -> dict[str, Any]:

@@ -32,6 +32,7 @@ from chorustic.io import sha256_file
 from chorustic.paths import REPO_ROOT
 
 __all__ = [
+    "checksum_path",
     "method_code_files",
     "run_fingerprint",
     "file_record",
@@ -136,6 +137,12 @@ def run_fingerprint(cfg: dict, run: str, discovery=None) -> str:
     return json.dumps(doc, sort_keys=True, default=str, separators=(",", ":"))
 
 
+def checksum_path(path: str | os.PathLike) -> Path:
+    """``accuracies.csv`` -> ``accuracies.csv.sha256``."""
+    path = Path(path)
+    return path.with_name(path.name + ".sha256")
+
+
 def file_record(path: str | os.PathLike) -> dict[str, Any]:
     """SHA-256, size and modification time of a finished result file (stored in its manifest)."""
     st = os.stat(path)
@@ -231,8 +238,6 @@ def source_problem(path: str | os.PathLike) -> str | None:
 
 def table_problem(path: str | os.PathLike) -> str | None:
     """``None`` when ``accuracies.csv`` matches the checksum the aggregate step wrote with it."""
-    from chorustic.evaluation.aggregate import checksum_path
-
     path, sums = Path(path), checksum_path(path)
     if not path.exists() or not sums.exists():
         return None
@@ -263,8 +268,6 @@ def set_aside_damaged(
     Returns one message per result moved aside. Cheap when nothing changed: files whose size and
     modification time are as recorded are not hashed.
     """
-    from chorustic.evaluation.aggregate import checksum_path
-
     messages = []
     for path in manifests:
         if Path(path).exists():

@@ -33,6 +33,7 @@ from torch import Tensor
 
 from chorustic.model._mantis_adapter import MantisTokenGenerator
 from chorustic.model.config import ChorusTICConfig
+
 # The model's own length fix (the official model resamples inside its forward) is the harness's one App. C.2
 # resampler, so a series means the same numbers to the model as to the data preprocessing.
 from chorustic.resampling import resample_linear as resample_length

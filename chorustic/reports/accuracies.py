@@ -27,7 +27,8 @@ import numpy as np
 import pandas as pd
 
 # The table's vocabulary has one home: the aggregate step that writes it.
-from chorustic.evaluation.aggregate import OPTIONAL_COLUMNS, REQUIRED_COLUMNS, checksum_path
+from chorustic.evaluation.aggregate import OPTIONAL_COLUMNS, REQUIRED_COLUMNS
+from chorustic.evaluation.integrity import checksum_path
 from chorustic.evaluation.job import RUN_STATUSES as STATUSES
 
 __all__ = [
