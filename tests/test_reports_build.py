@@ -11,7 +11,7 @@ import pytest
 
 from chorustic.cli import main
 from chorustic.reports.build import MANIFEST_NAME, ReportConfig, build_report
-from chorustic.reports.synthetic import SyntheticMethod, write_synthetic_accuracies
+from chorustic.testing.accuracies import SyntheticMethod, write_synthetic_accuracies
 
 pytestmark = pytest.mark.slow  # ~30 s on 2 CPU cores: three builds with figures
 

@@ -14,7 +14,7 @@ import pytest
 
 from chorustic.cli import main
 from chorustic.reports.catalog import FOLDERS, describe
-from chorustic.reports.synthetic import SyntheticMethod, write_synthetic_accuracies
+from chorustic.testing.accuracies import SyntheticMethod, write_synthetic_accuracies
 
 REPO = Path(__file__).resolve().parents[1]
 

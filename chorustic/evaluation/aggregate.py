@@ -35,12 +35,12 @@ import pandas as pd
 
 from chorustic.evaluation.integrity import checksum_path
 from chorustic.io import atomic_open, atomic_write_text, sha256_file
+from chorustic.protocols.base import protocol_sort_key
 
 __all__ = [
     "COLUMNS",
     "REQUIRED_COLUMNS",
     "OPTIONAL_COLUMNS",
-    "PROTOCOL_ORDER",
     "ManifestError",
     "ExpectedJob",
     "Collected",
@@ -79,15 +79,8 @@ OPTIONAL_COLUMNS = [
 ]
 COLUMNS = REQUIRED_COLUMNS + OPTIONAL_COLUMNS
 
-PROTOCOL_ORDER = ["full", "fixed5", "fixed10", "prop20", "prop30", "prop40", "prop50", "prop60"]
-
-
 class ManifestError(ValueError):
     """A run manifest cannot be read; the message names the file and what to do."""
-
-
-def _protocol_key(p: str) -> tuple[int, str]:
-    return (PROTOCOL_ORDER.index(p), p) if p in PROTOCOL_ORDER else (len(PROTOCOL_ORDER), p)
 
 
 def read_manifest(path: str | os.PathLike) -> dict[str, Any]:
@@ -161,7 +154,7 @@ def _rows(doc: dict[str, Any], metadata: dict[str, dict], relative_to) -> list[d
 def _frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     df = pd.DataFrame(rows, columns=COLUMNS)
     if len(df):
-        df["_p"] = df["protocol"].map(_protocol_key)
+        df["_p"] = df["protocol"].map(protocol_sort_key)
         df = df.sort_values(["archive", "dataset", "method", "_p", "seed"], kind="mergesort").drop(
             columns="_p"
         )
@@ -207,16 +200,9 @@ class Collected:
 
 
 def _failed_run(ctx: dict[str, Any], error: str) -> dict[str, Any]:
-    return {
-        "protocol": ctx["protocol"],
-        "family": ctx["family"],
-        "budget": ctx.get("budget"),
-        "seed": ctx["seed"],
-        "status": "failed",
-        "accuracy": None,
-        "error": error,
-        "result_file": None,
-    }
+    from chorustic.evaluation.job import run_record
+
+    return run_record(ctx, status="failed", error=error)
 
 
 def _quarantine(path: Path) -> Path | None:
