@@ -120,7 +120,31 @@ def estimator_defaults(estimator: type, exclude: tuple[str, ...] = ()) -> dict[s
     return out
 
 
-class Method(abc.ABC):
+class _Parametrised:
+    """The parameters of a plugin: ``default_params`` updated with a config's ``params``."""
+
+    info: ClassVar[MethodInfo]
+    default_params: ClassVar[dict[str, Any]] = {}
+
+    def params(self, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Default parameters updated with ``overrides`` (unknown keys are an error)."""
+        merged = dict(self.default_params)
+        for key, value in (overrides or {}).items():
+            if key not in merged:
+                raise ValueError(
+                    f"method {self.info.name!r} has no parameter {key!r}; "
+                    f"known parameters: {sorted(merged) or 'none'}"
+                )
+            merged[key] = value
+        self.validate(merged)
+        return merged
+
+    def validate(self, params: dict[str, Any]) -> None:
+        """Raise ValueError naming a parameter whose value the method cannot use (default: no check).
+        Called by :meth:`params`, so a bad value in the config stops the workflow before any job runs."""
+
+
+class Method(_Parametrised, abc.ABC):
     """Base class of a runnable method plugin: metadata (``info``) plus one estimator.
 
     The short form: set ``info`` and ``estimator`` (an sklearn-style class, usually derived from
@@ -172,23 +196,6 @@ class Method(abc.ABC):
         """
         return self.cost.estimate(size)
 
-    def params(self, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Default parameters updated with ``overrides`` (unknown keys are an error)."""
-        merged = dict(self.default_params)
-        for key, value in (overrides or {}).items():
-            if key not in merged:
-                raise ValueError(
-                    f"method {self.info.name!r} has no parameter {key!r}; "
-                    f"known parameters: {sorted(merged) or 'none'}"
-                )
-            merged[key] = value
-        self.validate(merged)
-        return merged
-
-    def validate(self, params: dict[str, Any]) -> None:
-        """Raise ValueError naming a parameter whose value the method cannot use (default: no check).
-        Called by :meth:`params`, so a bad value in the config stops the workflow before any job runs."""
-
     @property
     def label(self) -> str:
         """``"Display name (name)"``: how messages name the method."""
@@ -224,17 +231,11 @@ class Method(abc.ABC):
         return []
 
 
-class ReportedMethod(abc.ABC):
+class ReportedMethod(_Parametrised, abc.ABC):
     """A method that is never run: its per-dataset accuracies come from a CSV.
 
     Carried through every table and figure, always marked "reported, not reproduced".
     """
-
-    info: ClassVar[MethodInfo]
-    default_params: ClassVar[dict[str, Any]] = {}
-
-    def params(self, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
-        return Method.params(self, overrides)  # type: ignore[arg-type]
 
     @abc.abstractmethod
     def reported_accuracies(self, **params: Any):
