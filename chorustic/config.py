@@ -34,6 +34,8 @@ __all__ = [
     "evaluation_jobs",
     "pretrain_run_of",
     "checkpoint_path",
+    "checkpoint_inputs",
+    "write_config_record",
     "check_methods",
     "allow_modified_data",
     "lock_file",
@@ -246,6 +248,37 @@ def resolved_params(cfg: dict, run: str) -> dict[str, Any]:
     if prun is not None:
         params["checkpoint"] = checkpoint_path(cfg, prun)
     return params
+
+
+def checkpoint_inputs(cfg: dict, run: str) -> list[str]:
+    """The checkpoint file the evaluations of method run ``run`` depend on (a workflow input, so a changed
+    checkpoint re-runs them): the one its pretrain run writes, or an existing local file. A missing local
+    file is not an input: the job runs and records the method as failed with the reason, instead of the
+    whole workflow refusing to start."""
+    entry = method_entry(cfg, run)
+    if pretrain_run_of(entry) is not None:
+        return [resolved_params(cfg, run)["checkpoint"]]
+    ckpt = entry["params"].get("checkpoint")
+    if isinstance(ckpt, str) and ckpt and "://" not in ckpt and Path(ckpt).is_file():
+        return [ckpt]
+    return []
+
+
+def write_config_record(cfg: dict, folder: str | os.PathLike) -> str:
+    """Write the (validated) configuration of a workflow run to ``<folder>/config-<digest>.json`` (named by
+    its content, written once) and return its path. The workflow's rules pass it to the ``chorustic``
+    commands (``--config``), so every job reads exactly the configuration Snakemake merged (the profile's
+    files, ``--configfile``, ``--config``)."""
+    import hashlib
+    import json
+
+    from chorustic.io import atomic_write_text
+
+    text = json.dumps(cfg, sort_keys=True, indent=1, default=str) + "\n"
+    path = Path(folder) / f"config-{hashlib.sha256(text.encode()).hexdigest()[:12]}.json"
+    if not path.is_file() or path.read_text() != text:
+        atomic_write_text(path, text)
+    return str(path)
 
 
 def lock_file(cfg: dict) -> str | None:

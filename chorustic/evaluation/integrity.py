@@ -35,6 +35,7 @@ __all__ = [
     "checksum_path",
     "method_code_files",
     "run_fingerprint",
+    "run_fingerprints",
     "file_record",
     "verify_result_file",
     "manifest_problem",
@@ -141,6 +142,15 @@ def checksum_path(path: str | os.PathLike) -> Path:
     """``accuracies.csv`` -> ``accuracies.csv.sha256``."""
     path = Path(path)
     return path.with_name(path.name + ".sha256")
+
+
+def run_fingerprints(cfg: dict, discovery=None) -> dict[str, str]:
+    """:func:`run_fingerprint` of every evaluated method run of the configuration."""
+    from chorustic import config as cc
+    from chorustic.methods import discover
+
+    disc = discovery if discovery is not None else discover()
+    return {m: run_fingerprint(cfg, m, disc) for m in cc.evaluated_methods(cfg)}
 
 
 def file_record(path: str | os.PathLike) -> dict[str, Any]:

@@ -47,6 +47,7 @@ __all__ = [
     "JobFailed",
     "JobSpec",
     "clear_job_outputs",
+    "failed_runs_message",
     "failure_record_path",
     "finished_manifest",
     "manifest_path",
@@ -105,6 +106,44 @@ class JobSpec:
     def from_dict(cls, d: dict[str, Any]) -> "JobSpec":
         return cls(**d)
 
+    @classmethod
+    def from_config(
+        cls,
+        cfg: dict,
+        method: str,
+        dataset: str,
+        *,
+        contexts_file: str | os.PathLike,
+        n_jobs: int = 1,
+        fingerprint: str | None = None,
+    ) -> "JobSpec":
+        """The job of method run ``method`` on ``dataset`` under a (validated) configuration."""
+        from chorustic import config as cc
+
+        entry = cc.method_entry(cfg, method)
+        ev = cfg["evaluation"]
+        return cls(
+            method=method,
+            plugin=entry["plugin"],
+            dataset=dataset,
+            archive=cc.dataset_archive(dataset),
+            results_dir=cfg["paths"]["results_dir"],
+            contexts_file=str(contexts_file),
+            data_dir=cfg["paths"]["data_dir"],
+            cache_dir=cfg["paths"]["cache_dir"],
+            params=cc.resolved_params(cfg, method),
+            display_name=entry["display_name"],
+            protocols=entry["protocols"],
+            device=ev.get("device", "auto"),
+            n_jobs=int(n_jobs),
+            fail_fast=bool(ev.get("fail_fast", False)),
+            offline=bool(cfg["data"]["offline"]),
+            lock_file=cc.lock_file(cfg),
+            allow_modified_data=cc.allow_modified_data(cfg, dataset),
+            fingerprint=fingerprint,
+            portable_numerics=bool(ev.get("portable_numerics", True)),
+        )
+
 
 def manifest_path(results_dir: str | os.PathLike, method: str, dataset: str) -> Path:
     return Path(results_dir) / "runs" / method / f"{dataset}.json"
@@ -137,6 +176,20 @@ def write_finished(results_dir: str | os.PathLike, manifest: dict[str, Any]) -> 
     atomic_write_json(target, manifest)
     other.unlink(missing_ok=True)
     return target
+
+
+def failed_runs_message(manifest: dict[str, Any], results_dir: str | os.PathLike) -> str | None:
+    """None when every run of the manifest finished; else one message naming the failures."""
+    failed = [r for r in manifest["runs"] if r.get("status") not in FINISHED_STATUSES]
+    if not failed:
+        return None
+    first = failed[0]
+    where = failure_record_path(results_dir, manifest["method"], manifest["dataset"])
+    return (
+        f"{manifest['method']}/{manifest['dataset']}: {len(failed)} of {len(manifest['runs'])} runs failed, "
+        f"e.g. {first['protocol']} seed {first['seed']}: {first.get('error')}. Recorded in {where}; the tables "
+        "list them as missing runs and the next `snakemake` retries this job."
+    )
 
 
 def clear_job_outputs(results_dir: str | os.PathLike, method: str, dataset: str) -> list[Path]:
