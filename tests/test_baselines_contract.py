@@ -111,7 +111,7 @@ def test_plugin_passes_the_contract(name, discovery, assets):
             f"({next(c.detail for c in run.clauses if c.name == 'ready')}); give it tiny local assets in the "
             "`assets` fixture of tests/test_baselines_contract.py so its contract is checked"
         )
-    assert run.ok, f"{name} violates the method contract:\n{run.report()}"
+    assert run.ok, f"{name} breaks {', '.join(c.name for c in run.failed)}:\n{run.report()}"
     if isinstance(method, Method):
         assert {c.name for c in run.clauses if c.passed} >= {"fit returns self", "probabilities", "missing class"}
         assert run.observed["proba_missing_class"].shape == (9, 2)
