@@ -1,12 +1,11 @@
 """One contract suite for every plugin in baselines/: each discovered plugin (a new file included, with
 no list to edit) runs the full contract of ``chorustic check-method`` on generated data.
 
-Pretrained methods run on SMALL random-weight checkpoints this module writes to a temporary folder
-in the real format (TabICL ``{config, state_dict}`` checkpoints built with tabicl's own model class;
-MOMENT and Mantis folders written by the packages' ``save_pretrained``), loaded through the plugins'
-real local-path loaders. The checkout-based plugins (UniShape, NuTime, TIC-FM) run against minimal
-stand-in checkouts with the authors' module layout and entry points (contract only: the stand-ins
-are not the authors' models). No network, no real weights.
+Pretrained methods run on SMALL random-weight checkpoints in the real formats, and the checkout-based
+plugins (UniShape, NuTime, TIC-FM) against minimal stand-in checkouts with the authors' module layout
+and entry points (contract only: the stand-ins are not the authors' models), all written by
+:func:`chorustic.testing.checkpoints.baseline_assets` and loaded through the plugins' real local-path
+loaders. No network, no real weights.
 """
 
 from __future__ import annotations
