@@ -30,7 +30,7 @@ import numpy as np
 from chorustic.hub import HubFile
 from chorustic.methods import CostModel, MethodInfo, MethodNotReady, register
 from chorustic.methods.estimators import FrozenEmbeddingClassifier, torch_device
-from chorustic.methods.weights import HubMethod, cached, file_key
+from chorustic.methods.weights import HubMethod, cached, file_key, frozen
 
 TOKENS = ("cls_token", "mean_token", "combined")
 
@@ -78,10 +78,7 @@ def load_mantis(
         n_layers = len(net.transf_unit.transformer.layers)
         if not -n_layers <= int(layer) < n_layers:
             raise ValueError(f"{label}: layer {layer} out of range for a {n_layers}-layer transformer")
-        net.eval()
-        for p in net.parameters():
-            p.requires_grad_(False)
-        net = net.to(dev)
+        net = frozen(net, dev)
         n_tensors = len(net.state_dict())
         info = {
             "weights": str(weights),
@@ -125,20 +122,7 @@ class MantisEmbeddingClassifier(FrozenEmbeddingClassifier):
         n_jobs: int = 1,
         verbose: bool = False,
     ):
-        super().__init__(
-            head=head,
-            channel_fusion=channel_fusion,
-            batch_size=batch_size,
-            random_state=random_state,
-            device=device,
-            n_jobs=n_jobs,
-            verbose=verbose,
-        )
-        self.weights = weights
-        self.version = version
-        self.repo_id = repo_id
-        self.layer = layer
-        self.token = token
+        self._set(locals())
 
     def _backbone(self) -> MantisBackbone:
         return load_mantis(

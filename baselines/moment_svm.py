@@ -33,7 +33,7 @@ import numpy as np
 from chorustic.hub import HubFile
 from chorustic.methods import CostModel, MethodInfo, MethodNotReady, register
 from chorustic.methods.estimators import FrozenEmbeddingClassifier, torch_device
-from chorustic.methods.weights import HubMethod, cached, file_key
+from chorustic.methods.weights import HubMethod, cached, file_key, frozen
 from chorustic.resampling import resample_linear
 
 REPO_ID = "AutonLab/MOMENT-1-base"
@@ -113,10 +113,7 @@ def load_moment(weights_dir: Path, *, device: str, label: str) -> MomentBackbone
                 f"(e.g. {missing[:3]}); it is not a {REPO_ID} checkpoint"
             )
         model.init()  # switch the reconstruction head for the embedding head
-        model.eval()
-        for p in model.parameters():
-            p.requires_grad_(False)
-        model = model.to(dev)
+        model = frozen(model, dev)
         info = {
             "weights": str(weights),
             "repo_id": REPO_ID,
@@ -136,6 +133,7 @@ class MomentSVMClassifier(FrozenEmbeddingClassifier):
     ``channel_fusion``: ``mean`` (MOMENT's ``embed()`` default for multichannel input) or ``concat``.
     """
 
+    head = "svm"
     series_length: ClassVar[int | None] = None  # native input; padding/masking per series in the backbone
 
     def __init__(
@@ -149,16 +147,7 @@ class MomentSVMClassifier(FrozenEmbeddingClassifier):
         n_jobs: int = 1,
         verbose: bool = False,
     ):
-        super().__init__(
-            head="svm",
-            channel_fusion=channel_fusion,
-            batch_size=batch_size,
-            random_state=random_state,
-            device=device,
-            n_jobs=n_jobs,
-            verbose=verbose,
-        )
-        self.weights = weights
+        self._set(locals())
 
     def _backbone(self) -> MomentBackbone:
         return load_moment(Path(self.weights), device=self.device, label="MOMENT+SVM (moment_svm)")

@@ -35,7 +35,7 @@ import numpy as np
 from chorustic.methods import CostModel, MethodInfo, MethodNotReady, register
 from chorustic.methods.checkout import CheckoutMethod, checkout_imports
 from chorustic.methods.estimators import FrozenEmbeddingClassifier, torch_device
-from chorustic.methods.weights import cached, file_key, load_state_dict_report, load_torch_checkpoint
+from chorustic.methods.weights import cached, file_key, frozen, load_state_dict_report, load_torch_checkpoint
 
 REPO_URL = "https://github.com/chenguolin/NuTime"
 REQUIRED = ("src/config.py", "src/models/build.py", "src/models/encoders/build.py")
@@ -118,10 +118,7 @@ def load_nutime(
                 f"{report['tensors_loaded']} tensors; missing e.g. {missing[:3]}, shape mismatches "
                 f"{report['skipped_shape'][:3]}); use ckpt/checkpoint_bias9.pth with its configuration"
             )
-        net.eval()
-        for p in net.parameters():
-            p.requires_grad_(False)
-        net = net.to(dev)
+        net = frozen(net, dev)
         info = {
             "checkout": str(checkout),
             "checkpoint": str(checkpoint),
@@ -143,6 +140,7 @@ def load_nutime(
 class NuTimeRFClassifier(FrozenEmbeddingClassifier):
     """NuTime's frozen CLS features per channel, a random forest on top (parameters: the plugin's)."""
 
+    head = "rf"
     series_length: ClassVar[int] = 512
 
     # checkout: a clone of https://github.com/chenguolin/NuTime (None: $CHORUSTIC_CHECKOUTS/NuTime);
@@ -160,18 +158,7 @@ class NuTimeRFClassifier(FrozenEmbeddingClassifier):
         n_jobs: int = 1,
         verbose: bool = False,
     ):
-        super().__init__(
-            head="rf",
-            channel_fusion=channel_fusion,
-            batch_size=batch_size,
-            random_state=random_state,
-            device=device,
-            n_jobs=n_jobs,
-            verbose=verbose,
-        )
-        self.checkout = checkout
-        self.checkpoint = checkpoint
-        self.config_file = config_file
+        self._set(locals())
 
     def _backbone(self):
         return load_nutime(

@@ -36,7 +36,7 @@ from chorustic.hub import HubFile
 from chorustic.methods import CostModel, MethodInfo, MethodNotReady, register
 from chorustic.methods.estimators import ContractClassifier
 from chorustic.methods.inputs import flatten_channels, series_lengths, to_fixed_length
-from chorustic.methods.weights import HubMethod, cached, file_key, load_torch_checkpoint
+from chorustic.methods.weights import HubMethod, cached, file_key, frozen, load_torch_checkpoint
 
 REPO_ID = "jingang/TabICL"
 
@@ -91,10 +91,7 @@ def load_tabicl_model(path: str | os.PathLike, *, label: str, expected: str):
                 f"{label}: {path} does not match the installed tabicl architecture: "
                 f"{str(exc).splitlines()[0]}. Use {expected} from {REPO_ID}."
             ) from exc
-        model.eval()
-        for p in model.parameters():
-            p.requires_grad_(False)
-        return model, dict(ckpt["config"])
+        return frozen(model), dict(ckpt["config"])
 
     return cached(("tabicl", file_key(path)), load)
 

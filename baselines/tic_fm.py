@@ -25,9 +25,7 @@ Protocol (the authors' ``scripts/eval_TSEncoder_orion_icl_classifier_ucr_full.py
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -38,10 +36,12 @@ from chorustic.methods import CostModel, MethodInfo, MethodNotReady, register
 from chorustic.methods.checkout import CheckoutMethod, checkout_imports
 from chorustic.methods.estimators import ContractClassifier, torch_device
 from chorustic.methods.inputs import to_fixed_length
+from chorustic.methods.registry import load_module_file
 from chorustic.methods.weights import (
     cached,
     download_hub_files,
     file_key,
+    frozen,
     load_torch_checkpoint,
     resolve_hub_files,
 )
@@ -68,18 +68,8 @@ def concat_center(X3: np.ndarray, length: int = SEQ_LEN) -> np.ndarray:
 
 
 def _import_script(checkout: Path):
+    module = load_module_file("chorustic_tic_fm_eval_script", checkout / SCRIPT)
     path = checkout / SCRIPT
-    name = "chorustic_tic_fm_eval_script"
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise MethodNotReady(f"{LABEL}: cannot import {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        sys.modules.pop(name, None)
-        raise
     needed = [
         "build_TSEncoder",
         "TokenMLPAdapter",
@@ -161,10 +151,7 @@ def load_tic_fm(checkout: Path, checkpoint: Path, hparams: Path, *, device: str)
                 f"({' '.join(str(exc).splitlines()[:2])[:400]}); use the files of "
                 f"https://huggingface.co/{HF_REPO}"
             ) from exc
-        model.eval()
-        for p in model.parameters():
-            p.requires_grad_(False)
-        model = model.to(dev)
+        model = frozen(model, dev)
         info = {
             "checkout": str(checkout),
             "checkpoint": str(checkpoint),

@@ -39,7 +39,7 @@ from chorustic.methods import CostModel, MethodInfo, MethodNotReady, register
 from chorustic.methods.checkout import CheckoutMethod, checkout_imports
 from chorustic.methods.estimators import FrozenEmbeddingClassifier, torch_device
 from chorustic.methods.inputs import to_fixed_length
-from chorustic.methods.weights import cached, file_key, load_state_dict_report, load_torch_checkpoint
+from chorustic.methods.weights import cached, file_key, frozen, load_state_dict_report, load_torch_checkpoint
 
 REPO_URL = "https://github.com/ZLiu21/UniShape"
 MODEL_FILE = "models/unishapemodel_zeroshot.py"
@@ -110,10 +110,7 @@ def load_unishape(checkout: Path, checkpoint: Path, *, arch: dict[str, Any], dev
                 f"{report['tensors_loaded']} tensors, {report['tensors_missing']} missing, e.g. "
                 f"{report['missing'][:3]}); use unishape_checkpoint_zeroshot.pth from the authors' release"
             )
-        model.eval()
-        for p in model.parameters():
-            p.requires_grad_(False)
-        model = model.to(dev)
+        model = frozen(model, dev)
         info = {
             "checkout": str(checkout),
             "checkpoint": str(checkpoint),
@@ -137,6 +134,7 @@ ARCH_KEYS = ("in_channels", "window_emb_dim", "window_size", "stride", "scale_le
 class UniShapeRFClassifier(FrozenEmbeddingClassifier):
     """UniShape's frozen features per channel, a random forest on top (parameters: the plugin's)."""
 
+    head = "rf"
     series_length: ClassVar[int] = 512
 
     # checkout: a clone of https://github.com/ZLiu21/UniShape (None: $CHORUSTIC_CHECKOUTS/UniShape);
@@ -160,24 +158,7 @@ class UniShapeRFClassifier(FrozenEmbeddingClassifier):
         n_jobs: int = 1,
         verbose: bool = False,
     ):
-        super().__init__(
-            head="rf",
-            channel_fusion=channel_fusion,
-            batch_size=batch_size,
-            random_state=random_state,
-            device=device,
-            n_jobs=n_jobs,
-            verbose=verbose,
-        )
-        self.checkout = checkout
-        self.checkpoint = checkpoint
-        self.in_channels = in_channels
-        self.window_emb_dim = window_emb_dim
-        self.window_size = window_size
-        self.stride = stride
-        self.scale_len = scale_len
-        self.shape_alpha = shape_alpha
-        self.shape_sparse_ratio = shape_sparse_ratio
+        self._set(locals())
 
     def _prepare(self, X):
         return to_fixed_length(X, 512, method="linspace")  # the authors' getInteSet

@@ -244,6 +244,8 @@ class FrozenEmbeddingClassifier(ContractClassifier):
     """
 
     series_length: ClassVar[int | None] = None
+    #: The classifier head (:func:`make_head`) of subclasses that do not take it as a parameter.
+    head: str = "rf"
 
     def __init__(
         self,
@@ -256,13 +258,14 @@ class FrozenEmbeddingClassifier(ContractClassifier):
         n_jobs: int = 1,
         verbose: bool = False,
     ):
-        self.head = head
-        self.channel_fusion = channel_fusion
-        self.batch_size = batch_size
-        self.random_state = random_state
-        self.device = device
-        self.n_jobs = n_jobs
-        self.verbose = verbose
+        self._set(locals())
+
+    def _set(self, params: dict[str, Any]) -> None:
+        """Keep the constructor's parameters as attributes, as sklearn requires: a subclass's ``__init__``
+        is its signature (its own parameters, then these) and ``self._set(locals())``."""
+        for name, value in params.items():
+            if name not in ("self", "__class__"):
+                setattr(self, name, value)
 
     # -- hooks ----------------------------------------------------------------------------------
     @abc.abstractmethod

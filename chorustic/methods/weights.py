@@ -58,6 +58,7 @@ __all__ = [
     "clear_cache",
     "download_hub_files",
     "file_key",
+    "frozen",
     "load_state_dict_report",
     "load_torch_checkpoint",
     "resolve_hub_files",
@@ -328,6 +329,15 @@ def cached(key: Any, loader: Callable[[], Any]) -> Any:
 def clear_cache() -> None:
     with _CACHE_LOCK:
         _CACHE.clear()
+
+
+def frozen(module: Any, device: Any = None) -> Any:
+    """``module`` in evaluation mode with every parameter frozen (moved to ``device`` when given): how a
+    pretrained backbone is used for features."""
+    module.eval()
+    for p in module.parameters():
+        p.requires_grad_(False)
+    return module.to(device) if device is not None else module
 
 
 def file_key(path: str | os.PathLike) -> tuple[str, int, int]:
