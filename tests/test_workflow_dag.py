@@ -6,26 +6,20 @@ run uses protocol levels the paper does not (1 shot, 10 %): any level of the con
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 import yaml
 
+from chorustic.testing.workflow import SNAKEFILE, run_snakemake
+
 REPO = Path(__file__).resolve().parents[1]
-SNAKEMAKE = [sys.executable, "-m", "snakemake"]
-
-
 def _snakemake(workdir: Path, *args: str, timeout: int = 900) -> subprocess.CompletedProcess:
-    cmd = SNAKEMAKE + ["-s", str(REPO / "Snakefile"), "-d", str(workdir), *args]
-    # the rules call the `chorustic` entry point, as in an activated environment
-    env = {**os.environ, "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
-    return subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, timeout=timeout, env=env)
+    return run_snakemake("-s", str(SNAKEFILE), "-d", str(workdir), *args, cwd=workdir, timeout=timeout)
 
 
 def _job_counts(output: str) -> dict[str, int]:
