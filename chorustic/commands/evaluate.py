@@ -95,6 +95,10 @@ def _evaluate(args: argparse.Namespace) -> int:
     if args.contexts and len(args.dataset) != 1:
         print("chorustic evaluate: --contexts needs exactly one --dataset", file=sys.stderr)
         return 2
+    if len(args.config) != 1 or cc.read_config_record(args.config[0]) is None:
+        # by hand: the profile's method runs (plugin names, parameters, display names), as the workflow
+        # checks them when it starts (a workflow job reads the record of that check: no second one)
+        cc.check_methods(cfg, discover())
     disc = discover(only=entry["plugin"])
     broken = cc.check_methods({**cfg, "evaluate": [args.method]}, disc)  # its plugin and parameters
     fingerprint = run_fingerprint(cfg, args.method, disc)
@@ -143,7 +147,12 @@ def _write_contexts(cfg: dict, dataset: str, path: Path) -> None:
 
 def _aggregate(args: argparse.Namespace) -> int:
     from chorustic import config as cc
-    from chorustic.evaluation.aggregate import collect_configured, collect_runs, method_metadata, write_accuracies
+    from chorustic.evaluation.aggregate import (
+        collect_configured,
+        collect_runs,
+        method_metadata,
+        write_accuracies,
+    )
     from chorustic.methods import discover
 
     cfg = cc.load_config(args.config)
