@@ -6,7 +6,7 @@
 import os
 from pathlib import Path
 
-from snakemake.utils import min_version, validate
+from snakemake.utils import min_version
 
 min_version("9.0")
 
@@ -18,9 +18,7 @@ os.environ["CHORUSTIC_REPO"] = workflow.basedir
 # The repository's config (paths inside it are relative to the working directory, by default the
 # repository itself; `snakemake -d DIR` puts data/, results/, reports/ ... under DIR).
 configfile: str(Path(workflow.basedir) / "config" / "config.yaml")
-
-
-validate(config, str(Path(workflow.basedir) / "workflow" / "schema" / "config.schema.yaml"))
+# (validated once, with the cross-references a schema cannot express: workflow/rules/common.smk)
 
 
 # `snakemake --sdm apptainer`: every job runs in this image (workflow/container/, config key `container`).

@@ -17,10 +17,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, ClassVar
 
+from chorustic.hub import CheckpointNotFoundError, resolve_checkpoint
+from chorustic.inference import ChorusTICClassifier
 from chorustic.methods import CostModel, Method, MethodInfo, MethodNotReady, register
-
-RELEASED_CHECKPOINT = "hf://JTF2000/ChorusTIC/ChorusTIC.ckpt"
-RELEASED_HPARAMS = "hf://JTF2000/ChorusTIC/model_hparams_latest.json"
+from chorustic.model.checkpoint import DEFAULT_CHECKPOINT, DEFAULT_HPARAMS
 
 #: Cost of one evaluate job (chorustic.resources.CostModel), measured with benchmarks/job_costs.py on
 #: one CPU thread with the full deployment ensemble: the paper configuration (53 M parameters, random
@@ -47,22 +47,10 @@ class ChorusTICMethod(Method):
         "TabICL-v1 task level); 8 label shifts x 4 RSSC draws, T = 0.9.",
         reference="ChorusTIC: Training-Free Multivariate Time Series Classification via Chorus In-Context Learning",
     )
-    default_params: ClassVar[dict[str, Any]] = {
-        "checkpoint": RELEASED_CHECKPOINT,
-        "hparams_json": None,
-        "n_label_shifts": 8,
-        "n_rssc_draws": 4,
-        "temperature": 0.9,
-        "label_shift_rule": "official",
-        "schedule": "shared",
-        "signal_batch_size": 128,
-        "task_batch_size": 512,
-        "icl_batch_size": 8,
-        "group_batch_size": 256,
-        "use_amp": True,
-        "oom_retry": True,
-    }
-    # The model and the inference code are imported lazily (inside build/check_ready): declared as code.
+    #: The parameters are the classifier's (checkpoint, ensemble sizes, temperature, batch sizes ...).
+    estimator = ChorusTICClassifier
+    fixed_params: ClassVar[dict[str, Any]] = {"model": None}  # always loaded from `checkpoint`
+    # The model is used through the inference code: both are part of the method.
     code: ClassVar[tuple[str, ...]] = ("chorustic.model", "chorustic.inference")
     # On CPU the paper model takes minutes per small dataset and hours for the largest ones.
     resources: ClassVar[dict[str, Any]] = {"threads": 2, "mem_mb": 16000, "runtime": 720, "gpu": 0}
@@ -78,31 +66,23 @@ class ChorusTICMethod(Method):
             return SMALL_COST.estimate(size)
         return self.cost.estimate(size)
 
-    def check_ready(self, **params: Any) -> None:
-        from chorustic.model.checkpoint import CheckpointNotFoundError, resolve_checkpoint
-
-        p = self.params(params)
+    def _files(self, p: dict[str, Any], *, download: bool) -> dict[str, Any]:
+        hparams = p["hparams_json"]
+        if download and hparams is None and p["checkpoint"] == DEFAULT_CHECKPOINT:
+            hparams = DEFAULT_HPARAMS  # fetched next to the released checkpoint, where the loader finds it
         try:
-            resolve_checkpoint(p["checkpoint"], local_files_only=True)
-            if p["hparams_json"] is not None and not isinstance(p["hparams_json"], dict):
-                resolve_checkpoint(p["hparams_json"], local_files_only=True)
+            ckpt = resolve_checkpoint(p["checkpoint"], local_files_only=not download)
+            if hparams is not None and not isinstance(hparams, dict):
+                hparams = resolve_checkpoint(hparams, local_files_only=not download)
         except CheckpointNotFoundError as exc:
             raise MethodNotReady(f"ChorusTIC weights missing: {exc}") from None
+        return {"checkpoint": ckpt, "hparams_json": hparams}
+
+    def resolve(self, params: dict[str, Any]) -> dict[str, Any]:
+        """The checkpoint (and its hyper-parameter JSON) as local files, from the Hugging Face cache for
+        ``hf://`` specs (never downloaded here): the classifier and the model loader read these files."""
+        return self._files(params, download=False)
 
     def fetch_weights(self, **params: Any) -> list[Path]:
-        from chorustic.model.checkpoint import resolve_checkpoint
-
-        p = self.params(params)
-        paths = [resolve_checkpoint(p["checkpoint"], local_files_only=False)]
-        if p["checkpoint"] == RELEASED_CHECKPOINT and p["hparams_json"] is None:
-            paths.append(resolve_checkpoint(RELEASED_HPARAMS, local_files_only=False))
-        elif p["hparams_json"] is not None and not isinstance(p["hparams_json"], dict):
-            paths.append(resolve_checkpoint(p["hparams_json"], local_files_only=False))
-        return paths
-
-    def build(self, *, seed: int, device: str = "cpu", n_jobs: int = 1, **params: Any):
-        from chorustic.inference import ChorusTICClassifier
-
-        p = self.params(params)
-        self.check_ready(**p)
-        return ChorusTICClassifier(seed=seed, device=device, n_jobs=n_jobs, **p)
+        files = self._files(self.params(params), download=True)
+        return [v for v in files.values() if isinstance(v, Path)]

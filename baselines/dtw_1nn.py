@@ -18,7 +18,12 @@ from typing import Any, ClassVar
 import numpy as np
 
 from chorustic.methods import CostModel, Method, MethodInfo, register
-from chorustic.methods.contract import ContractClassifier
+from chorustic.methods.estimators import ContractClassifier
+
+
+def check_window(window: float | None) -> None:
+    if window is not None and not 0.0 <= float(window) <= 1.0:
+        raise ValueError(f"dtw_1nn: window must be a fraction in [0, 1] or null, got {window!r}")
 
 
 class DTW1NNEstimator(ContractClassifier):
@@ -35,6 +40,7 @@ class DTW1NNEstimator(ContractClassifier):
         )
 
     def _fit(self, X, y):
+        check_window(self.window)
         self.model_ = self._model()
         self.model_.fit(X, y)
         self.run_info_.update({"window": self.window, "variable_length": isinstance(X, list)})
@@ -57,25 +63,18 @@ class DTW1NN(Method):
         description="aeon KNeighborsTimeSeriesClassifier(distance='dtw', n_neighbors=1), full window",
         reference="Bagnall et al. The great time series classification bake off. DMKD 2017",
     )
-    default_params: ClassVar[dict[str, Any]] = {"window": None}
+    estimator = DTW1NNEstimator  # its parameter (window) is the method's
     resources: ClassVar[dict[str, Any]] = {"threads": 4, "mem_mb": 8000, "runtime": 2880, "gpu": 0}
     #: Measured (benchmarks/job_costs.py, 1 thread): ~4.6 ns per alignment cell of every (context,
     #: query) pair (10 here), numba compilation once per job; memory: the series and the distance matrix.
     cost: ClassVar[CostModel] = CostModel(mem_base_mb=450, mem_bytes_per_value=32, mem_bytes_per_pair=16,
                                           time_job_s=30, time_base_s=0.2, time_ns_per_value=0, time_ns_per_cell=10)
 
+    def validate(self, params: dict[str, Any]) -> None:
+        check_window(params["window"])
+
     def job_cost(self, size, **params: Any) -> tuple[float, float]:
         """A Sakoe-Chiba ``window`` (fraction of the length) limits each alignment to a band."""
         window = self.params(params)["window"]
         band = size.length if window is None else min(size.length, 2 * math.ceil(float(window) * size.length) + 1)
         return self.cost.estimate(size, band=band)
-
-    def check_ready(self, **params: Any) -> None:
-        import aeon.classification.distance_based  # noqa: F401
-
-    def build(self, *, seed: int, device: str = "cpu", n_jobs: int = 1, **params: Any):
-        p = self.params(params)
-        window = p["window"]
-        if window is not None and not 0.0 <= float(window) <= 1.0:
-            raise ValueError(f"dtw_1nn: window must be a fraction in [0, 1] or null, got {window!r}")
-        return DTW1NNEstimator(window=window, n_jobs=n_jobs)

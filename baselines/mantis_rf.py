@@ -27,9 +27,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from chorustic.methods import CostModel, Method, MethodInfo, MethodNotReady, register
-from chorustic.methods.contract import FrozenEmbeddingClassifier, torch_device
-from chorustic.methods.weights import HubFile, cached, download_hub_files, file_key, resolve_hub_files
+from chorustic.hub import HubFile
+from chorustic.methods import CostModel, MethodInfo, MethodNotReady, register
+from chorustic.methods.estimators import FrozenEmbeddingClassifier, torch_device
+from chorustic.methods.weights import HubMethod, cached, file_key, frozen
 
 TOKENS = ("cls_token", "mean_token", "combined")
 
@@ -77,10 +78,7 @@ def load_mantis(
         n_layers = len(net.transf_unit.transformer.layers)
         if not -n_layers <= int(layer) < n_layers:
             raise ValueError(f"{label}: layer {layer} out of range for a {n_layers}-layer transformer")
-        net.eval()
-        for p in net.parameters():
-            p.requires_grad_(False)
-        net = net.to(dev)
+        net = frozen(net, dev)
         n_tensors = len(net.state_dict())
         info = {
             "weights": str(weights),
@@ -99,13 +97,18 @@ def load_mantis(
 
 
 class MantisEmbeddingClassifier(FrozenEmbeddingClassifier):
-    """Frozen Mantis / MantisV2 channel embeddings + a classifier head."""
+    """Frozen Mantis / MantisV2 channel embeddings + a classifier head.
+
+    ``weights``: the folder with ``model.safetensors`` (+ ``config.json``); None: the Hugging Face cache.
+    Readout: ``layer`` (-1: the last one, the model's default) and ``token`` (cls_token | mean_token |
+    combined). ``version``, ``repo_id`` and ``head`` are fixed by each plugin.
+    """
 
     series_length: ClassVar[int] = 512
 
     def __init__(
         self,
-        weights_dir: str = "",
+        weights: str | Path | None = None,
         version: str = "v1",
         repo_id: str = "",
         layer: int = -1,
@@ -119,25 +122,12 @@ class MantisEmbeddingClassifier(FrozenEmbeddingClassifier):
         n_jobs: int = 1,
         verbose: bool = False,
     ):
-        super().__init__(
-            head=head,
-            channel_fusion=channel_fusion,
-            batch_size=batch_size,
-            random_state=random_state,
-            device=device,
-            n_jobs=n_jobs,
-            verbose=verbose,
-        )
-        self.weights_dir = weights_dir
-        self.version = version
-        self.repo_id = repo_id
-        self.layer = layer
-        self.token = token
+        self._set(locals())
 
     def _backbone(self) -> MantisBackbone:
         return load_mantis(
             self.version,
-            Path(self.weights_dir),
+            Path(self.weights),
             layer=self.layer,
             token=self.token,
             device=self.device,
@@ -146,20 +136,11 @@ class MantisEmbeddingClassifier(FrozenEmbeddingClassifier):
         )
 
 
-class MantisBase(Method):
-    """Shared by mantis_rf, mantisv2_lr and mantisv2_rf: backbone version, Hub id and head differ."""
+class MantisBase(HubMethod):
+    """Shared by mantis_rf, mantisv2_lr and mantisv2_rf: backbone version, Hub id and head differ
+    (their ``fixed_params``)."""
 
-    version: ClassVar[str]
-    repo_id: ClassVar[str]
-    head: ClassVar[str]
-    default_params: ClassVar[dict[str, Any]] = {
-        "weights": None,  # a folder with model.safetensors (+ config.json); None: Hugging Face cache
-        "revision": "main",
-        "layer": -1,  # readout layer (-1: the last one, the model's default)
-        "token": "cls_token",  # readout token: cls_token | mean_token | combined
-        "channel_fusion": "concat",
-        "batch_size": 256,
-    }
+    estimator = MantisEmbeddingClassifier
     resources: ClassVar[dict[str, Any]] = {"threads": 4, "mem_mb": 16000, "runtime": 180, "gpu": 0}
     #: Cost model not measured (its weights are not available offline): estimated from the architecture on one CPU thread:
     #: every channel of every series through the frozen encoder (8 M parameters, 32 tokens), then a
@@ -167,61 +148,29 @@ class MantisBase(Method):
     cost: ClassVar[CostModel] = CostModel(mem_base_mb=900, mem_bytes_per_value=64, time_job_s=30, time_base_s=2,
                                           time_ns_per_value=50_000, time_ns_per_pair=100)
 
-    def _label(self) -> str:
-        return f"{self.info.display_name} ({self.info.name})"
-
-    def _files(self, p: dict[str, Any]) -> list[HubFile]:
+    def hub_files(self, p: dict[str, Any]) -> list[HubFile]:
+        repo_id = self.fixed_params["repo_id"]
         return [
-            HubFile(self.repo_id, "model.safetensors", revision=p["revision"]),
-            HubFile(self.repo_id, "config.json", revision=p["revision"], required=False),
+            HubFile(repo_id, "model.safetensors", revision=p["revision"]),
+            HubFile(repo_id, "config.json", revision=p["revision"], required=False),
         ]
 
-    def _dir(self, p: dict[str, Any]) -> Path:
-        found = resolve_hub_files(
-            self._label(), self._files(p), local=p["weights"], param="weights", fetch_name=self.info.name
-        )
+    def weights_path(self, found: dict[str, Path], files: list[HubFile]) -> Path:
         folder = found["model.safetensors"].parent
         if "config.json" in found and found["config.json"].parent != folder:  # pragma: no cover - hub layout
-            raise MethodNotReady(
-                f"{self._label()}: model.safetensors and config.json are in different folders"
-            )
+            raise MethodNotReady(f"{self.label}: model.safetensors and config.json are in different folders")
         return folder
 
-    def check_ready(self, **params: Any) -> None:
-        p = self.params(params)
+    def load(self, params: dict[str, Any], resolved: dict[str, Any]) -> None:
         load_mantis(
-            self.version,
-            self._dir(p),
-            layer=int(p["layer"]),
-            token=p["token"],
+            self.fixed_params["version"],
+            resolved["weights"],
+            layer=int(params["layer"]),
+            token=params["token"],
             device="cpu",
-            label=self._label(),
-            repo_id=self.repo_id,
+            label=self.label,
+            repo_id=self.fixed_params["repo_id"],
         )
-
-    def build(self, *, seed: int, device: str = "cpu", n_jobs: int = 1, **params: Any):
-        p = self.params(params)
-        return MantisEmbeddingClassifier(
-            weights_dir=str(self._dir(p)),
-            version=self.version,
-            repo_id=self.repo_id,
-            layer=int(p["layer"]),
-            token=p["token"],
-            head=self.head,
-            channel_fusion=p["channel_fusion"],
-            batch_size=int(p["batch_size"]),
-            random_state=seed,
-            device=device,
-            n_jobs=n_jobs,
-        )
-
-    def fetch_weights(self, **params: Any) -> list[Path]:
-        p = self.params(params)
-        if p["weights"]:
-            return [self._dir(p)]
-        got = download_hub_files(self._label(), self._files(p), param="weights", fetch_name=self.info.name)
-        self.check_ready(**params)
-        return list(got.values())
 
 
 @register
@@ -235,6 +184,4 @@ class MantisRF(MantisBase):
         description="frozen Mantis-8M (final-layer CLS) per channel, concatenated, random forest (200 trees)",
         reference="Feofanov et al. Mantis: lightweight calibrated foundation model for TSC. 2025",
     )
-    version = "v1"
-    repo_id = "paris-noah/Mantis-8M"
-    head = "rf"
+    fixed_params: ClassVar[dict[str, Any]] = {"version": "v1", "repo_id": "paris-noah/Mantis-8M", "head": "rf"}

@@ -5,8 +5,7 @@ as the classifier (the paper's strongest frozen-feature baseline).
 
 from __future__ import annotations
 
-from chorustic.methods import MethodInfo, register
-from chorustic.methods.contract import import_plugin_module
+from chorustic.methods import MethodInfo, import_plugin_module, register
 
 _mantis = import_plugin_module("mantis_rf", __file__)
 
@@ -22,6 +21,4 @@ class MantisV2LR(_mantis.MantisBase):
         description="frozen MantisV2 (final-layer CLS) per channel, concatenated, standard scaling + logistic regression",
         reference="Feofanov et al. MantisV2. 2026",
     )
-    version = "v2"
-    repo_id = "paris-noah/MantisV2"
-    head = "lr"
+    fixed_params = {"version": "v2", "repo_id": "paris-noah/MantisV2", "head": "lr"}

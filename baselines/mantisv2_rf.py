@@ -7,8 +7,7 @@ channels concatenated, ``RandomForestClassifier(n_estimators=200)``.
 
 from __future__ import annotations
 
-from chorustic.methods import MethodInfo, register
-from chorustic.methods.contract import import_plugin_module
+from chorustic.methods import MethodInfo, import_plugin_module, register
 
 _mantis = import_plugin_module("mantis_rf", __file__)
 
@@ -24,6 +23,4 @@ class MantisV2RF(_mantis.MantisBase):
         description="frozen MantisV2 (final-layer CLS) per channel, concatenated, random forest (200 trees)",
         reference="Feofanov et al. MantisV2. 2026",
     )
-    version = "v2"
-    repo_id = "paris-noah/MantisV2"
-    head = "rf"
+    fixed_params = {"version": "v2", "repo_id": "paris-noah/MantisV2", "head": "rf"}

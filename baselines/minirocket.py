@@ -4,7 +4,7 @@ Protocol: ``aeon.classification.convolution_based.MiniRocketClassifier`` with it
 kernels, a ridge classifier with built-in cross-validation of its regularisation), fitted on the
 context split, on the **native** series (no resampling to 512).
 
-Input rules (:class:`~chorustic.methods.contract.AeonContractClassifier`; recorded in ``run_info``):
+Input rules (:class:`~chorustic.methods.estimators.AeonContractClassifier`; recorded in ``run_info``):
 
 * variable-length datasets: every series is linearly resampled to the longest context series
   (queries to the same length), because aeon's MiniRocket needs equal length;
@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from chorustic.methods import CostModel, Method, MethodInfo, register
-from chorustic.methods.contract import AeonContractClassifier
+from chorustic.methods.estimators import AeonContractClassifier
 
 
 class MiniRocketEstimator(AeonContractClassifier):
@@ -50,17 +50,10 @@ class MiniRocket(Method):
         description="aeon MiniRocketClassifier (10,000 kernels + ridge CV) on the native series",
         reference="Dempster, Schmidt, Webb. MiniRocket. KDD 2021",
     )
-    default_params: ClassVar[dict[str, Any]] = {"n_kernels": 10000}
+    estimator = MiniRocketEstimator  # its parameters (n_kernels) are the method's
     resources: ClassVar[dict[str, Any]] = {"threads": 4, "mem_mb": 16000, "runtime": 120, "gpu": 0}
     #: Measured (benchmarks/job_costs.py, 1 thread): ~160 KB per series (10,000 float64 features and the
     #: ridge's copies), numba compilation once per job, transform time per value, ridge CV per pair.
     cost: ClassVar[CostModel] = CostModel(mem_base_mb=550, mem_bytes_per_value=32, mem_kb_per_series=200,
                                           time_job_s=60, time_base_s=0.5, time_ns_per_value=4_000,
                                           time_ns_per_pair=1_500)
-
-    def check_ready(self, **params: Any) -> None:
-        import aeon.classification.convolution_based  # noqa: F401
-
-    def build(self, *, seed: int, device: str = "cpu", n_jobs: int = 1, **params: Any):
-        p = self.params(params)
-        return MiniRocketEstimator(n_kernels=int(p["n_kernels"]), random_state=seed, n_jobs=n_jobs)

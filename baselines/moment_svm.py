@@ -30,9 +30,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from chorustic.methods import CostModel, Method, MethodInfo, MethodNotReady, register
-from chorustic.methods.contract import FrozenEmbeddingClassifier, resample_linear, torch_device
-from chorustic.methods.weights import HubFile, cached, download_hub_files, file_key, resolve_hub_files
+from chorustic.hub import HubFile
+from chorustic.methods import CostModel, MethodInfo, MethodNotReady, register
+from chorustic.methods.estimators import FrozenEmbeddingClassifier, torch_device
+from chorustic.methods.weights import HubMethod, cached, file_key, frozen
+from chorustic.resampling import resample_linear
 
 REPO_ID = "AutonLab/MOMENT-1-base"
 SEQ_LEN = 512
@@ -111,10 +113,7 @@ def load_moment(weights_dir: Path, *, device: str, label: str) -> MomentBackbone
                 f"(e.g. {missing[:3]}); it is not a {REPO_ID} checkpoint"
             )
         model.init()  # switch the reconstruction head for the embedding head
-        model.eval()
-        for p in model.parameters():
-            p.requires_grad_(False)
-        model = model.to(dev)
+        model = frozen(model, dev)
         info = {
             "weights": str(weights),
             "repo_id": REPO_ID,
@@ -128,13 +127,19 @@ def load_moment(weights_dir: Path, *, device: str, label: str) -> MomentBackbone
 
 
 class MomentSVMClassifier(FrozenEmbeddingClassifier):
+    """Frozen MOMENT embeddings and MOMENT's SVM protocol.
+
+    ``weights``: a folder with ``config.json`` + ``model.safetensors`` (None: the Hugging Face cache);
+    ``channel_fusion``: ``mean`` (MOMENT's ``embed()`` default for multichannel input) or ``concat``.
+    """
+
+    head = "svm"
     series_length: ClassVar[int | None] = None  # native input; padding/masking per series in the backbone
 
     def __init__(
         self,
-        weights_dir: str = "",
+        weights: str | Path | None = None,
         *,
-        head: str = "svm",
         channel_fusion: str = "mean",
         batch_size: int = 64,
         random_state: int = 0,
@@ -142,23 +147,14 @@ class MomentSVMClassifier(FrozenEmbeddingClassifier):
         n_jobs: int = 1,
         verbose: bool = False,
     ):
-        super().__init__(
-            head=head,
-            channel_fusion=channel_fusion,
-            batch_size=batch_size,
-            random_state=random_state,
-            device=device,
-            n_jobs=n_jobs,
-            verbose=verbose,
-        )
-        self.weights_dir = weights_dir
+        self._set(locals())
 
     def _backbone(self) -> MomentBackbone:
-        return load_moment(Path(self.weights_dir), device=self.device, label="MOMENT+SVM (moment_svm)")
+        return load_moment(Path(self.weights), device=self.device, label="MOMENT+SVM (moment_svm)")
 
 
 @register
-class MomentSVM(Method):
+class MomentSVM(HubMethod):
     info = MethodInfo(
         name="moment_svm",
         display_name="MOMENT+SVM",
@@ -169,12 +165,7 @@ class MomentSVM(Method):
         description="frozen MOMENT-1-base embeddings (512 input + mask), momentfm fit_svm",
         reference="Goswami et al. MOMENT: a family of open time-series foundation models. ICML 2024",
     )
-    default_params: ClassVar[dict[str, Any]] = {
-        "weights": None,  # a folder with config.json + model.safetensors; None: Hugging Face cache
-        "revision": "main",
-        "channel_fusion": "mean",  # MOMENT's embed() default for multichannel input; or "concat"
-        "batch_size": 64,
-    }
+    estimator = MomentSVMClassifier
     resources: ClassVar[dict[str, Any]] = {"threads": 4, "mem_mb": 24000, "runtime": 360, "gpu": 1}
     #: Cost model not measured (its weights are not available offline): estimated from the architecture on one CPU thread:
     #: every channel of every series through MOMENT-1-base (125 M parameters, 512 steps), then an RBF
@@ -183,47 +174,21 @@ class MomentSVM(Method):
                                           time_job_s=60, time_base_s=2, time_ns_per_value=1_600_000,
                                           time_ns_per_pair=5_000, model_length=512)
 
-    def _label(self) -> str:
-        return f"{self.info.display_name} ({self.info.name})"
-
-    def _files(self, p):
+    def hub_files(self, p) -> list[HubFile]:
         return [
             HubFile(REPO_ID, "config.json", revision=p["revision"]),
             HubFile(REPO_ID, "model.safetensors", revision=p["revision"]),
         ]
 
-    def _dir(self, p) -> Path:
-        found = resolve_hub_files(
-            self._label(), self._files(p), local=p["weights"], param="weights", fetch_name=self.info.name
-        )
+    def weights_path(self, found: dict[str, Path], files: list[HubFile]) -> Path:
         return found["model.safetensors"].parent
 
-    def check_ready(self, **params: Any) -> None:
-        p = self.params(params)
+    def load(self, params: dict[str, Any], resolved: dict[str, Any]) -> None:
         try:
             import momentfm  # noqa: F401
         except ImportError as exc:
             raise MethodNotReady(
-                f"{self._label()}: the momentfm package is not installed; install it with "
+                f"{self.label}: the momentfm package is not installed; install it with "
                 f"`pip install --no-deps momentfm==0.1.4` (or use workflow/envs/moment_svm.yaml)"
             ) from exc
-        load_moment(self._dir(p), device="cpu", label=self._label())
-
-    def build(self, *, seed: int, device: str = "cpu", n_jobs: int = 1, **params: Any):
-        p = self.params(params)
-        return MomentSVMClassifier(
-            weights_dir=str(self._dir(p)),
-            channel_fusion=p["channel_fusion"],
-            batch_size=int(p["batch_size"]),
-            random_state=seed,
-            device=device,
-            n_jobs=n_jobs,
-        )
-
-    def fetch_weights(self, **params: Any) -> list[Path]:
-        p = self.params(params)
-        if p["weights"]:
-            return [self._dir(p)]
-        got = download_hub_files(self._label(), self._files(p), param="weights", fetch_name=self.info.name)
-        self.check_ready(**params)
-        return list(got.values())
+        load_moment(resolved["weights"], device="cpu", label=self.label)

@@ -4,7 +4,7 @@ Protocol: ``aeon.classification.convolution_based.MultiRocketHydraClassifier`` w
 (Hydra: 8 kernels x 64 groups; MultiRocket features; ridge classifier with cross-validated
 regularisation), fitted on the context split, on the **native** series.
 
-Input rules (:class:`~chorustic.methods.contract.AeonContractClassifier`; recorded in ``run_info``):
+Input rules (:class:`~chorustic.methods.estimators.AeonContractClassifier`; recorded in ``run_info``):
 
 * variable-length datasets: linearly resampled to the longest context series;
 * series shorter than 10 points: zero-padded at the end to 10 points (aeon's MultiRocket needs at
@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from chorustic.methods import CostModel, Method, MethodInfo, register
-from chorustic.methods.contract import AeonContractClassifier
+from chorustic.methods.estimators import AeonContractClassifier
 
 
 class MultiRocketHydraEstimator(AeonContractClassifier):
@@ -52,7 +52,7 @@ class MultiRocketHydra(Method):
         description="aeon MultiRocketHydraClassifier (defaults) on the native series",
         reference="Dempster, Schmidt, Webb. Hydra: competing convolutional kernels. DMKD 2023",
     )
-    default_params: ClassVar[dict[str, Any]] = {"n_kernels": 8, "n_groups": 64}
+    estimator = MultiRocketHydraEstimator  # its parameters (n_kernels, n_groups) are the method's
     resources: ClassVar[dict[str, Any]] = {"threads": 4, "mem_mb": 32000, "runtime": 360, "gpu": 0}
     #: Measured (benchmarks/job_costs.py, 1 thread): ~0.8 MB per series (MultiRocket's ~50,000 and
     #: Hydra's features, float64, and the ridge's copies) plus ~95 bytes per value, ~70 s of numba
@@ -60,12 +60,3 @@ class MultiRocketHydra(Method):
     cost: ClassVar[CostModel] = CostModel(mem_base_mb=750, mem_bytes_per_value=128, mem_kb_per_series=1024,
                                           time_job_s=90, time_base_s=1, time_ns_per_value=80_000,
                                           time_ns_per_pair=10_000)
-
-    def check_ready(self, **params: Any) -> None:
-        import torch  # noqa: F401  (aeon's Hydra transform runs on torch)
-
-    def build(self, *, seed: int, device: str = "cpu", n_jobs: int = 1, **params: Any):
-        p = self.params(params)
-        return MultiRocketHydraEstimator(
-            n_kernels=int(p["n_kernels"]), n_groups=int(p["n_groups"]), random_state=seed, n_jobs=n_jobs
-        )

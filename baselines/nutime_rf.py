@@ -32,18 +32,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from chorustic.methods import CostModel, Method, MethodInfo, MethodNotReady, register
-from chorustic.methods.contract import FrozenEmbeddingClassifier, torch_device
-from chorustic.methods.weights import (
-    cached,
-    checkout_imports,
-    clone_checkout,
-    default_checkout_root,
-    file_key,
-    load_state_dict_report,
-    load_torch_checkpoint,
-    resolve_checkout,
-)
+from chorustic.methods import CostModel, MethodInfo, MethodNotReady, register
+from chorustic.methods.checkout import CheckoutMethod, checkout_imports
+from chorustic.methods.estimators import FrozenEmbeddingClassifier, torch_device
+from chorustic.methods.weights import cached, file_key, frozen, load_state_dict_report, load_torch_checkpoint
 
 REPO_URL = "https://github.com/chenguolin/NuTime"
 REQUIRED = ("src/config.py", "src/models/build.py", "src/models/encoders/build.py")
@@ -126,10 +118,7 @@ def load_nutime(
                 f"{report['tensors_loaded']} tensors; missing e.g. {missing[:3]}, shape mismatches "
                 f"{report['skipped_shape'][:3]}); use ckpt/checkpoint_bias9.pth with its configuration"
             )
-        net.eval()
-        for p in net.parameters():
-            p.requires_grad_(False)
-        net = net.to(dev)
+        net = frozen(net, dev)
         info = {
             "checkout": str(checkout),
             "checkpoint": str(checkpoint),
@@ -149,15 +138,19 @@ def load_nutime(
 
 
 class NuTimeRFClassifier(FrozenEmbeddingClassifier):
+    """NuTime's frozen CLS features per channel, a random forest on top (parameters: the plugin's)."""
+
+    head = "rf"
     series_length: ClassVar[int] = 512
 
+    # checkout: a clone of https://github.com/chenguolin/NuTime (None: $CHORUSTIC_CHECKOUTS/NuTime);
+    # checkpoint: None: <checkout>/ckpt/checkpoint_bias9.pth; config_file: relative to the checkout.
     def __init__(
         self,
-        checkout: str = "",
-        checkpoint: str = "",
-        config_file: str = "",
+        checkout: str | Path | None = None,
+        checkpoint: str | Path | None = None,
+        config_file: str = "configs/demo_ft_epilepsy.json",
         *,
-        head: str = "rf",
         channel_fusion: str = "concat",
         batch_size: int = 256,
         random_state: int = 0,
@@ -165,18 +158,7 @@ class NuTimeRFClassifier(FrozenEmbeddingClassifier):
         n_jobs: int = 1,
         verbose: bool = False,
     ):
-        super().__init__(
-            head=head,
-            channel_fusion=channel_fusion,
-            batch_size=batch_size,
-            random_state=random_state,
-            device=device,
-            n_jobs=n_jobs,
-            verbose=verbose,
-        )
-        self.checkout = checkout
-        self.checkpoint = checkpoint
-        self.config_file = config_file
+        self._set(locals())
 
     def _backbone(self):
         return load_nutime(
@@ -189,7 +171,7 @@ class NuTimeRFClassifier(FrozenEmbeddingClassifier):
 
 
 @register
-class NuTimeRF(Method):
+class NuTimeRF(CheckoutMethod):
     info = MethodInfo(
         name="nutime_rf",
         display_name="NuTime+RF",
@@ -199,59 +181,20 @@ class NuTimeRF(Method):
         description="frozen NuTime (checkpoint_bias9) final normalised CLS per channel, concatenated, random forest",
         reference="Lin et al. NuTime: numerically multi-scaled embedding for large-scale time-series pretraining. TMLR 2024",
     )
-    default_params: ClassVar[dict[str, Any]] = {
-        "checkout": None,  # clone of https://github.com/chenguolin/NuTime; None: $CHORUSTIC_CHECKOUTS/NuTime
-        "checkpoint": None,  # None: <checkout>/ckpt/checkpoint_bias9.pth
-        "config_file": "configs/demo_ft_epilepsy.json",  # relative to the checkout
-        "channel_fusion": "concat",
-        "batch_size": 256,
-    }
+    estimator = NuTimeRFClassifier
+    repo_url = REPO_URL
+    checkout_name = "NuTime"
+    checkout_files = REQUIRED
+    checkpoint_in_checkout = CKPT_NAME
+    checkpoint_source = f"The authors ship it in their repository as {CKPT_NAME}."
     resources: ClassVar[dict[str, Any]] = {"threads": 4, "mem_mb": 16000, "runtime": 180, "gpu": 0}
     #: Cost model not measured (its weights are not available offline): estimated from the architecture on one CPU thread:
     #: every channel of every series through the frozen WinT encoder, then a random forest.
     cost: ClassVar[CostModel] = CostModel(mem_base_mb=900, mem_bytes_per_value=64, time_job_s=30, time_base_s=2,
                                           time_ns_per_value=50_000, time_ns_per_pair=100)
 
-    def _paths(self, p) -> tuple[Path, Path]:
-        root = resolve_checkout(
-            LABEL,
-            p["checkout"],
-            default_name="NuTime",
-            required=REQUIRED,
-            repo_url=REPO_URL,
-            fetch_name=self.info.name,
+    def load(self, params: dict[str, Any], resolved: dict[str, Any]):
+        return load_nutime(
+            resolved["checkout"], resolved["checkpoint"], config_file=params["config_file"], series_length=512,
+            device="cpu",
         )
-        ckpt = Path(p["checkpoint"]).expanduser() if p["checkpoint"] else root / CKPT_NAME
-        if not ckpt.is_file():
-            raise MethodNotReady(
-                f"{LABEL}: checkpoint {ckpt} not found; the authors ship it in their repository as "
-                f"{CKPT_NAME}; restore it in {root} or set `params: {{checkpoint: <path>}}` for nutime_rf."
-            )
-        return root, ckpt
-
-    def check_ready(self, **params: Any) -> None:
-        p = self.params(params)
-        root, ckpt = self._paths(p)
-        load_nutime(root, ckpt, config_file=p["config_file"], series_length=512, device="cpu")
-
-    def build(self, *, seed: int, device: str = "cpu", n_jobs: int = 1, **params: Any):
-        p = self.params(params)
-        root, ckpt = self._paths(p)
-        return NuTimeRFClassifier(
-            checkout=str(root),
-            checkpoint=str(ckpt),
-            config_file=p["config_file"],
-            channel_fusion=p["channel_fusion"],
-            batch_size=int(p["batch_size"]),
-            random_state=seed,
-            device=device,
-            n_jobs=n_jobs,
-        )
-
-    def fetch_weights(self, **params: Any) -> list[Path]:
-        p = self.params(params)
-        dest = Path(p["checkout"]).expanduser() if p["checkout"] else default_checkout_root() / "NuTime"
-        clone_checkout(REPO_URL, dest)
-        root, ckpt = self._paths({**p, "checkout": str(dest)})
-        self.check_ready(**{**params, "checkout": str(dest)})
-        return [root, ckpt]

@@ -4,7 +4,7 @@ Protocol: ``aeon.classification.interval_based.QUANTClassifier`` with its defaul
 dyadic intervals of depth 6 of the series and its derivatives, an extra-trees classifier with 200
 trees), fitted on the context split, on the **native** series.
 
-Input rules (:class:`~chorustic.methods.contract.AeonContractClassifier`; recorded in ``run_info``):
+Input rules (:class:`~chorustic.methods.estimators.AeonContractClassifier`; recorded in ``run_info``):
 
 * variable-length datasets: linearly resampled to the longest context series;
 * series shorter than 4 points: zero-padded at the end to 4 points (aeon's QUANT fails below that).
@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from chorustic.methods import CostModel, Method, MethodInfo, register
-from chorustic.methods.contract import AeonContractClassifier
+from chorustic.methods.estimators import AeonContractClassifier
 
 
 class QUANTEstimator(AeonContractClassifier):
@@ -62,22 +62,10 @@ class QUANT(Method):
         description="aeon QUANTClassifier (interval quantiles + extra trees) on the native series",
         reference="Dempster, Schmidt, Webb. QUANT: a minimalist interval method. DMKD 2024",
     )
-    default_params: ClassVar[dict[str, Any]] = {"interval_depth": 6, "quantile_divisor": 4}
+    estimator = QUANTEstimator  # its parameters (interval_depth, quantile_divisor) are the method's
     resources: ClassVar[dict[str, Any]] = {"threads": 4, "mem_mb": 16000, "runtime": 240, "gpu": 0}
     #: Measured (benchmarks/job_costs.py, 1 thread): quantile features (~30 KB per series) and extra
     #: trees, whose fit grows faster than the values (per pair).
     cost: ClassVar[CostModel] = CostModel(mem_base_mb=500, mem_bytes_per_value=48, mem_kb_per_series=32,
                                           time_job_s=10, time_base_s=1, time_ns_per_value=20_000,
                                           time_ns_per_pair=8_000)
-
-    def check_ready(self, **params: Any) -> None:
-        import torch  # noqa: F401  (aeon's QUANT transform runs on torch)
-
-    def build(self, *, seed: int, device: str = "cpu", n_jobs: int = 1, **params: Any):
-        p = self.params(params)
-        return QUANTEstimator(
-            interval_depth=int(p["interval_depth"]),
-            quantile_divisor=int(p["quantile_divisor"]),
-            random_state=seed,
-            n_jobs=n_jobs,
-        )

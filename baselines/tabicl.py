@@ -32,16 +32,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from chorustic.methods import CostModel, Method, MethodInfo, MethodNotReady, register
-from chorustic.methods.contract import ContractClassifier, flatten_channels, to_fixed_length
-from chorustic.methods.weights import (
-    HubFile,
-    cached,
-    download_hub_files,
-    file_key,
-    load_torch_checkpoint,
-    resolve_hub_files,
-)
+from chorustic.hub import HubFile
+from chorustic.methods import CostModel, MethodInfo, MethodNotReady, register
+from chorustic.methods.estimators import ContractClassifier
+from chorustic.methods.inputs import flatten_channels, series_lengths, to_fixed_length
+from chorustic.methods.weights import HubMethod, cached, file_key, frozen, load_torch_checkpoint
 
 REPO_ID = "jingang/TabICL"
 
@@ -96,10 +91,7 @@ def load_tabicl_model(path: str | os.PathLike, *, label: str, expected: str):
                 f"{label}: {path} does not match the installed tabicl architecture: "
                 f"{str(exc).splitlines()[0]}. Use {expected} from {REPO_ID}."
             ) from exc
-        model.eval()
-        for p in model.parameters():
-            p.requires_grad_(False)
-        return model, dict(ckpt["config"])
+        return frozen(model), dict(ckpt["config"])
 
     return cached(("tabicl", file_key(path)), load)
 
@@ -120,11 +112,16 @@ def _tabicl_classifier_class():
 
 
 class FlattenedTabICLClassifier(ContractClassifier):
-    """TabICL on time series flattened to rows (channels concatenated). See the module docstring."""
+    """TabICL on time series flattened to rows (channels concatenated). See the module docstring.
+
+    ``checkpoint``: a local checkpoint file or folder (None: the Hugging Face cache); ``query_chunk_size``
+    None: as many query rows per forward as memory allows; ``max_memory_mb`` None: the memory available
+    to the job. ``checkpoint_version`` (the checkpoint's file name) is fixed by each plugin.
+    """
 
     def __init__(
         self,
-        checkpoint_path: str = "",
+        checkpoint: str | Path | None = None,
         checkpoint_version: str = "",
         n_estimators: int = 8,
         batch_size: int = 8,
@@ -138,7 +135,7 @@ class FlattenedTabICLClassifier(ContractClassifier):
         n_jobs: int = 1,
         verbose: bool = False,
     ):
-        self.checkpoint_path = checkpoint_path
+        self.checkpoint = checkpoint
         self.checkpoint_version = checkpoint_version
         self.n_estimators = n_estimators
         self.batch_size = batch_size
@@ -188,8 +185,6 @@ class FlattenedTabICLClassifier(ContractClassifier):
         return members, min(chunk, n_query)
 
     def _fit(self, X, y):
-        from chorustic.methods.contract import series_lengths
-
         self.length_ = int(series_lengths(X).max())
         F = self._rows(X)
         self.n_features_ = F.shape[1]
@@ -198,7 +193,7 @@ class FlattenedTabICLClassifier(ContractClassifier):
         self.model_ = cls(
             n_estimators=self.n_estimators,
             batch_size=self.batch_size,
-            model_path=self.checkpoint_path,
+            model_path=str(self.checkpoint),
             allow_auto_download=False,
             checkpoint_version=self.checkpoint_version,
             device=self.device,
@@ -212,7 +207,7 @@ class FlattenedTabICLClassifier(ContractClassifier):
         self.model_.fit(F, y)
         self.run_info_.update(
             {
-                "checkpoint": str(self.checkpoint_path),
+                "checkpoint": str(self.checkpoint),
                 "checkpoint_version": self.checkpoint_version,
                 "n_features": int(self.n_features_),
                 "series_length": self.length_,
@@ -233,21 +228,13 @@ class FlattenedTabICLClassifier(ContractClassifier):
         return full
 
 
-class TabICLBase(Method):
+class TabICLBase(HubMethod):
     """Shared by ``tabicl`` and ``tabicl_v2``: only the checkpoint file differs."""
 
     checkpoint_file: ClassVar[str]
-    default_params: ClassVar[dict[str, Any]] = {
-        "checkpoint": None,  # a local checkpoint file or folder; None: the Hugging Face cache
-        "revision": "main",
-        "n_estimators": 8,
-        "batch_size": 8,
-        "query_chunk_size": None,  # None: as many query rows per forward as memory allows
-        "offload_mode": "auto",
-        "disk_offload_dir": None,
-        "max_memory_mb": None,  # None: the memory available to the job
-        "use_amp": "auto",
-    }
+    estimator = FlattenedTabICLClassifier
+    fixed_params: ClassVar[dict[str, Any]] = {"checkpoint_version": None}  # the plugin's checkpoint_file
+    weights_param = "checkpoint"
     resources: ClassVar[dict[str, Any]] = {"threads": 4, "mem_mb": 32000, "runtime": 360, "gpu": 1}
     #: Cost model not measured (its weights are not available offline): estimated from the architecture on one CPU thread;
     #: the column embedding holds rows x features x 128 float32 per ensemble member (the plugin shrinks
@@ -255,50 +242,14 @@ class TabICLBase(Method):
     cost: ClassVar[CostModel] = CostModel(mem_base_mb=1500, mem_bytes_per_value=600, time_job_s=30, time_base_s=2,
                                           time_ns_per_value=50_000, time_ns_per_pair=2_000)
 
-    def _files(self, p: dict[str, Any]) -> list[HubFile]:
+    def hub_files(self, p: dict[str, Any]) -> list[HubFile]:
         return [HubFile(REPO_ID, self.checkpoint_file, revision=p["revision"])]
 
-    def _label(self) -> str:
-        return f"{self.info.display_name} ({self.info.name})"
+    def resolve(self, params: dict[str, Any]) -> dict[str, Any]:
+        return {**super().resolve(params), "checkpoint_version": self.checkpoint_file}
 
-    def _path(self, p: dict[str, Any]) -> Path:
-        found = resolve_hub_files(
-            self._label(),
-            self._files(p),
-            local=p["checkpoint"],
-            param="checkpoint",
-            fetch_name=self.info.name,
-        )
-        return found[self.checkpoint_file]
-
-    def check_ready(self, **params: Any) -> None:
-        p = self.params(params)
-        load_tabicl_model(self._path(p), label=self._label(), expected=self.checkpoint_file)
-
-    def build(self, *, seed: int, device: str = "cpu", n_jobs: int = 1, **params: Any):
-        p = self.params(params)
-        return FlattenedTabICLClassifier(
-            checkpoint_path=str(self._path(p)),
-            checkpoint_version=self.checkpoint_file,
-            n_estimators=int(p["n_estimators"]),
-            batch_size=int(p["batch_size"]),
-            query_chunk_size=p["query_chunk_size"],
-            offload_mode=p["offload_mode"],
-            disk_offload_dir=p["disk_offload_dir"],
-            max_memory_mb=p["max_memory_mb"],
-            use_amp=p["use_amp"],
-            random_state=seed,
-            device=device,
-            n_jobs=n_jobs,
-        )
-
-    def fetch_weights(self, **params: Any) -> list[Path]:
-        p = self.params(params)
-        if p["checkpoint"]:
-            return [self._path(p)]
-        got = download_hub_files(self._label(), self._files(p), param="checkpoint", fetch_name=self.info.name)
-        load_tabicl_model(got[self.checkpoint_file], label=self._label(), expected=self.checkpoint_file)
-        return list(got.values())
+    def load(self, params: dict[str, Any], resolved: dict[str, Any]) -> None:
+        load_tabicl_model(resolved["checkpoint"], label=self.label, expected=self.checkpoint_file)
 
 
 @register

@@ -5,8 +5,7 @@ checkpoint differs. See ``baselines/tabicl.py``.
 
 from __future__ import annotations
 
-from chorustic.methods import MethodInfo, register
-from chorustic.methods.contract import import_plugin_module
+from chorustic.methods import MethodInfo, import_plugin_module, register
 
 _tabicl = import_plugin_module("tabicl", __file__)
 

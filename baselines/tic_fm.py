@@ -25,26 +25,24 @@ Protocol (the authors' ``scripts/eval_TSEncoder_orion_icl_classifier_ucr_full.py
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 
-from chorustic.methods import CostModel, Method, MethodInfo, MethodNotReady, register
-from chorustic.methods.contract import ContractClassifier, to_fixed_length, torch_device
+from chorustic.hub import HubFile
+from chorustic.methods import CostModel, MethodInfo, MethodNotReady, register
+from chorustic.methods.checkout import CheckoutMethod, checkout_imports
+from chorustic.methods.estimators import ContractClassifier, torch_device
+from chorustic.methods.inputs import to_fixed_length
+from chorustic.methods.registry import load_module_file
 from chorustic.methods.weights import (
-    HubFile,
     cached,
-    checkout_imports,
-    clone_checkout,
-    default_checkout_root,
     download_hub_files,
     file_key,
+    frozen,
     load_torch_checkpoint,
-    resolve_checkout,
     resolve_hub_files,
 )
 
@@ -70,18 +68,8 @@ def concat_center(X3: np.ndarray, length: int = SEQ_LEN) -> np.ndarray:
 
 
 def _import_script(checkout: Path):
+    module = load_module_file("chorustic_tic_fm_eval_script", checkout / SCRIPT)
     path = checkout / SCRIPT
-    name = "chorustic_tic_fm_eval_script"
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise MethodNotReady(f"{LABEL}: cannot import {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        sys.modules.pop(name, None)
-        raise
     needed = [
         "build_TSEncoder",
         "TokenMLPAdapter",
@@ -163,10 +151,7 @@ def load_tic_fm(checkout: Path, checkpoint: Path, hparams: Path, *, device: str)
                 f"({' '.join(str(exc).splitlines()[:2])[:400]}); use the files of "
                 f"https://huggingface.co/{HF_REPO}"
             ) from exc
-        model.eval()
-        for p in model.parameters():
-            p.requires_grad_(False)
-        model = model.to(dev)
+        model = frozen(model, dev)
         info = {
             "checkout": str(checkout),
             "checkpoint": str(checkpoint),
@@ -182,11 +167,16 @@ def load_tic_fm(checkout: Path, checkpoint: Path, hparams: Path, *, device: str)
 
 
 class TICFMClassifier(ContractClassifier):
+    """TIC-FM in context through the authors' ``TSEncoderICLClassifierV2`` (parameters: the plugin's)."""
+
+    # checkout: a clone of https://github.com/fangjuntao/TIC-FM (None: $CHORUSTIC_CHECKOUTS/TIC-FM);
+    # checkpoint, hparams: the full model checkpoint (.pt) and its hyper-parameter JSON; None:
+    # <checkout>/checkpoints/<file>, else the Hugging Face cache.
     def __init__(
         self,
-        checkout: str = "",
-        checkpoint: str = "",
-        hparams: str = "",
+        checkout: str | Path | None = None,
+        checkpoint: str | Path | None = None,
+        hparams: str | Path | None = None,
         n_estimators: int = 32,
         class_shift: bool = True,
         softmax_temperature: float = 0.9,
@@ -248,7 +238,7 @@ class TICFMClassifier(ContractClassifier):
 
 
 @register
-class TICFM(Method):
+class TICFM(CheckoutMethod):
     info = MethodInfo(
         name="tic_fm",
         display_name="TIC-FM",
@@ -260,18 +250,15 @@ class TICFM(Method):
         reference="Fang et al. Rethinking zero-shot time series classification: from task-specific classifiers "
         "to in-context inference. 2026",
     )
-    default_params: ClassVar[dict[str, Any]] = {
-        "checkout": None,  # clone of https://github.com/fangjuntao/TIC-FM; None: $CHORUSTIC_CHECKOUTS/TIC-FM
-        "checkpoint": None,  # full model checkpoint (.pt); None: <checkout>/checkpoints/<file>, else HF cache
-        "hparams": None,  # model hyper-parameter JSON; same resolution
+    estimator = TICFMClassifier
+    extra_params: ClassVar[dict[str, Any]] = {
         "hf_checkpoint_file": "TSEncoder_orion_icl_full.pt",
         "hf_hparams_file": "TSEncoder_orion_icl_model_hparams.json",
         "revision": "main",
-        "n_estimators": 32,
-        "class_shift": True,
-        "softmax_temperature": 0.9,
-        "batch_size": 8,
     }
+    repo_url = REPO_URL
+    checkout_name = "TIC-FM"
+    checkout_files = REQUIRED
     resources: ClassVar[dict[str, Any]] = {"threads": 4, "mem_mb": 24000, "runtime": 360, "gpu": 1}
     #: Cost model not measured (its weights are not available offline): estimated from the architecture on one CPU thread:
     #: the encoder over every series (channels concatenated into 512 steps) and 32 in-context ensemble
@@ -280,74 +267,33 @@ class TICFM(Method):
                                           time_job_s=60, time_base_s=2, time_ns_per_value=100_000,
                                           time_ns_per_pair=10_000)
 
-    def _checkout(self, p) -> Path:
-        return resolve_checkout(
-            LABEL,
-            p["checkout"],
-            default_name="TIC-FM",
-            required=REQUIRED,
-            repo_url=REPO_URL,
-            fetch_name=self.info.name,
-        )
+    def _hub_files(self, p) -> list[HubFile]:
+        return [HubFile(HF_REPO, p[f"hf_{k}_file"], revision=p["revision"]) for k in ("checkpoint", "hparams")]
 
-    def _weights(self, p, root: Path) -> tuple[Path, Path]:
+    def weights(self, p, root: Path) -> dict[str, Path]:
+        """``checkpoint`` and ``hparams``: the parameter, else ``<checkout>/checkpoints/<file>`` (where the
+        authors' script expects them), else the Hugging Face cache."""
         out = {}
-        for param, fname in (("checkpoint", p["hf_checkpoint_file"]), ("hparams", p["hf_hparams_file"])):
+        for param, file in zip(("checkpoint", "hparams"), self._hub_files(p)):
             if p[param]:
                 path = Path(p[param]).expanduser()
                 if not path.is_file():
                     raise MethodNotReady(
-                        f"{LABEL}: `{param}` points to {path}, which does not exist; download "
-                        f"{HubFile(HF_REPO, fname).url()} there."
+                        f"{self.label}: `{param}` points to {path}, which does not exist; download {file.url()} there."
                     )
                 out[param] = path
-            elif (root / "checkpoints" / fname).is_file():
-                out[param] = root / "checkpoints" / fname
+            elif (root / "checkpoints" / file.filename).is_file():
+                out[param] = root / "checkpoints" / file.filename
             else:
-                found = resolve_hub_files(
-                    LABEL,
-                    [HubFile(HF_REPO, fname, revision=p["revision"])],
-                    param=param,
-                    fetch_name=self.info.name,
-                )
-                out[param] = found[fname]
-        return out["checkpoint"], out["hparams"]
+                found = resolve_hub_files(self.label, [file], param=param, fetch_name=self.info.name)
+                out[param] = found[file.filename]
+        return out
 
-    def check_ready(self, **params: Any) -> None:
-        p = self.params(params)
-        root = self._checkout(p)
-        ckpt, hp = self._weights(p, root)
-        load_tic_fm(root, ckpt, hp, device="cpu")
+    def load(self, params: dict[str, Any], resolved: dict[str, Any]):
+        return load_tic_fm(resolved["checkout"], resolved["checkpoint"], resolved["hparams"], device="cpu")
 
-    def build(self, *, seed: int, device: str = "cpu", n_jobs: int = 1, **params: Any):
-        p = self.params(params)
-        root = self._checkout(p)
-        ckpt, hp = self._weights(p, root)
-        return TICFMClassifier(
-            checkout=str(root),
-            checkpoint=str(ckpt),
-            hparams=str(hp),
-            n_estimators=int(p["n_estimators"]),
-            class_shift=bool(p["class_shift"]),
-            softmax_temperature=float(p["softmax_temperature"]),
-            batch_size=int(p["batch_size"]),
-            random_state=seed,
-            device=device,
-            n_jobs=n_jobs,
-        )
-
-    def fetch_weights(self, **params: Any) -> list[Path]:
-        p = self.params(params)
-        dest = Path(p["checkout"]).expanduser() if p["checkout"] else default_checkout_root() / "TIC-FM"
-        clone_checkout(REPO_URL, dest)
-        files = [
-            HubFile(HF_REPO, p["hf_checkpoint_file"], revision=p["revision"]),
-            HubFile(HF_REPO, p["hf_hparams_file"], revision=p["revision"]),
-        ]
-        got = (
-            {}
-            if (p["checkpoint"] and p["hparams"])
-            else download_hub_files(LABEL, files, param="checkpoint", fetch_name=self.info.name)
-        )
-        self.check_ready(**{**params, "checkout": str(dest)})
-        return [dest, *got.values()]
+    def download(self, params: dict[str, Any]) -> list[Path]:
+        if params["checkpoint"] and params["hparams"]:
+            return []
+        got = download_hub_files(self.label, self._hub_files(params), param="checkpoint", fetch_name=self.info.name)
+        return list(got.values())

@@ -6,7 +6,7 @@ accuracies are the paper's published per-dataset column (UCR-128, full context),
 figure marks it "reported, not reproduced"; it has no fixed-shot or proportional results.
 
 Override ``csv``/``column`` in the config to use other published numbers. The same mechanism works
-for any method you cannot run: see :func:`chorustic.methods.contract.reported_method`.
+for any method you cannot run: see :func:`chorustic.methods.reported.reported_method`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from chorustic.methods import MethodInfo, register
-from chorustic.methods.contract import CSVReportedMethod
+from chorustic.methods.reported import CSVReportedMethod
 
 
 @register

@@ -35,18 +35,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from chorustic.methods import CostModel, Method, MethodInfo, MethodNotReady, register
-from chorustic.methods.contract import FrozenEmbeddingClassifier, to_fixed_length, torch_device
-from chorustic.methods.weights import (
-    cached,
-    checkout_imports,
-    clone_checkout,
-    default_checkout_root,
-    file_key,
-    load_state_dict_report,
-    load_torch_checkpoint,
-    resolve_checkout,
-)
+from chorustic.methods import CostModel, MethodInfo, MethodNotReady, register
+from chorustic.methods.checkout import CheckoutMethod, checkout_imports
+from chorustic.methods.estimators import FrozenEmbeddingClassifier, torch_device
+from chorustic.methods.inputs import to_fixed_length
+from chorustic.methods.weights import cached, file_key, frozen, load_state_dict_report, load_torch_checkpoint
 
 REPO_URL = "https://github.com/ZLiu21/UniShape"
 MODEL_FILE = "models/unishapemodel_zeroshot.py"
@@ -117,10 +110,7 @@ def load_unishape(checkout: Path, checkpoint: Path, *, arch: dict[str, Any], dev
                 f"{report['tensors_loaded']} tensors, {report['tensors_missing']} missing, e.g. "
                 f"{report['missing'][:3]}); use unishape_checkpoint_zeroshot.pth from the authors' release"
             )
-        model.eval()
-        for p in model.parameters():
-            p.requires_grad_(False)
-        model = model.to(dev)
+        model = frozen(model, dev)
         info = {
             "checkout": str(checkout),
             "checkpoint": str(checkpoint),
@@ -137,16 +127,30 @@ def load_unishape(checkout: Path, checkpoint: Path, *, arch: dict[str, Any], dev
     )
 
 
+#: The model's architecture parameters (the authors' zero-shot configuration by default).
+ARCH_KEYS = ("in_channels", "window_emb_dim", "window_size", "stride", "scale_len", "shape_alpha", "shape_sparse_ratio")
+
+
 class UniShapeRFClassifier(FrozenEmbeddingClassifier):
+    """UniShape's frozen features per channel, a random forest on top (parameters: the plugin's)."""
+
+    head = "rf"
     series_length: ClassVar[int] = 512
 
+    # checkout: a clone of https://github.com/ZLiu21/UniShape (None: $CHORUSTIC_CHECKOUTS/UniShape);
+    # checkpoint: None: <checkout>/pretrained_model_ckpt/unishape_checkpoint_zeroshot.pth.
     def __init__(
         self,
-        checkout: str = "",
-        checkpoint: str = "",
-        arch: dict | None = None,
+        checkout: str | Path | None = None,
+        checkpoint: str | Path | None = None,
+        in_channels: int = 128,
+        window_emb_dim: int = 128,
+        window_size: int = 16,
+        stride: int = 16,
+        scale_len: int = 4,
+        shape_alpha: float = 0.01,
+        shape_sparse_ratio: float = 0.6,
         *,
-        head: str = "rf",
         channel_fusion: str = "concat",
         batch_size: int = 64,
         random_state: int = 0,
@@ -154,30 +158,18 @@ class UniShapeRFClassifier(FrozenEmbeddingClassifier):
         n_jobs: int = 1,
         verbose: bool = False,
     ):
-        super().__init__(
-            head=head,
-            channel_fusion=channel_fusion,
-            batch_size=batch_size,
-            random_state=random_state,
-            device=device,
-            n_jobs=n_jobs,
-            verbose=verbose,
-        )
-        self.checkout = checkout
-        self.checkpoint = checkpoint
-        self.arch = arch
+        self._set(locals())
 
     def _prepare(self, X):
         return to_fixed_length(X, 512, method="linspace")  # the authors' getInteSet
 
     def _backbone(self):
-        return load_unishape(
-            Path(self.checkout), Path(self.checkpoint), arch=dict(self.arch or {}), device=self.device
-        )
+        arch = {k: getattr(self, k) for k in ARCH_KEYS}
+        return load_unishape(Path(self.checkout), Path(self.checkpoint), arch=arch, device=self.device)
 
 
 @register
-class UniShapeRF(Method):
+class UniShapeRF(CheckoutMethod):
     info = MethodInfo(
         name="unishape_rf",
         display_name="UniShape+RF",
@@ -187,74 +179,18 @@ class UniShapeRF(Method):
         description="frozen UniShape (unishape_checkpoint_zeroshot) per channel, concatenated, random forest (200 trees)",
         reference="Liu et al. A unified shape-aware foundation model for time series classification. AAAI 2026",
     )
-    default_params: ClassVar[dict[str, Any]] = {
-        "checkout": None,  # clone of https://github.com/ZLiu21/UniShape; None: $CHORUSTIC_CHECKOUTS/UniShape
-        "checkpoint": None,  # None: <checkout>/pretrained_model_ckpt/unishape_checkpoint_zeroshot.pth
-        "in_channels": 128,
-        "window_emb_dim": 128,
-        "window_size": 16,
-        "stride": 16,
-        "scale_len": 4,
-        "shape_alpha": 0.01,
-        "shape_sparse_ratio": 0.6,
-        "channel_fusion": "concat",
-        "batch_size": 64,
-    }
+    estimator = UniShapeRFClassifier
+    repo_url = REPO_URL
+    checkout_name = "UniShape"
+    checkout_files = (MODEL_FILE,)
+    checkpoint_in_checkout = CKPT_NAME
+    checkpoint_source = f"The authors distribute unishape_checkpoint_zeroshot.pth separately from the code (see {REPO_URL})."
     resources: ClassVar[dict[str, Any]] = {"threads": 4, "mem_mb": 16000, "runtime": 240, "gpu": 1}
     #: Cost model not measured (its weights are not available offline): estimated from the architecture on one CPU thread:
     #: every channel of every series, resampled to 512, through the frozen encoder, then a random forest.
     cost: ClassVar[CostModel] = CostModel(mem_base_mb=900, mem_bytes_per_value=64, time_job_s=30, time_base_s=2,
                                           time_ns_per_value=50_000, time_ns_per_pair=100, model_length=512)
-    ARCH_KEYS = (
-        "in_channels",
-        "window_emb_dim",
-        "window_size",
-        "stride",
-        "scale_len",
-        "shape_alpha",
-        "shape_sparse_ratio",
-    )
 
-    def _paths(self, p) -> tuple[Path, Path]:
-        root = resolve_checkout(
-            LABEL,
-            p["checkout"],
-            default_name="UniShape",
-            required=[MODEL_FILE],
-            repo_url=REPO_URL,
-            fetch_name=self.info.name,
-        )
-        ckpt = Path(p["checkpoint"]).expanduser() if p["checkpoint"] else root / CKPT_NAME
-        if not ckpt.is_file():
-            raise MethodNotReady(
-                f"{LABEL}: checkpoint {ckpt} not found. The authors distribute unishape_checkpoint_zeroshot.pth "
-                f"separately from the code (see {REPO_URL}); put it at {root / CKPT_NAME} or set "
-                f"`params: {{checkpoint: <path>}}` for unishape_rf in the config."
-            )
-        return root, ckpt
-
-    def check_ready(self, **params: Any) -> None:
-        p = self.params(params)
-        root, ckpt = self._paths(p)
-        load_unishape(root, ckpt, arch={k: p[k] for k in self.ARCH_KEYS}, device="cpu")
-
-    def build(self, *, seed: int, device: str = "cpu", n_jobs: int = 1, **params: Any):
-        p = self.params(params)
-        root, ckpt = self._paths(p)
-        return UniShapeRFClassifier(
-            checkout=str(root),
-            checkpoint=str(ckpt),
-            arch={k: p[k] for k in self.ARCH_KEYS},
-            channel_fusion=p["channel_fusion"],
-            batch_size=int(p["batch_size"]),
-            random_state=seed,
-            device=device,
-            n_jobs=n_jobs,
-        )
-
-    def fetch_weights(self, **params: Any) -> list[Path]:
-        p = self.params(params)
-        dest = Path(p["checkout"]).expanduser() if p["checkout"] else default_checkout_root() / "UniShape"
-        clone_checkout(REPO_URL, dest)
-        root, ckpt = self._paths({**p, "checkout": str(dest)})  # the checkpoint itself is user-supplied
-        return [root, ckpt]
+    def load(self, params: dict[str, Any], resolved: dict[str, Any]):
+        arch = {k: params[k] for k in ARCH_KEYS}
+        return load_unishape(resolved["checkout"], resolved["checkpoint"], arch=arch, device="cpu")

@@ -9,13 +9,17 @@ entries to the ``methods`` catalog.
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
 import os
+import re
 from pathlib import Path
 from typing import Any, Iterable
 
 import yaml
 
 from chorustic.errors import UserError, did_you_mean
+from chorustic.paths import REPO_ROOT
 
 __all__ = [
     "REPO_ROOT",
@@ -33,12 +37,14 @@ __all__ = [
     "evaluation_jobs",
     "pretrain_run_of",
     "checkpoint_path",
+    "checkpoint_inputs",
+    "read_config_record",
+    "write_config_record",
     "check_methods",
     "allow_modified_data",
     "lock_file",
 ]
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
 SCHEMA_PATH = REPO_ROOT / "workflow" / "schema" / "config.schema.yaml"
 DEFAULT_CONFIG = REPO_ROOT / "config" / "config.yaml"
 PRETRAIN_PREFIX = "pretrain:"
@@ -60,7 +66,15 @@ def deep_merge(base: dict, override: dict) -> dict:
 
 
 def load_config(paths: Iterable[str | os.PathLike] | None = None, overrides: dict | None = None) -> dict:
-    """Load ``config/config.yaml`` then each of ``paths`` over it, then ``overrides``; validate."""
+    """Load ``config/config.yaml`` then each of ``paths`` over it, then ``overrides``; validate.
+
+    A workflow's configuration record (:func:`write_config_record`, the only path) is read as it is: it
+    was validated once, when the workflow started."""
+    paths = list(paths or [])
+    if len(paths) == 1 and not overrides:
+        record = read_config_record(paths[0])
+        if record is not None:
+            return record
     files = [DEFAULT_CONFIG] + [Path(p) for p in (paths or []) if Path(p).resolve() != DEFAULT_CONFIG.resolve()]
     cfg: dict[str, Any] = {}
     for f in files:
@@ -246,6 +260,56 @@ def resolved_params(cfg: dict, run: str) -> dict[str, Any]:
     if prun is not None:
         params["checkpoint"] = checkpoint_path(cfg, prun)
     return params
+
+
+def checkpoint_inputs(cfg: dict, run: str) -> list[str]:
+    """The checkpoint file the evaluations of method run ``run`` depend on (a workflow input, so a changed
+    checkpoint re-runs them): the one its pretrain run writes, or an existing local file. A missing local
+    file is not an input: the job runs and records the method as failed with the reason, instead of the
+    whole workflow refusing to start."""
+    entry = method_entry(cfg, run)
+    if pretrain_run_of(entry) is not None:
+        return [resolved_params(cfg, run)["checkpoint"]]
+    ckpt = entry["params"].get("checkpoint")
+    if isinstance(ckpt, str) and ckpt and "://" not in ckpt and Path(ckpt).is_file():
+        return [ckpt]
+    return []
+
+
+#: The name of a configuration record: ``config-<the first 12 hex digits of its SHA-256>.json``.
+_RECORD = re.compile(r"config-([0-9a-f]{12})\.json")
+
+
+def _record_text(cfg: dict) -> str:
+    return json.dumps(cfg, sort_keys=True, indent=1, default=str) + "\n"
+
+
+def write_config_record(cfg: dict, folder: str | os.PathLike) -> str:
+    """Write the configuration of a workflow run, validated and checked against the plugins, to
+    ``<folder>/config-<digest>.json`` (named by its content, written once) and return its path. The
+    workflow's rules pass it to the ``chorustic`` commands (``--config``): every job reads exactly the
+    configuration Snakemake merged (the profile's files, ``--configfile``, ``--config``), and reads it as
+    it is (:func:`read_config_record`), without validating and checking it again."""
+    from chorustic.io import atomic_write_text
+
+    text = _record_text(cfg)
+    path = Path(folder) / f"config-{hashlib.sha256(text.encode()).hexdigest()[:12]}.json"
+    if not path.is_file() or path.read_text() != text:
+        atomic_write_text(path, text)
+    return str(path)
+
+
+def read_config_record(path: str | os.PathLike) -> dict | None:
+    """The configuration in a record :func:`write_config_record` wrote, or None for any other file (a
+    record edited since, its content no longer matching its name, is any other file)."""
+    path = Path(path)
+    m = _RECORD.fullmatch(path.name)
+    if m is None or not path.is_file():
+        return None
+    text = path.read_text()
+    if hashlib.sha256(text.encode()).hexdigest()[:12] != m.group(1):
+        return None
+    return json.loads(text)
 
 
 def lock_file(cfg: dict) -> str | None:

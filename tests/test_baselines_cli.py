@@ -54,7 +54,7 @@ def test_broken_plugin_files_are_listed_not_fatal(capsys, tmp_path):
     plugins = tmp_path / "plugins"
     plugins.mkdir()
     (plugins / "good.py").write_text(
-        "from chorustic.methods import register\nfrom chorustic.methods.contract import reported_method\n"
+        "from chorustic.methods import register\nfrom chorustic.methods.reported import reported_method\n"
         "register(reported_method(name='good', display_name='Good', group='Classical', csv='x.csv'))\n"
     )
     (plugins / "broken.py").write_text("import a_package_that_does_not_exist\n")

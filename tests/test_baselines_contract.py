@@ -1,439 +1,23 @@
 """One contract suite for every plugin in baselines/: each discovered plugin (a new file included, with
 no list to edit) runs the full contract of ``chorustic check-method`` on generated data.
 
-Pretrained methods run on SMALL random-weight checkpoints this module writes to a temporary folder
-in the real format (TabICL ``{config, state_dict}`` checkpoints built with tabicl's own model class;
-MOMENT and Mantis folders written by the packages' ``save_pretrained``), loaded through the plugins'
-real local-path loaders. The checkout-based plugins (UniShape, NuTime, TIC-FM) run against minimal
-stand-in checkouts with the authors' module layout and entry points (contract only: the stand-ins
-are not the authors' models). No network, no real weights.
+Pretrained methods run on SMALL random-weight checkpoints in the real formats, and the checkout-based
+plugins (UniShape, NuTime, TIC-FM) against minimal stand-in checkouts with the authors' module layout
+and entry points (contract only: the stand-ins are not the authors' models), all written by
+:func:`chorustic.testing.checkpoints.baseline_assets` and loaded through the plugins' real local-path
+loaders. No network, no real weights.
 """
 
 from __future__ import annotations
-
-import json
-import textwrap
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from chorustic.methods import GROUPS, Method, discover
 from chorustic.methods.check import check_method, synthetic_task
-from chorustic.methods.contract import EMBEDDING_CACHE
+from chorustic.methods.estimators import EMBEDDING_CACHE
 from chorustic.methods.weights import clear_cache
-
-# --------------------------------------------------------------------------------------------------
-# tiny checkpoints in the real formats
-# --------------------------------------------------------------------------------------------------
-
-TABICL_TINY = {
-    "max_classes": 10,
-    "embed_dim": 16,
-    "col_num_blocks": 1,
-    "col_nhead": 2,
-    "col_num_inds": 8,
-    "row_num_blocks": 1,
-    "row_nhead": 2,
-    "row_num_cls": 2,
-    "icl_num_blocks": 1,
-    "icl_nhead": 2,
-    "zero_init": False,
-}
-
-
-def write_tabicl(path: Path, seed: int = 0, **overrides) -> Path:
-    import torch
-    from tabicl._model.tabicl import TabICL
-
-    torch.manual_seed(seed)
-    cfg = {**TABICL_TINY, **overrides}
-    torch.save({"config": cfg, "state_dict": TabICL(**cfg).state_dict()}, path)
-    return path
-
-
-def write_mantis(folder: Path, version: str, seed: int = 0) -> Path:
-    import torch
-    from mantis.architecture import Mantis8M, MantisV2
-
-    torch.manual_seed(seed)
-    if version == "v1":  # the published Mantis-8M checkpoint uses the legacy class (vit_unit.* names)
-        net = Mantis8M(
-            seq_len=512,
-            hidden_dim=32,
-            num_patches=32,
-            transf_depth=1,
-            transf_num_heads=2,
-            transf_mlp_dim=32,
-            transf_dim_head=16,
-            device="cpu",
-        )
-    else:
-        net = MantisV2(
-            hidden_dim=32,
-            num_patches=32,
-            kernel_size=5,
-            transf_depth=2,
-            transf_num_heads=2,
-            transf_mlp_dim=32,
-            transf_dim_head=16,
-            device="cpu",
-        )
-    net.save_pretrained(str(folder))
-    return folder
-
-
-MOMENT_T5 = {
-    "d_model": 32,
-    "d_ff": 64,
-    "d_kv": 8,
-    "num_heads": 4,
-    "num_layers": 2,
-    "feed_forward_proj": "gated-gelu",
-    "vocab_size": 32,
-    "relative_attention_num_buckets": 32,
-    "relative_attention_max_distance": 128,
-    "dropout_rate": 0.1,
-    "layer_norm_epsilon": 1e-6,
-    "is_encoder_decoder": True,
-    "model_type": "t5",
-}
-
-
-def write_moment(folder: Path, seed: int = 0) -> Path:
-    import warnings
-
-    import torch
-    from momentfm import MOMENTPipeline
-
-    cfg = {
-        "task_name": "reconstruction",
-        "model_name": "MOMENT",
-        "transformer_type": "encoder_only",
-        "d_model": None,
-        "seq_len": 512,
-        "patch_len": 8,
-        "patch_stride_len": 8,
-        "device": "cpu",
-        "transformer_backbone": "google/flan-t5-base",
-        "model_kwargs": {},
-        "t5_config": MOMENT_T5,
-    }
-    torch.manual_seed(seed)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        MOMENTPipeline(config=cfg, model_kwargs={"task_name": "reconstruction"}).save_pretrained(str(folder))
-    return folder
-
-
-# --------------------------------------------------------------------------------------------------
-# stand-in checkouts (the authors' layout and entry points; tiny models)
-# --------------------------------------------------------------------------------------------------
-
-UNISHAPE_FILES = {
-    "models/__init__.py": "",
-    "utils/__init__.py": "",  # a generic top-level name another checkout may also have
-    "models/unishapemodel_zeroshot.py": '''
-        import torch
-        from torch import nn
-
-        class UniShapeModel(nn.Module):
-            """Stand-in with the authors' constructor signature and forward(x, labels=None)."""
-            def __init__(self, config, series_size, in_channels, window_emb_dim, out_channels, window_size=16,
-                         stride=16, shape_alpha=0.01, shape_sparse_ratio=0.4, scale_len=4, **kwargs):
-                super().__init__()
-                config.window_size = window_size  # the authors' model mutates its config
-                self.embed = nn.Conv1d(1, in_channels, kernel_size=window_size, stride=stride)
-                self.norm = nn.LayerNorm(in_channels)
-                self.drop = nn.Dropout(0.5)  # active in train mode: eval mode must be used
-                self.fc = nn.Linear(in_channels, out_channels)
-                self.class_proto_centers = nn.Parameter(torch.zeros(out_channels, in_channels))
-
-            def forward(self, x, labels=None):
-                assert labels is None, "labels must never reach the feature extractor"
-                return self.drop(self.norm(torch.tanh(self.embed(x)).mean(-1)))
-    ''',
-}
-
-NUTIME_FILES = {
-    "src/__init__.py": "",
-    "src/config.py": """
-        class Config:
-            def __init__(self):
-                self.transformer_mask_type = "none"
-                self.wne_use_in = False
-            def update_by_dict(self, d):
-                for k, v in d.items():
-                    setattr(self, k, v)
-    """,
-    "src/models/__init__.py": "",
-    "src/models/build.py": """
-        import torch
-        from torch import nn
-
-        class WinT(nn.Module):
-            def __init__(self, config):
-                super().__init__()
-                d = config.num_channels
-                self.cls_token = nn.Parameter(torch.randn(1, 1, d))
-                self.mix = nn.Linear(d, d)
-                self.norm = nn.LayerNorm(d)
-                self.fc = nn.Linear(d, config.out_dim)
-                self.features = None
-            def forward(self, x):  # (B, d, N) from the encoder
-                h = torch.cat([self.cls_token.expand(x.shape[0], -1, -1), x.transpose(1, 2)], dim=1)
-                h = h + torch.tanh(self.mix(h)).mean(dim=1, keepdim=True)
-                self.features = self.norm(h)[:, 0]
-                return self.fc(self.features)
-
-        def get_model(config):
-            if config.task == "cls":
-                config.out_dim = config.num_classes
-            return WinT(config)
-    """,
-    "src/models/encoders/__init__.py": "",
-    "src/models/encoders/build.py": """
-        from torch import nn
-
-        class WindowEncoder(nn.Module):
-            def __init__(self, config):
-                super().__init__()
-                self.conv = nn.Conv1d(1, config.window_emb_dim, config.window_size, stride=config.window_size)
-            def forward(self, x):
-                B, C, L = x.shape
-                return self.conv(x.reshape(B * C, 1, L))
-
-        def get_encoder(config, dataset):
-            encoder = WindowEncoder(config)
-            config.num_channels = config.window_emb_dim
-            config.model_series_size = config.model_series_size // config.window_size
-            return encoder
-    """,
-    "configs/demo_ft_epilepsy.json": json.dumps({"window_emb_dim": 16, "window_size": 16, "model": "wint"}),
-}
-
-TICFM_FILES = {
-    "src/TIC/__init__.py": "",
-    "src/TIC/tiny.py": '''
-        import torch
-        from torch import nn
-
-        class TinyICL(nn.Module):
-            """Prototype classifier over the context rows of each table (query rows independent)."""
-            def __init__(self, d, max_classes=10):
-                super().__init__()
-                self.proj = nn.Linear(d, d)
-                self.max_classes = max_classes
-            def forward(self, reps, y_train, return_logits=True, softmax_temperature=0.9, mgr_config=None):
-                h = self.proj(reps)
-                n = y_train.shape[1]
-                k = int(y_train.max().item()) + 1
-                ctx, qry = h[:, :n], h[:, n:]
-                onehot = torch.nn.functional.one_hot(y_train.long(), k).float()
-                means = onehot.transpose(1, 2) @ ctx / onehot.sum(1).clamp(min=1).unsqueeze(-1)
-                logits = -torch.cdist(qry, means)
-                return logits if return_logits else torch.softmax(logits / softmax_temperature, -1)
-    ''',
-    "scripts/eval_TSEncoder_orion_icl_classifier_ucr_full.py": """
-        import random
-        import sys
-        from pathlib import Path
-
-        _SRC_DIR = Path(__file__).resolve().parents[1] / "src"
-        if str(_SRC_DIR) not in sys.path:
-            sys.path.insert(0, str(_SRC_DIR))
-
-        import numpy as np
-        import torch
-        from sklearn.base import BaseEstimator, ClassifierMixin
-        from sklearn.preprocessing import LabelEncoder
-        from torch import nn
-
-        from TIC.tiny import TinyICL
-
-        def build_TSEncoder(tsencoder_checkpoint=None, device=None, hidden_dim=512, seq_len=512):
-            return nn.Sequential(nn.Flatten(), nn.Linear(seq_len, hidden_dim), nn.Tanh())
-
-        class TokenMLPAdapter(nn.Module):
-            def __init__(self, tsencoder_dim, icl_dim, hidden_dim=None, dropout=0.0, use_layernorm=True):
-                super().__init__()
-                self.net = nn.Sequential(nn.LayerNorm(tsencoder_dim), nn.Linear(tsencoder_dim, icl_dim))
-            def forward(self, x):
-                return self.net(x)
-
-        def _build_icl_predictor_from_hparams(hparams):
-            return TinyICL(int(hparams["adapter"]["icl_dim"]))
-
-        class _TSEncoderAdapterPlusOrionICL(nn.Module):
-            def __init__(self, *, tsencoder_model, adapter, icl_predictor, tsencoder_seq_len=512, tsencoder_batch_size=64):
-                super().__init__()
-                self.tsencoder_model, self.adapter, self.icl_predictor = tsencoder_model, adapter, icl_predictor
-                self.tsencoder_seq_len = tsencoder_seq_len
-                self.max_classes = 10
-            def forward(self, X, y_train, d=None, feature_shuffles=None, embed_with_test=False, return_logits=True,
-                        softmax_temperature=0.9, inference_config=None):
-                B, T, L = X.shape
-                reps = self.tsencoder_model(X.reshape(B * T, 1, L)).reshape(B, T, -1)
-                return self.icl_predictor(self.adapter(reps), y_train=y_train, return_logits=return_logits,
-                                          softmax_temperature=softmax_temperature)
-
-        def _extract_full_state_dict(ckpt_obj):
-            return ckpt_obj.get("state_dict", ckpt_obj)
-
-        class TSEncoderICLClassifierV2(ClassifierMixin, BaseEstimator):
-            def __init__(self, n_estimators=32, class_shift=True, crop_rate_range=(0.0, 0.2), n_augmentations=2,
-                         softmax_temperature=0.9, average_logits=True, use_hierarchical=True, use_amp=True,
-                         batch_size=8, model_path=None, allow_auto_download=True,
-                         checkpoint_version="tabicl-classifier-v1.1-0506.ckpt", device=None, random_state=42,
-                         n_jobs=None, verbose=False, inference_config=None):
-                self.n_estimators, self.class_shift, self.crop_rate_range = n_estimators, class_shift, crop_rate_range
-                self.n_augmentations, self.softmax_temperature, self.average_logits = n_augmentations, softmax_temperature, average_logits
-                self.use_hierarchical, self.use_amp, self.batch_size, self.model_path = use_hierarchical, use_amp, batch_size, model_path
-                self.allow_auto_download, self.checkpoint_version, self.device = allow_auto_download, checkpoint_version, device
-                self.random_state, self.n_jobs, self.verbose, self.inference_config = random_state, n_jobs, verbose, inference_config
-
-            def fit(self, X, y):
-                X, y = self._validate_data(X, y, dtype=None, skip_check_array=True)  # as the authors' code
-                self.y_encoder_ = LabelEncoder()
-                y = self.y_encoder_.fit_transform(y)
-                self.classes_ = self.y_encoder_.classes_
-                self.n_classes_ = len(self.classes_)
-                self.X_train_ = np.asarray(X, dtype=np.float32)
-                self.y_train_ = y
-                self.rng_ = random.Random(self.random_state)
-                return self
-
-            def predict_proba(self, X):
-                X = np.asarray(self._validate_data(X, reset=False, dtype=None, skip_check_array=True), dtype=np.float32)
-                offsets = list(range(self.n_classes_))
-                self.rng_.shuffle(offsets)
-                members = [offsets[i % len(offsets)] for i in range(self.n_estimators)]
-                X_all = torch.from_numpy(np.concatenate([self.X_train_, X]))[None]
-                avg = 0
-                with torch.no_grad():
-                    for off in members:
-                        y = torch.from_numpy(((self.y_train_ + off) % self.n_classes_).astype(np.float32))[None]
-                        out = self.model_(X_all, y)[0].numpy()
-                        avg = avg + np.concatenate([out[:, off:], out[:, :off]], axis=1)
-                avg = avg / len(members) / self.softmax_temperature
-                e = np.exp(avg - avg.max(1, keepdims=True))
-                return e / e.sum(1, keepdims=True)
-    """,
-}
-
-
-def write_tree(root: Path, files: dict[str, str]) -> Path:
-    for rel, text in files.items():
-        p = root / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(textwrap.dedent(text).lstrip("\n"))
-    return root
-
-
-def write_unishape(root: Path) -> Path:
-    import importlib.util
-
-    import torch
-
-    write_tree(root, UNISHAPE_FILES)
-    spec = importlib.util.spec_from_file_location(
-        "_unishape_standin", root / "models/unishapemodel_zeroshot.py"
-    )
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    import argparse
-
-    torch.manual_seed(0)
-    model = mod.UniShapeModel(argparse.Namespace(), 512, 16, 16, out_channels=7, window_size=16, stride=16)
-    state = {f"backbone.{k}": v for k, v in model.state_dict().items()}
-    state["backbone.fc.weight"] = torch.zeros(3, 3)  # the pretraining head: dropped by the authors' mapping
-    state["queue"] = torch.zeros(4)  # pretraining state: unexpected, reported as skipped
-    (root / "pretrained_model_ckpt").mkdir(exist_ok=True)
-    torch.save(
-        {"epoch": 99, "state_dict": state}, root / "pretrained_model_ckpt/unishape_checkpoint_zeroshot.pth"
-    )
-    return root
-
-
-def write_nutime(root: Path) -> Path:
-    import sys
-    import types
-
-    import torch
-
-    write_tree(root, NUTIME_FILES)
-    sys.path.insert(0, str(root))
-    try:
-        for k in [k for k in sys.modules if k == "src" or k.startswith("src.")]:
-            del sys.modules[k]
-        from src.config import Config
-        from src.models.build import get_model
-        from src.models.encoders.build import get_encoder
-
-        cfg = Config()
-        cfg.update_by_dict(
-            {
-                "window_emb_dim": 16,
-                "window_size": 16,
-                "task": "cls",
-                "num_classes": 4,
-                "num_channels": 1,
-                "model_series_size": 512,
-            }
-        )
-        torch.manual_seed(0)
-        net = torch.nn.Sequential(get_encoder(cfg, types.SimpleNamespace(samples=None)), get_model(cfg))
-    finally:
-        sys.path.remove(str(root))
-        for k in [k for k in sys.modules if k == "src" or k.startswith("src.")]:
-            del sys.modules[k]
-    state = {f"backbone.{k}": v for k, v in net.state_dict().items()}
-    state["online_projector.weight"] = torch.zeros(2, 2)  # BYOL head: unexpected, skipped and reported
-    (root / "ckpt").mkdir(exist_ok=True)
-    torch.save({"epoch": 10, "state_dict": state}, root / "ckpt/checkpoint_bias9.pth")
-    return root
-
-
-def write_ticfm(root: Path) -> Path:
-    import importlib.util
-    import sys
-
-    import torch
-
-    write_tree(root, TICFM_FILES)
-    hp = {
-        "tsencoder": {"hidden_dim": 24, "seq_len": 512, "tsencoder_dim": 24, "batch_size": 64},
-        "adapter": {"icl_dim": 16, "hidden_dim": None, "dropout": 0.0, "use_layernorm": True},
-        "orion": {"icl_predictor": {"config": {"icl_num_blocks": 1, "icl_nhead": 2}}},
-    }
-    (root / "checkpoints").mkdir(exist_ok=True)
-    (root / "checkpoints/TSEncoder_orion_icl_model_hparams.json").write_text(json.dumps(hp))
-    spec = importlib.util.spec_from_file_location("_ticfm_standin", root / TICFM_SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    torch.manual_seed(0)
-    model = mod._TSEncoderAdapterPlusOrionICL(
-        tsencoder_model=mod.build_TSEncoder(hidden_dim=24, seq_len=512),
-        adapter=mod.TokenMLPAdapter(24, 16),
-        icl_predictor=mod._build_icl_predictor_from_hparams(hp),
-    )
-    torch.save({"state_dict": model.state_dict()}, root / "checkpoints/TSEncoder_orion_icl_full.pt")
-    for k in [k for k in sys.modules if k == "TIC" or k.startswith("TIC.")]:
-        del sys.modules[k]
-    return root
-
-
-TICFM_SCRIPT = "scripts/eval_TSEncoder_orion_icl_classifier_ucr_full.py"
-
-
-def write_chorustic(path: Path) -> Path:
-    import torch
-
-    from chorustic.model import ChorusTIC, ChorusTICConfig, save_checkpoint
-
-    torch.manual_seed(0)
-    return save_checkpoint(path, ChorusTIC(ChorusTICConfig.tiny()), provenance={"training": "random weights (test)"})
-
+from chorustic.testing.checkpoints import baseline_assets
 
 # --------------------------------------------------------------------------------------------------
 # fixtures
@@ -449,44 +33,8 @@ def discovery():
 
 @pytest.fixture(scope="module")
 def assets(tmp_path_factory):
-    """name -> build params pointing the plugin at tiny local assets."""
-    root = tmp_path_factory.mktemp("baseline_assets")
-    tab1 = write_tabicl(root / "tabicl-classifier-v1.1-20250506.ckpt", seed=0)
-    tab2 = write_tabicl(root / "tabicl-classifier-v2-20260212.ckpt", seed=1, row_rope_interleaved=False)
-    m1 = write_mantis(root / "mantis8m", "v1")
-    m2 = write_mantis(root / "mantisv2", "v2")
-    mom = write_moment(root / "moment")
-    uni = write_unishape(root / "UniShape")
-    nut = write_nutime(root / "NuTime")
-    tic = write_ticfm(root / "TIC-FM")
-    chorus = write_chorustic(root / "chorustic-tiny.safetensors")
-    return {
-        "chorustic": {"checkpoint": str(chorus), "n_label_shifts": 2, "n_rssc_draws": 1},
-        "tabicl": {"checkpoint": str(tab1), "n_estimators": 4},
-        "tabicl_v2": {"checkpoint": str(root), "n_estimators": 4},  # a folder holding the file works too
-        "mantis_rf": {"weights": str(m1)},
-        "mantisv2_lr": {"weights": str(m2)},
-        "mantisv2_rf": {"weights": str(m2)},
-        "moment_svm": {"weights": str(mom)},
-        "unishape_rf": {"checkout": str(uni), "in_channels": 16, "window_emb_dim": 16},
-        "nutime_rf": {"checkout": str(nut)},
-        "tic_fm": {"checkout": str(tic), "n_estimators": 4},
-        "minirocket": {"n_kernels": 840},
-        "multirocket_hydra": {"n_kernels": 4, "n_groups": 16},
-        "quant": {},
-        "dtw_1nn": {},
-        "_root": root,
-        "_paths": {
-            "tabicl_v1": tab1,
-            "tabicl_v2": tab2,
-            "mantis_v1": m1,
-            "mantis_v2": m2,
-            "moment": mom,
-            "unishape": uni,
-            "nutime": nut,
-            "ticfm": tic,
-        },
-    }
+    """name -> build params pointing the plugin at tiny local assets (chorustic.testing.checkpoints)."""
+    return baseline_assets(tmp_path_factory.mktemp("baseline_assets"))
 
 
 make_data = synthetic_task  # separable classes, length 512 (resampled) or 64 (native)
@@ -541,10 +89,10 @@ def test_every_paper_method_is_discovered_with_its_table_metadata(discovery):
 def test_every_paper_method_has_a_conda_environment():
     import yaml
 
-    from chorustic.methods.contract import repo_root
+    from chorustic.paths import REPO_ROOT
 
     for name in EXPECTED:
-        env = yaml.safe_load((repo_root() / "workflow" / "envs" / f"{name}.yaml").read_text())
+        env = yaml.safe_load((REPO_ROOT / "workflow" / "envs" / f"{name}.yaml").read_text())
         pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
         assert "-e ${CHORUSTIC_REPO}" in pip and any(p.startswith("torch==") for p in pip), name
 
@@ -562,7 +110,7 @@ def test_plugin_passes_the_contract(name, discovery, assets):
             f"({next(c.detail for c in run.clauses if c.name == 'ready')}); give it tiny local assets in the "
             "`assets` fixture of tests/test_baselines_contract.py so its contract is checked"
         )
-    assert run.ok, f"{name} violates the method contract:\n{run.report()}"
+    assert run.ok, f"{name} breaks {', '.join(c.name for c in run.failed)}:\n{run.report()}"
     if isinstance(method, Method):
         assert {c.name for c in run.clauses if c.passed} >= {"fit returns self", "probabilities", "missing class"}
         assert run.observed["proba_missing_class"].shape == (9, 2)
@@ -654,20 +202,3 @@ def test_unknown_parameter_is_rejected(discovery):
 def test_caches_can_be_cleared():
     clear_cache()
     EMBEDDING_CACHE.clear()
-
-
-def test_resampling_helpers_match_torch_and_scipy():
-    import torch
-    from scipy.interpolate import interp1d
-
-    from chorustic.methods.contract import resample_linear, resample_linspace, to_fixed_length
-
-    x = np.random.default_rng(0).normal(size=(3, 2, 37)).astype(np.float32)
-    for n in (8, 37, 512):
-        ref = torch.nn.functional.interpolate(torch.from_numpy(x), size=n, mode="linear", align_corners=False)
-        assert np.allclose(resample_linear(x, n), ref.numpy(), atol=1e-5)
-        ref2 = interp1d(np.linspace(0, 1, 37), x, kind="linear", axis=-1)(np.linspace(0, 1, n))
-        assert np.allclose(resample_linspace(x, n), ref2, atol=1e-5)
-    ragged = [x[0][:, :10], x[1][:, :20]]
-    assert to_fixed_length(ragged).shape == (2, 2, 20)
-    assert np.array_equal(to_fixed_length(ragged)[1], x[1][:, :20])

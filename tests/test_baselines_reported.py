@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 
 from chorustic.methods import MethodNotReady, ReportedMethod, discover, register
-from chorustic.methods.contract import CSVReportedMethod, repo_root, reported_method
+from chorustic.methods.reported import CSVReportedMethod, reported_method
+from chorustic.paths import REPO_ROOT
 
 
 def test_tict_reads_the_papers_ucr_column():
@@ -18,7 +19,7 @@ def test_tict_reads_the_papers_ucr_column():
     assert isinstance(m, ReportedMethod) and m.info.reported and m.info.display_name == "TiCT"
     table = m.reported_accuracies(**m.params())
     assert list(table.columns) == ["dataset", "protocol", "seed", "accuracy"]
-    paper = pd.read_csv(repo_root() / "results/reference/paper_ucr128_per_dataset.csv")
+    paper = pd.read_csv(REPO_ROOT / "results/reference/paper_ucr128_per_dataset.csv")
     assert len(table) == paper["TiCT"].notna().sum() == 128  # UCR only: the UEA table has no TiCT column
     merged = table.merge(paper[["dataset", "TiCT"]], on="dataset")
     assert np.allclose(merged["accuracy"], merged["TiCT"])
@@ -32,7 +33,7 @@ def write_plugin_dir(tmp_path, csv_path):
     (plugins / "mymethod.py").write_text(
         textwrap.dedent(f"""
         from chorustic.methods import register
-        from chorustic.methods.contract import reported_method
+        from chorustic.methods.reported import reported_method
 
         register(reported_method(name="mymethod", display_name="MyMethod", group="Frozen TSFM",
                                  fits_on_target=True, csv={str(csv_path)!r}))

@@ -5,117 +5,25 @@ checkpoint file and a missing or incomplete checkout (each naming the fix)."""
 from __future__ import annotations
 
 import hashlib
-import http.server
 import os
 import shutil
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
-from test_baselines_contract import write_mantis, write_moment, write_nutime, write_tabicl, write_unishape
 
+from chorustic.hub import HubFile, file_matches_etag, git_blob_sha1
 from chorustic.methods import MethodNotReady, discover
-from chorustic.methods.weights import (
-    HubFile,
-    WeightsVerificationError,
-    checkout_imports,
-    download_hub_files,
-    file_matches_etag,
-    git_blob_sha1,
-    resolve_checkout,
-    resolve_hub_files,
+from chorustic.methods.checkout import checkout_imports, resolve_checkout
+from chorustic.methods.weights import WeightsVerificationError, download_hub_files, resolve_hub_files
+from chorustic.testing.checkpoints import (
+    write_mantis,
+    write_moment,
+    write_nutime,
+    write_tabicl,
+    write_unishape,
 )
-
-COMMIT = "c0ffee" + "0" * 34
-
-
-class FakeHub:
-    """A minimal Hugging Face endpoint: HEAD/GET ``/<repo>/resolve/<rev>/<file>`` with the hub's headers
-    (X-Repo-Commit, ETag = SHA-256 for large files, git blob id for small ones). ``corrupt`` serves other
-    bytes than the advertised digest; ``down`` refuses every request (403: a proxy or firewall in the way;
-    huggingface_hub does not retry it, unlike 5xx and DNS errors which it retries for ~20 s)."""
-
-    def __init__(self):
-        self.files: dict[tuple[str, str], bytes] = {}
-        self.corrupt = False
-        self.down = False
-        self.requests: list[str] = []
-        hub = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def _serve(self, body_wanted: bool):
-                hub.requests.append(f"{self.command} {self.path}")
-                if hub.down:
-                    self.send_response(403)
-                    self.send_header("Content-Length", "0")
-                    self.end_headers()
-                    return
-                parts = self.path.split("?")[0].strip("/").split("/")
-                body = None
-                if len(parts) >= 5 and parts[2] == "resolve":
-                    body = hub.files.get(("/".join(parts[:2]), "/".join(parts[4:])))
-                if body is None:
-                    self.send_response(404)
-                    self.send_header("X-Error-Code", "EntryNotFound")
-                    self.send_header("Content-Length", "0")
-                    self.end_headers()
-                    return
-                if len(body) > 100:
-                    etag = hashlib.sha256(body).hexdigest()
-                else:
-                    etag = hashlib.sha1(b"blob %d\0" % len(body) + body).hexdigest()
-                sent = (
-                    bytes(255 - b for b in body)
-                    if (hub.corrupt and body_wanted and len(body) > 100)
-                    else body
-                )
-                self.send_response(200)
-                self.send_header("X-Repo-Commit", COMMIT)
-                self.send_header("ETag", f'"{etag}"')
-                self.send_header("Content-Length", str(len(sent)))
-                self.end_headers()
-                if body_wanted:
-                    self.wfile.write(sent)
-
-            def do_HEAD(self):
-                self._serve(False)
-
-            def do_GET(self):
-                self._serve(True)
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-        self.endpoint = f"http://127.0.0.1:{self.server.server_port}"
-
-    def add_folder(self, repo: str, folder: Path) -> None:
-        for p in Path(folder).iterdir():
-            if p.is_file() and p.suffix in (".json", ".safetensors", ".ckpt", ".pt"):
-                self.files[(repo, p.name)] = p.read_bytes()
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
-
-
-@pytest.fixture
-def hub(monkeypatch, tmp_path):
-    h = FakeHub()
-    monkeypatch.setenv("HF_ENDPOINT", h.endpoint)
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf-cache"))
-    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-    import huggingface_hub.constants as hc
-
-    # huggingface_hub reads HF_HUB_OFFLINE at import time; the endpoint is passed explicitly by
-    # chorustic (read from HF_ENDPOINT at call time), so the hub's import-time constants stay as they are
-    monkeypatch.setattr(hc, "HF_HUB_OFFLINE", False)
-    yield h
-    h.close()
 
 
 @pytest.fixture(scope="module")
@@ -186,7 +94,7 @@ def test_fetch_downloads_verifies_and_then_resolves_offline(discovery, hub, tmp_
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     m.check_ready(**m.params())
     est = m.build(seed=0, **m.params())
-    assert Path(est.weights_dir).is_relative_to(tmp_path / "hf-cache")
+    assert Path(est.weights).is_relative_to(tmp_path / "hf-cache")
     assert len(hub.requests) == n
 
 

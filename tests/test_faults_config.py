@@ -9,11 +9,13 @@ its DAG (tests/test_faults_workflow.py).
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 import pytest
 import yaml
 
+from chorustic import config as cc
 from chorustic.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
@@ -204,3 +206,19 @@ def test_a_missing_config_file_is_named(tmp_path, capsys):
     rc = main(["methods", "--config", str(tmp_path / "nope.yaml"), "--no-check"])
     err = capsys.readouterr().err
     assert rc == 2 and "nope.yaml" in err and "Traceback" not in err
+
+
+def test_the_workflow_hands_its_checked_configuration_to_the_commands(tmp_path):
+    """The configuration is validated once, when the workflow starts; its record (named by its content)
+    is what every job reads as it is. A record edited since is an ordinary config file: validated again."""
+    cfg = cc.load_config([cc.REPO_ROOT / "config" / "demo.yaml"])
+    path = Path(cc.write_config_record(cfg, tmp_path))
+    assert cc.write_config_record(cfg, tmp_path) == str(path)  # written once, same name for the same content
+    assert cc.read_config_record(path) == json.loads(json.dumps(cfg, default=str))
+    assert cc.load_config([path]) == cc.read_config_record(path)
+    edited = json.loads(path.read_text())
+    edited["evaluate"] = ["no_such_run"]
+    path.write_text(json.dumps(edited))
+    assert cc.read_config_record(path) is None
+    with pytest.raises(cc.ConfigError, match="no_such_run"):
+        cc.load_config([path])

@@ -12,21 +12,20 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Callable
 
 import pandas as pd
 import pytest
 import yaml
+from fault_plugins import write_plugins
 
 from chorustic.data.download import aeon_data_dir
 from chorustic.io import sha256_file
-from fault_plugins import write_plugins
+from chorustic.testing.workflow import SNAKEFILE, command_env, run_snakemake
 
 REPO = Path(__file__).resolve().parents[1]
 AEON = aeon_data_dir()
@@ -50,29 +49,10 @@ CONFIG = {
 
 
 def snakemake(wd: Path, *extra: str) -> subprocess.CompletedProcess:
-    cmd = [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "-s",
-        str(REPO / "Snakefile"),
-        "-d",
-        str(wd),
-        "--cores",
-        "2",
-        "--keep-going",
-        "--configfile",
-        str(REPO / "config" / "demo.yaml"),
-        str(wd / "override.yaml"),
-        *extra,
-    ]
-    env = {
-        **os.environ,
-        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
-        "CHORUSTIC_BASELINES": str(wd / "plugins"),
-        "FLAKY_FAIL": str(wd / "down"),
-    }
-    return subprocess.run(cmd, cwd=wd, capture_output=True, text=True, timeout=600, env=env)
+    args = ["-s", str(SNAKEFILE), "-d", str(wd), "--cores", "2", "--keep-going",
+            "--configfile", str(REPO / "config" / "demo.yaml"), str(wd / "override.yaml"), *extra]
+    return run_snakemake(*args, cwd=wd, timeout=600, CHORUSTIC_BASELINES=str(wd / "plugins"),
+                         FLAKY_FAIL=str(wd / "down"))
 
 
 def jobs_scheduled(output: str) -> dict[str, int]:
@@ -353,22 +333,15 @@ def test_workflow_faults(tmp_path):
         step.check(wd, out)
 
 
-def test_a_failing_script_leaves_its_traceback_in_its_log(tmp_path, capsys):
-    """The workflow's scripts keep stderr on their log until the traceback is written (the `lost sys.stderr`
-    bug: redirecting stderr inside a `with` block closed the log before Python printed the traceback)."""
-    from types import SimpleNamespace
-
-    from chorustic.evaluation.snakemake_glue import run_script
-
-    def crash(smk):
-        print("working ...")
-        json.loads("{ truncated")
-
-    smk = SimpleNamespace(log=[str(tmp_path / "aggregate.log")], rule="aggregate")
-    with pytest.raises(SystemExit) as e:
-        run_script(smk, crash)
-    assert e.value.code == 1
-    log = (tmp_path / "aggregate.log").read_text()
-    assert "working ..." in log and "Traceback (most recent call last)" in log and "JSONDecodeError" in log
-    err = capsys.readouterr().err
-    assert "aggregate" in err and "JSONDecodeError" in err and "aggregate.log" in err
+def test_a_failing_command_leaves_its_traceback_in_its_log(tmp_path):
+    """Every rule runs one `chorustic` command with its output in the rule's log (`> {log} 2>&1`): a command
+    that fails with an unexpected error leaves the traceback there and exits non-zero (so the onerror
+    handler can name the reason)."""
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "not-a-folder").write_text("")
+    log = tmp_path / "aggregate.log"
+    cmd = f"chorustic aggregate --results-dir {tmp_path} --out {tmp_path}/not-a-folder/accuracies.csv > {log} 2>&1"
+    proc = subprocess.run(cmd, shell=True, env=command_env(), timeout=300)
+    assert proc.returncode == 1
+    text = log.read_text()
+    assert "Traceback (most recent call last)" in text and "FileExistsError" in text, text[-2000:]

@@ -11,15 +11,7 @@ from chorustic.inference import ChorusTICClassifier, label_shift_offsets
 from chorustic.inference import classifier as clf_module
 from chorustic.model import ChorusTIC, ChorusTICConfig
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _single_thread():
-    """Tiny models gain nothing from intra-op threads, and on a busy machine every op then waits for the
-    other thread (measured: 80x slower); the tests run single-threaded."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("torch_single_thread")  # tests/conftest.py
 
 
 @pytest.fixture(scope="module")

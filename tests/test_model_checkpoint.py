@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import http.server
 import json
-import threading
 from pathlib import Path
-from typing import ClassVar
 
 import pytest
 import torch
@@ -27,15 +24,7 @@ from chorustic.model import (
 from chorustic.model.checkpoint import parse_hf_spec, read_checkpoint_metadata
 from chorustic.model.official import official_key_shapes
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _single_thread():
-    """Tiny models gain nothing from intra-op threads, and on a busy machine every op then waits for the
-    other thread (measured: 80x slower); the tests run single-threaded."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("torch_single_thread")  # tests/conftest.py
 
 
 DATA = Path(__file__).parent / "data"
@@ -294,54 +283,20 @@ def test_resolve_offline_names_the_file_and_the_fix(tmp_path, monkeypatch):
     assert "hf download JTF2000/ChorusTIC ChorusTIC.ckpt" in msg and "pass that path" in msg
 
 
-class _HubHandler(http.server.BaseHTTPRequestHandler):
-    files: ClassVar[dict[str, bytes]] = {}
-    commit = "0123456789abcdef0123456789abcdef01234567"
-
-    def _send(self, head_only: bool) -> None:
-        name = self.path.split("/resolve/", 1)[-1].split("/", 1)[-1]
-        body = self.files.get(name)
-        if body is None:
-            self.send_response(404)
-            self.send_header("X-Error-Code", "EntryNotFound")
-            self.end_headers()
-            return
-        self.send_response(200)
-        self.send_header("X-Repo-Commit", self.commit)
-        self.send_header("ETag", f'"{abs(hash(body))}"')
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        if not head_only:
-            self.wfile.write(body)
-
-    def do_HEAD(self):
-        self._send(True)
-
-    def do_GET(self):
-        self._send(False)
-
-    def log_message(self, *args):
-        pass
-
-
 def test_resolve_through_the_hub_cache(tmp_path, monkeypatch):
-    """hf:// specs download through huggingface_hub (here from a local server) and then work offline."""
+    """hf:// specs download through huggingface_hub (here from a local endpoint) and then work offline."""
+    from chorustic.testing.hub import FakeHub
+
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     model = ChorusTIC(ChorusTICConfig.tiny())
     blob = save_checkpoint(tmp_path / "src.safetensors", model).read_bytes()
-    _HubHandler.files = {"model.safetensors": blob}
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _HubHandler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        endpoint = f"http://127.0.0.1:{server.server_address[1]}"
-        cache = tmp_path / "hub"
-        got = resolve_checkpoint("hf://someone/tiny/model.safetensors", cache_dir=cache, endpoint=endpoint)
+    cache = tmp_path / "hub"
+    with FakeHub() as hub:
+        hub.files[("someone/tiny", "model.safetensors")] = blob
+        got = resolve_checkpoint("hf://someone/tiny/model.safetensors", cache_dir=cache, endpoint=hub.endpoint)
         assert got.read_bytes() == blob and cache in got.parents
         with pytest.raises(CheckpointNotFoundError, match="missing.ckpt"):
-            resolve_checkpoint("hf://someone/tiny/missing.ckpt", cache_dir=cache, endpoint=endpoint)
-    finally:
-        server.shutdown()
+            resolve_checkpoint("hf://someone/tiny/missing.ckpt", cache_dir=cache, endpoint=hub.endpoint)
     again = resolve_checkpoint("hf://someone/tiny/model.safetensors", cache_dir=cache, local_files_only=True)
     assert again == got
     assert load_checkpoint(again).config == model.config

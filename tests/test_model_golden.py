@@ -20,15 +20,7 @@ from safetensors.torch import load_file
 from chorustic.inference import label_shift_offsets, naive_member_logits, shared_member_logits, softmax_proba
 from chorustic.model import load_official_checkpoint, sample_rssc_assignment
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _single_thread():
-    """Tiny models gain nothing from intra-op threads, and on a busy machine every op then waits for the
-    other thread (measured: 80x slower); the tests run single-threaded."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("torch_single_thread")  # tests/conftest.py
 
 
 GOLDEN = Path(__file__).parent / "data" / "official_golden"

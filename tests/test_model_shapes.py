@@ -11,16 +11,9 @@ import torch.nn.functional as F
 
 from chorustic.model import ChorusTIC, ChorusTICConfig, sample_rssc_assignment
 from chorustic.model.hierarchical import balanced_partition, build_class_tree
+from chorustic.resampling import resample_linear
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _single_thread():
-    """Tiny models gain nothing from intra-op threads, and on a busy machine every op then waits for the
-    other thread (measured: 80x slower); the tests run single-threaded."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("torch_single_thread")  # tests/conftest.py
 
 
 TINY = ChorusTICConfig.tiny()
@@ -63,8 +56,9 @@ def test_any_length_is_resampled_to_512(model, length, channels):
     X, y = _episode(5, 2, channels, length, 2)
     Xp, _ = model.prepare_inputs(X)
     assert Xp.shape == (1, 7, channels, 512)
+    assert torch.equal(Xp, resample_linear(X, 512))  # the harness's one App. C.2 resampler
     ref = F.interpolate(X.reshape(-1, 1, length), size=512, mode="linear", align_corners=False)
-    assert torch.equal(Xp.reshape(-1, 1, 512), ref)
+    torch.testing.assert_close(Xp.reshape(-1, 1, 512), ref, rtol=0, atol=1e-5)
     with torch.no_grad():
         out = model(X, y, generator=torch.Generator().manual_seed(0))
     assert out.shape == (1, 2, 2) and bool(torch.isfinite(out).all())

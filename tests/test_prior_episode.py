@@ -9,7 +9,7 @@ import pytest
 
 from chorustic.prior import (BACKGROUND_FAMILIES, CROSS_CHANNEL_RULES, TEMPORAL_RULES, EpisodePrior,
                              PriorConfig, apply_nuisance, collate, label_counts)
-from chorustic.prior._ops import resample_linear
+from chorustic.resampling import resample_linear
 from chorustic.prior.backgrounds import sample_process
 
 SMALL = PriorConfig(min_rows=24, max_rows=64, min_length=32, max_length=160)

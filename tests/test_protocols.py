@@ -11,8 +11,11 @@ from chorustic.protocols import (
     fixed_shot_context,
     full_context,
     parse_protocol_id,
+    parse_protocol_label,
     proportional_context,
     protocol_id,
+    protocol_label,
+    protocol_sort_key,
     read_contexts,
     write_contexts,
 )
@@ -100,3 +103,42 @@ def test_context_file_rejects_other_labels(tmp_path, y_imbalanced):
     write_contexts(path, build_contexts(y_imbalanced, dataset="Toy", archive="UCR"))
     with pytest.raises(ValueError, match="different training labels"):
         read_contexts(path, y_imbalanced[::-1])
+
+
+def test_any_level_has_one_id_one_order_and_one_label():
+    """Ids, their report order and their labels come from chorustic.protocols for any k or percentage."""
+    ids = ["prop10", "fixed10", "full", "fixed1", "prop60", "not-a-protocol", "fixed5"]
+    assert sorted(ids, key=protocol_sort_key) == [
+        "full", "fixed1", "fixed5", "fixed10", "prop10", "prop60", "not-a-protocol"
+    ]
+    for p, label in (("full", "full"), ("fixed1", "1-shot"), ("fixed10", "10-shot"), ("prop10", "10%")):
+        assert protocol_label(*parse_protocol_id(p)) == label and parse_protocol_label(label) == p
+
+
+def test_a_new_level_flows_through_config_aggregation_and_reports(tmp_path):
+    """`shots: [1]` and `percents: [10]` in the config: valid for a method run's `protocols`, ordered in
+    the aggregated table, one matrix and one table column each in the reports (the workflow run of
+    tests/test_workflow_dag.py does the same through snakemake)."""
+    from chorustic import config as cc
+    from chorustic.evaluation.aggregate import aggregate_manifests
+    from chorustic.evaluation.job import MANIFEST_FORMAT, run_record
+    from chorustic.reports.accuracies import build_matrices, validate_accuracies
+    from chorustic.testing.accuracies import synthetic_accuracies
+
+    protocols = {"full": True, "fixed_shot": {"shots": [1, 5], "seeds": [0]},
+                 "proportional": {"percents": [10], "seeds": [0]}}
+    cfg = cc.load_config(overrides={"protocols": protocols, "evaluate": ["minirocket"],
+                                    "methods": {"minirocket": {"plugin": "minirocket",
+                                                               "protocols": ["fixed1", "prop10"]}},
+                                    "reports": {"reference_method": "minirocket"}})
+    assert [s.protocol for s in context_specs(cfg["protocols"])] == ["full", "fixed1", "fixed5", "prop10"]
+    with pytest.raises(cc.ConfigError, match="fixed2"):
+        cc.validate_config({**cfg, "methods": {"minirocket": {"plugin": "minirocket", "protocols": ["fixed2"]}}})
+
+    manifest = {"format": MANIFEST_FORMAT, "method": "m", "dataset": "GunPoint", "archive": "UCR",
+                "runs": [run_record(s, status="ok", accuracy=0.5) for s in reversed(context_specs(protocols))]}
+    (tmp_path / "m.json").write_text(__import__("json").dumps(manifest))
+    assert list(aggregate_manifests([tmp_path / "m.json"]).protocol) == ["full", "fixed1", "fixed5", "prop10"]
+
+    df = validate_accuracies(synthetic_accuracies(protocols=("full", "fixed1", "prop10", "prop60"), n_seeds=2))
+    assert [p for a, p in build_matrices(df) if a == "UCR"] == ["full", "fixed1", "prop10", "prop60"]

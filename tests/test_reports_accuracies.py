@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from chorustic.reports.accuracies import ResultsError, build_matrices, load_accuracies, validate_accuracies
-from chorustic.reports.synthetic import SyntheticMethod, synthetic_accuracies
+from chorustic.testing.accuracies import SyntheticMethod, synthetic_accuracies
 
 A = SyntheticMethod("a", "A", "Time-series ICL", False, 0.05)
 B = SyntheticMethod("b", "B", "Classical", True, 0.0)

@@ -11,7 +11,7 @@ import pytest
 
 from chorustic.cli import main
 from chorustic.reports.build import MANIFEST_NAME, ReportConfig, build_report
-from chorustic.reports.synthetic import SyntheticMethod, write_synthetic_accuracies
+from chorustic.testing.accuracies import SyntheticMethod, write_synthetic_accuracies
 
 pytestmark = pytest.mark.slow  # ~30 s on 2 CPU cores: three builds with figures
 
@@ -246,10 +246,17 @@ def test_cli_errors_are_clear(tmp_path, capsys):
 
 
 def test_cli_paper_check_needs_no_results(tmp_path, capsys):
+    """... and writes exactly the committed paper check (reports/paper_check/), file for file."""
+    from chorustic.paths import REPO_ROOT
+    from chorustic.reports.paper import default_reference_dir
+
     assert main(["report", "--paper-check", "--results", str(tmp_path), "--out", str(tmp_path / "r")]) == 0
     out = capsys.readouterr().out
     assert out.count("[ok]") == 5
-    assert (tmp_path / "r" / "reproduction" / "reproduction.md").is_file()
+    committed = REPO_ROOT / "reports" / "paper_check" / "reproduction"
+    for f in sorted(committed.iterdir()):
+        got = (tmp_path / "r" / "reproduction" / f.name).read_text()
+        assert got.replace(str(default_reference_dir()), "results/reference") == f.read_text(), f.name
 
 
 def test_unknown_reference_is_reported_not_fatal(built, tmp_path):

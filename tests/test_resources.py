@@ -138,9 +138,9 @@ def test_worker_limits_leave_room_for_the_job():
 
 
 def test_cost_models_cover_the_demo_measurements(methods):
-    """The committed demo results (examples/demo/results/accuracies.csv: peak memory and fit/predict times of every
-    run, measured on 2 CPU cores) stay inside what the jobs ask for: memory within the job's worker
-    limit, time within its time limit."""
+    """The committed demo results (examples/demo/results/accuracies.csv: peak memory and fit/predict times
+    of every run, measured on 2 CPU cores) stay inside what the jobs ask for: memory within the job's
+    worker limit, time within its time limit."""
     demo = cc.load_config([cc.REPO_ROOT / "config" / "demo.yaml"])
     acc = pd.read_csv(cc.REPO_ROOT / "examples" / "demo" / "results" / "accuracies.csv")
     acc = acc[acc.status == "ok"]
@@ -151,8 +151,9 @@ def test_cost_models_cover_the_demo_measurements(methods):
         worker_mem, worker_min = cr.worker_limits(res["mem_mb"], res["runtime"])
         assert runs.peak_memory_mb.max() < worker_mem, (method, dataset, runs.peak_memory_mb.max(), res)
         assert (runs.fit_time_s.sum() + runs.predict_time_s.sum()) / 60 < worker_min, (method, dataset, res)
-        # and not wildly more than measured: within 3x the peak plus the job's other processes
-        assert res["mem_mb"] <= 3 * runs.peak_memory_mb.max() + cr.JOB_OVERHEAD_MB, (method, dataset, res)
+        # and not wildly more than measured: within 3x the peak plus the job's other processes (requests
+        # are rounded up to 100 MB)
+        assert res["mem_mb"] <= 3 * runs.peak_memory_mb.max() + cr.JOB_OVERHEAD_MB + 100, (method, dataset, res)
 
 
 def test_site_example_is_a_valid_site_file(methods):

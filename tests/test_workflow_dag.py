@@ -1,30 +1,25 @@
 """The Snakemake workflow: the paper profile's DAG covers all 158 datasets; a small real run goes
 download -> preprocess -> contexts -> evaluate -> aggregate -> report, records a method that cannot
 run as failed without keeping the others out of the tables (and exits non-zero), and a re-run after
-losing a job's output redoes only that job (and the failed ones) and gives the same tables."""
+losing a job's output redoes only that job (and the failed ones) and gives the same tables. The small
+run uses protocol levels the paper does not (1 shot, 10 %): any level of the config works end to end."""
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 import yaml
 
+from chorustic.testing.workflow import SNAKEFILE, run_snakemake
+
 REPO = Path(__file__).resolve().parents[1]
-SNAKEMAKE = [sys.executable, "-m", "snakemake"]
-
-
 def _snakemake(workdir: Path, *args: str, timeout: int = 900) -> subprocess.CompletedProcess:
-    cmd = SNAKEMAKE + ["-s", str(REPO / "Snakefile"), "-d", str(workdir), *args]
-    # the rules call the `chorustic` entry point, as in an activated environment
-    env = {**os.environ, "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
-    return subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, timeout=timeout, env=env)
+    return run_snakemake("-s", str(SNAKEFILE), "-d", str(workdir), *args, cwd=workdir, timeout=timeout)
 
 
 def _job_counts(output: str) -> dict[str, int]:
@@ -52,8 +47,8 @@ def test_paper_profile_dry_run_lists_every_dataset_and_method(tmp_path):
 def test_small_run_end_to_end_records_failures_and_resumes(tmp_path):
     override = {
         "datasets": {"archives": ["UCR", "UEA"], "include": ["GunPoint", "BasicMotions"], "exclude": []},
-        "protocols": {"full": True, "fixed_shot": {"shots": [5], "seeds": [0, 1]},
-                      "proportional": {"percents": [20], "seeds": [0]}},
+        "protocols": {"full": True, "fixed_shot": {"shots": [1], "seeds": [0, 1]},
+                      "proportional": {"percents": [10], "seeds": [0]}},
         "evaluate": ["minirocket", "chorustic_missing"],
         "methods": {"chorustic_missing": {"plugin": "chorustic", "display_name": "ChorusTIC (no weights)",
                                           "params": {"checkpoint": "models/does-not-exist.safetensors"}}},
@@ -79,6 +74,15 @@ def test_small_run_end_to_end_records_failures_and_resumes(tmp_path):
     for f in ok.result_file:
         assert (tmp_path / f).is_file()
     assert (tmp_path / "results" / "contexts" / "GunPoint.json").is_file()
+    # the levels of the config, in report order, in the table and in the paper's tables
+    assert list(dict.fromkeys(acc[acc.dataset == "GunPoint"].protocol)) == ["full", "fixed1", "prop10"]
+    assert (acc.loc[acc.protocol == "fixed1", "n_context"] == acc.loc[acc.protocol == "fixed1", "n_classes"]).all()
+    tables = tmp_path / "reports" / "tables"
+    for archive in ("ucr", "uea"):
+        assert set(pd.read_csv(tables / f"table3_fixed_shot_{archive}.csv").protocol) == {"fixed1"}
+        assert set(pd.read_csv(tables / f"table_scaling_{archive}.csv").protocol) == {"prop10"}
+        assert "| 1-shot |" in (tables / f"table3_fixed_shot_{archive}.md").read_text()
+        assert "| 10% |" in (tables / f"table_scaling_{archive}.md").read_text()
     index = (tmp_path / "reports" / "README.md").read_text()
     assert "MiniRocket" in index
     tables_before = {p.name: p.read_bytes() for p in (tmp_path / "reports" / "tables").glob("*.csv")}
@@ -90,7 +94,7 @@ def test_small_run_end_to_end_records_failures_and_resumes(tmp_path):
     (tmp_path / "results" / "runs" / "minirocket" / "BasicMotions.json").unlink()
     (tmp_path / "results" / "accuracies.csv").unlink()
     shutil.rmtree(tmp_path / "reports")
-    pred = next((tmp_path / "results" / "fixed5" / "minirocket" / "Predictions" / "BasicMotions").glob("*.csv"))
+    pred = next((tmp_path / "results" / "fixed1" / "minirocket" / "Predictions" / "BasicMotions").glob("*.csv"))
     pred.write_text("partial garbage of a killed attempt\n")
     (tmp_path / "results" / "runs" / "minirocket" / ".BasicMotions.progress.json").write_text("{")
     proc = _snakemake(tmp_path, *args)

@@ -9,20 +9,19 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
+from chorustic.testing.workflow import run_snakemake
+
 REPO = Path(__file__).resolve().parents[1]
-SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 PROFILE_LINE = "Using workflow specific profile {} for setting default command line arguments."
 
 
 def _run(args, cwd, timeout=300):
-    env = {**os.environ, "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
-    proc = subprocess.run(SNAKEMAKE + list(args), cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
+    proc = run_snakemake(*args, cwd=cwd, timeout=timeout)
     return proc, proc.stdout + proc.stderr
 
 

@@ -4,17 +4,15 @@ coverage page and the reproduction check, grouped by archive and protocol, each 
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from chorustic.cli import main
 from chorustic.reports.catalog import FOLDERS, describe
-from chorustic.reports.synthetic import SyntheticMethod, write_synthetic_accuracies
+from chorustic.testing.accuracies import SyntheticMethod, write_synthetic_accuracies
+from chorustic.testing.workflow import SNAKEFILE, run_snakemake
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -59,31 +57,9 @@ def report(tmp_path_factory):
         )
         == 0
     )
-    env = {
-        **os.environ,
-        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
-    }
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "snakemake",
-            "-s",
-            str(REPO / "Snakefile"),
-            "-d",
-            str(work),
-            "--configfile",
-            str(REPO / "config" / "demo.yaml"),
-            "--cores",
-            "1",
-            "--report",
-            str(work / "report.html"),
-        ],
-        cwd=work,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=env,
+    proc = run_snakemake(
+        "-s", str(SNAKEFILE), "-d", str(work), "--configfile", str(REPO / "config" / "demo.yaml"),
+        "--cores", "1", "--report", str(work / "report.html"), cwd=work, timeout=600,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     html = (work / "report.html").read_text()

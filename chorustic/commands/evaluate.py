@@ -26,17 +26,24 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_contexts)
 
     p = sub.add_parser("evaluate", help="evaluate one method run on datasets under every protocol context",
-                       description="Run method runs of the configuration on datasets; writes tsml prediction "
-                                   "files and results/runs/<method>/<dataset>.json.")
+                       description="Run a method run of the configuration on datasets (what the workflow's "
+                                   "evaluate rule runs); writes tsml prediction files and "
+                                   "results/runs/<method>/<dataset>.json. Exit status 1 if a run failed.")
     p.add_argument("--method", required=True, help="method run name (a key of `methods` in the config)")
     p.add_argument("--dataset", required=True, action="append", help="dataset name (repeatable)")
     p.add_argument("--config", action="append", default=[], metavar="YAML",
                    help="config file merged over config/config.yaml (repeatable), e.g. config/demo.yaml")
+    p.add_argument("--contexts", default=None, metavar="JSON",
+                   help="the dataset's context file (default: <results_dir>/contexts/<dataset>.json, written "
+                        "when missing; one dataset only)")
     p.add_argument("--protocols", default=None, help="comma-separated protocol ids to run (default: all)")
     p.add_argument("--threads", type=int, default=1, help="CPU threads of the job (default: 1)")
-    p.add_argument("--no-isolation", action="store_true", help="run in this process (no worker, no limits)")
-    p.add_argument("--mem-mb", type=float, default=None, help="memory limit of the worker (MB)")
-    p.add_argument("--runtime", type=float, default=None, help="time limit of the job (minutes)")
+    p.add_argument("--no-isolation", action="store_true",
+                   help="run in this process (no worker, no limits), as `evaluation.isolate: false` does")
+    p.add_argument("--mem-mb", type=float, default=None,
+                   help="memory of the job (MB); the worker gets it minus what the job's other processes need")
+    p.add_argument("--runtime", type=float, default=None,
+                   help="time limit of the job (minutes); the worker stops a minute before it")
     p.set_defaults(func=_evaluate)
 
     p = sub.add_parser("aggregate", help="collect run manifests into results/accuracies.csv",
@@ -44,7 +51,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "run) into one table, after checking each prediction file against its recorded "
                                    "SHA-256; with --config, runs made with other parameters or method code are "
                                    "marked stale. Exit status 1 if any run failed or was damaged.")
-    p.add_argument("--results-dir", default="results", help="folder with runs/<method>/<dataset>.json (default: results)")
+    p.add_argument("--results-dir", default=None,
+                   help="folder with runs/<method>/<dataset>.json (default: the config's paths.results_dir)")
     p.add_argument("--out", default=None, help="default: <results-dir>/accuracies.csv")
     p.add_argument("--config", action="append", default=[], metavar="YAML",
                    help="the configuration whose jobs to collect (merged over config/config.yaml; repeatable)")
@@ -76,72 +84,88 @@ def _contexts(args: argparse.Namespace) -> int:
 def _evaluate(args: argparse.Namespace) -> int:
     from chorustic import config as cc
     from chorustic.evaluation.integrity import run_fingerprint
-    from chorustic.evaluation.job import JobFailed, run_job
-    from chorustic.evaluation.snakemake_glue import failed_runs_message, job_spec
-    from chorustic.evaluation.supervisor import run_supervised
+    from chorustic.evaluation.job import JobFailed, JobSpec, failed_runs_message
+    from chorustic.evaluation.supervisor import run_evaluation
     from chorustic.methods import discover
-    from chorustic.protocols.contexts import build_contexts, write_contexts
 
     cfg = cc.load_config(args.config)
-    cc.method_entry(cfg, args.method)  # an unknown run name: ConfigError with the closest names
+    entry = cc.method_entry(cfg, args.method)  # an unknown run name: ConfigError with the closest names
     for dataset in args.dataset:
         cc.dataset_archive(dataset)  # an unknown dataset: UnknownDatasetError with the closest names
-    disc = discover()
-    cc.check_methods(cfg, disc)  # the profile's method runs (plugin names, parameters, display names)
-    broken = cc.check_methods({**cfg, "evaluate": [args.method]}, disc)
+    if args.contexts and len(args.dataset) != 1:
+        print("chorustic evaluate: --contexts needs exactly one --dataset", file=sys.stderr)
+        return 2
+    if len(args.config) != 1 or cc.read_config_record(args.config[0]) is None:
+        # by hand: the profile's method runs (plugin names, parameters, display names), as the workflow
+        # checks them when it starts (a workflow job reads the record of that check: no second one)
+        cc.check_methods(cfg, discover())
+    disc = discover(only=entry["plugin"])
+    broken = cc.check_methods({**cfg, "evaluate": [args.method]}, disc)  # its plugin and parameters
     fingerprint = run_fingerprint(cfg, args.method, disc)
+    evaluation = {**cfg["evaluation"], **({"isolate": False} if args.no_isolation else {})}
     failures = 0
     for dataset in args.dataset:
-        ctx_file = Path(cfg["paths"]["results_dir"]) / "contexts" / f"{dataset}.json"
+        ctx_file = Path(args.contexts or Path(cfg["paths"]["results_dir"]) / "contexts" / f"{dataset}.json")
         if not ctx_file.exists():
-            from chorustic.data import load_dataset
-
-            ds = load_dataset(dataset, cfg["paths"]["data_dir"], cache_dir=cfg["paths"]["cache_dir"],
-                              offline=cfg["data"]["offline"], lock=cc.lock_file(cfg) or True,
-                              allow_modified=cc.allow_modified_data(cfg, dataset))
-            write_contexts(ctx_file, build_contexts(ds.y_train, dataset=ds.name, archive=ds.archive,
-                                                    protocols=cfg["protocols"], class_labels=ds.classes))
-        spec = job_spec(cfg, args.method, dataset, contexts_file=str(ctx_file), n_jobs=args.threads,
-                        fingerprint=fingerprint)
+            _write_contexts(cfg, dataset, ctx_file)
+        spec = JobSpec.from_config(cfg, args.method, dataset, contexts_file=ctx_file, n_jobs=args.threads,
+                                   fingerprint=fingerprint)
         if args.protocols:
             spec.protocols = [p.strip() for p in args.protocols.split(",") if p.strip()]
         try:
-            if args.no_isolation:
-                manifest = run_job(spec)
-            else:
-                manifest = run_supervised(spec, mem_mb=args.mem_mb, runtime_min=args.runtime, threads=args.threads)
+            manifest = run_evaluation(spec, evaluation, job_mem_mb=args.mem_mb, job_runtime_min=args.runtime,
+                                      threads=args.threads)
         except JobFailed as exc:
-            print(f"chorustic evaluate: {exc}", file=sys.stderr)
+            print(f"FAILED: {exc}", file=sys.stderr)
             failures += 1
             continue
         for run in manifest["runs"]:
             acc = f"{run['accuracy']:.4f}" if run.get("accuracy") is not None else "-"
             print(f"{args.method}\t{dataset}\t{run['protocol']}\tseed {run['seed']}\t{run['status']}\t{acc}"
-                  + (f"\t{run['error']}" if run.get("error") else ""))
+                  + (f"\t{run['error']}" if run.get("error") else ""), flush=True)
         message = failed_runs_message(manifest, spec.results_dir)
         if message:
             failures += 1
-            print(f"chorustic evaluate: {message}", file=sys.stderr)
+            print(f"FAILED: {message}", file=sys.stderr)
     if broken:
         print(f"chorustic evaluate: {broken[args.method]}", file=sys.stderr)
     return 1 if failures else 0
 
 
+def _write_contexts(cfg: dict, dataset: str, path: Path) -> None:
+    """The dataset's context file under the configuration's protocols (what the contexts rule writes)."""
+    from chorustic import config as cc
+    from chorustic.data import load_dataset
+    from chorustic.protocols.contexts import build_contexts, write_contexts
+
+    ds = load_dataset(dataset, cfg["paths"]["data_dir"], cache_dir=cfg["paths"]["cache_dir"],
+                      offline=cfg["data"]["offline"], lock=cc.lock_file(cfg) or True,
+                      allow_modified=cc.allow_modified_data(cfg, dataset))
+    write_contexts(path, build_contexts(ds.y_train, dataset=ds.name, archive=ds.archive,
+                                        protocols=cfg["protocols"], class_labels=ds.classes))
+
+
 def _aggregate(args: argparse.Namespace) -> int:
     from chorustic import config as cc
-    from chorustic.evaluation.aggregate import collect_runs, write_accuracies
-    from chorustic.evaluation.snakemake_glue import expected_jobs, fingerprints, method_metadata
+    from chorustic.evaluation.aggregate import (
+        collect_configured,
+        collect_runs,
+        method_metadata,
+        write_accuracies,
+    )
     from chorustic.methods import discover
 
     cfg = cc.load_config(args.config)
+    results_dir = args.results_dir or cfg["paths"]["results_dir"]
     disc = discover()
     # With --config: every job that configuration expects (a missing or unreadable one is listed as failed)
     # and the current fingerprints (results made with other parameters or code are stale); without: every
     # manifest found.
-    jobs = expected_jobs(cfg, args.results_dir) if args.config else None
-    got = collect_runs(args.results_dir, jobs, metadata=method_metadata(cfg, disc),
-                       fingerprints=fingerprints(cfg, disc) if args.config else None)
-    out = args.out or str(Path(args.results_dir) / "accuracies.csv")
+    if args.config:
+        got = collect_configured(cfg, results_dir, discovery=disc)
+    else:
+        got = collect_runs(results_dir, None, metadata=method_metadata(cfg, disc))
+    out = args.out or str(Path(results_dir) / "accuracies.csv")
     write_accuracies(got.table, out)
     n_jobs = len({(r.method, r.dataset) for r in got.table.itertuples()})
     print(f"{len(got.table)} runs of {n_jobs} jobs -> {out}")

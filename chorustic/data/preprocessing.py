@@ -4,8 +4,7 @@
   are never flattened, concatenated or selected.
 * **Missing values -> 0**, before any interpolation (:func:`fill_missing`).
 * **Linear interpolation to** ``L0 = 512`` along time with ``align_corners=False`` semantics
-  (:func:`resample_linear`), giving the same numbers as
-  ``torch.nn.functional.interpolate(x, size=L0, mode="linear", align_corners=False)``; a
+  (:func:`chorustic.resampling.resample_linear`, the resampler every component uses); a
   variable-length dataset has each series resampled from its own length.
 * **Labels** encoded to ``0..K-1`` by an encoder fitted on the training split and reused on the
   test split (:func:`encode_labels`); a test label unseen in training is an error.
@@ -19,6 +18,7 @@ from typing import Sequence
 import numpy as np
 
 from chorustic.data.errors import UnseenLabelError
+from chorustic.resampling import linear_weights, resample_linear  # the one App. C.2 resampler
 
 __all__ = [
     "MODEL_LENGTH",
@@ -37,48 +37,6 @@ MODEL_LENGTH = 512
 #: ``"header"``: the order of the ``@classLabel`` header (the authors' UEA reader), labels absent
 #: from the header appended in sorted order.
 LABEL_ORDERS = ("sorted", "header")
-
-
-def linear_weights(in_length: int, out_length: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Source indices ``i0, i1`` and weight ``w1`` of linear interpolation, ``align_corners=False``.
-
-    Output position ``j`` samples the input at ``s = max((j + 0.5) * in/out - 0.5, 0)``:
-    ``y[j] = (1 - w1) * x[i0] + w1 * x[i1]`` with ``i0 = floor(s)``, ``i1 = min(i0 + 1, in - 1)``,
-    ``w1 = s - i0`` (PyTorch's ``upsample_linear1d`` rule, including the clamp at the left edge).
-    """
-    if in_length < 1 or out_length < 1:
-        raise ValueError(f"lengths must be positive, got in={in_length}, out={out_length}")
-    scale = in_length / out_length
-    src = (np.arange(out_length, dtype=np.float64) + 0.5) * scale - 0.5
-    src = np.maximum(src, 0.0)
-    i0 = np.floor(src).astype(np.int64)
-    i0 = np.minimum(i0, in_length - 1)
-    i1 = np.minimum(i0 + 1, in_length - 1)
-    w1 = src - i0
-    return i0, i1, w1
-
-
-def resample_linear(x: np.ndarray, length: int) -> np.ndarray:
-    """Linearly interpolate the last axis of ``x`` to ``length`` (``align_corners=False``).
-
-    Works on any leading shape; computes in float64 (float32 input is upcast) and returns float64
-    for float64 input, float32 for float32 input. ``length == x.shape[-1]`` returns a copy.
-    """
-    x = np.asarray(x)
-    if x.ndim == 0:
-        raise ValueError("resample_linear needs an array with a time axis")
-    if not np.issubdtype(x.dtype, np.floating):
-        x = x.astype(np.float64)
-    n = x.shape[-1]
-    if n == 0:
-        raise ValueError("cannot resample an empty series (length 0)")
-    out_dtype = x.dtype
-    if n == length:
-        return x.copy()
-    i0, i1, w1 = linear_weights(n, length)
-    xf = x.astype(np.float64, copy=False)
-    y = xf[..., i0] * (1.0 - w1) + xf[..., i1] * w1
-    return y.astype(out_dtype, copy=False)
 
 
 def fill_missing(x: np.ndarray, value: float = 0.0) -> np.ndarray:

@@ -33,21 +33,26 @@ from typing import Any, Callable, Iterable
 
 import pandas as pd
 
+from chorustic.evaluation.integrity import checksum_path
+from chorustic import config as cc
 from chorustic.io import atomic_open, atomic_write_text, sha256_file
+from chorustic.protocols.base import protocol_sort_key
 
 __all__ = [
     "COLUMNS",
     "REQUIRED_COLUMNS",
     "OPTIONAL_COLUMNS",
-    "PROTOCOL_ORDER",
+    "UNKNOWN_GROUP",
     "ManifestError",
     "ExpectedJob",
     "Collected",
     "read_manifest",
     "aggregate_manifests",
+    "collect_configured",
     "collect_runs",
+    "expected_jobs",
+    "method_metadata",
     "write_accuracies",
-    "checksum_path",
 ]
 
 #: Columns every reader needs (``chorustic report`` checks them), then the optional ones.
@@ -79,21 +84,8 @@ OPTIONAL_COLUMNS = [
 ]
 COLUMNS = REQUIRED_COLUMNS + OPTIONAL_COLUMNS
 
-PROTOCOL_ORDER = ["full", "fixed5", "fixed10", "prop20", "prop30", "prop40", "prop50", "prop60"]
-
-
 class ManifestError(ValueError):
     """A run manifest cannot be read; the message names the file and what to do."""
-
-
-def _protocol_key(p: str) -> tuple[int, str]:
-    return (PROTOCOL_ORDER.index(p), p) if p in PROTOCOL_ORDER else (len(PROTOCOL_ORDER), p)
-
-
-def checksum_path(path: str | os.PathLike) -> Path:
-    """``accuracies.csv`` -> ``accuracies.csv.sha256``."""
-    path = Path(path)
-    return path.with_name(path.name + ".sha256")
 
 
 def read_manifest(path: str | os.PathLike) -> dict[str, Any]:
@@ -167,7 +159,7 @@ def _rows(doc: dict[str, Any], metadata: dict[str, dict], relative_to) -> list[d
 def _frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     df = pd.DataFrame(rows, columns=COLUMNS)
     if len(df):
-        df["_p"] = df["protocol"].map(_protocol_key)
+        df["_p"] = df["protocol"].map(protocol_sort_key)
         df = df.sort_values(["archive", "dataset", "method", "_p", "seed"], kind="mergesort").drop(
             columns="_p"
         )
@@ -213,16 +205,9 @@ class Collected:
 
 
 def _failed_run(ctx: dict[str, Any], error: str) -> dict[str, Any]:
-    return {
-        "protocol": ctx["protocol"],
-        "family": ctx["family"],
-        "budget": ctx.get("budget"),
-        "seed": ctx["seed"],
-        "status": "failed",
-        "accuracy": None,
-        "error": error,
-        "result_file": None,
-    }
+    from chorustic.evaluation.job import run_record
+
+    return run_record(ctx, status="failed", error=error)
 
 
 def _quarantine(path: Path) -> Path | None:
@@ -353,3 +338,84 @@ def write_accuracies(df: pd.DataFrame, path: str | os.PathLike) -> None:
     with atomic_open(path, "w", encoding="utf-8", newline="") as fh:
         df.to_csv(fh, index=False, float_format=None)
     atomic_write_text(checksum_path(path), f"{sha256_file(path)}  {path.name}\n")
+
+
+# --------------------------------------------------------------------------------------------------
+# the jobs of a configuration
+
+
+#: The table group of a method whose plugin file failed to import (its metadata is unknown).
+UNKNOWN_GROUP = "Unknown (plugin failed to import)"
+
+
+def method_metadata(cfg: dict, discovery=None) -> dict[str, dict]:
+    """Display name, group, target fit and reported flag of every configured run (from the plugins)."""
+    from chorustic.methods import discover
+
+    disc = discovery if discovery is not None else discover()
+    meta = {}
+    for run in cfg["methods"]:
+        entry = cc.method_entry(cfg, run)
+        m = disc.methods.get(entry["plugin"])
+        if m is None:  # its plugin file failed to import: its runs are listed as failed, under its run name
+            meta[run] = {
+                "display_name": entry["display_name"] or run,
+                "group": UNKNOWN_GROUP,
+                "fits_on_target": False,
+                "reported": False,
+            }
+            continue
+        meta[run] = {
+            "display_name": entry["display_name"] or m.info.display_name,
+            "group": m.info.group,
+            "fits_on_target": m.info.fits_on_target,
+            "reported": m.info.reported,
+        }
+    return meta
+
+
+def expected_jobs(cfg: dict, results_dir: str | Path | None = None) -> list[ExpectedJob]:
+    """Every evaluation job of the configuration with the contexts it runs (from the dataset's context
+    file when it exists, else from the protocol settings)."""
+    from chorustic.protocols.contexts import context_specs
+
+    results = Path(results_dir if results_dir is not None else cfg["paths"]["results_dir"])
+    specs = [
+        {"protocol": s.protocol, "family": s.family, "budget": s.budget, "seed": s.seed}
+        for s in context_specs(cfg["protocols"])
+    ]
+    jobs = []
+    for method, dataset in cc.evaluation_jobs(cfg):
+        wanted = cc.method_entry(cfg, method)["protocols"]
+        contexts = specs
+        try:
+            doc = json.loads((results / "contexts" / f"{dataset}.json").read_text())
+            contexts = [{k: c[k] for k in ("protocol", "family", "budget", "seed")} for c in doc["contexts"]]
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+        contexts = [c for c in contexts if wanted is None or c["protocol"] in wanted]
+        jobs.append(ExpectedJob(method, dataset, cc.dataset_archive(dataset), tuple(contexts)))
+    return jobs
+
+
+def collect_configured(
+    cfg: dict,
+    results_dir: str | os.PathLike | None = None,
+    *,
+    discovery=None,
+    why_not_run: Callable[[ExpectedJob], str | None] | None = None,
+) -> Collected:
+    """:func:`collect_runs` for every job of the configuration, with its method metadata and the current
+    fingerprints (results made with other parameters or method code are stale)."""
+    from chorustic.evaluation.integrity import run_fingerprints
+    from chorustic.methods import discover
+
+    disc = discovery if discovery is not None else discover()
+    results = results_dir if results_dir is not None else cfg["paths"]["results_dir"]
+    return collect_runs(
+        results,
+        expected_jobs(cfg, results),
+        metadata=method_metadata(cfg, disc),
+        fingerprints=run_fingerprints(cfg, disc),
+        why_not_run=why_not_run,
+    )

@@ -29,10 +29,13 @@ from pathlib import Path
 from typing import Any
 
 from chorustic.io import sha256_file
+from chorustic.paths import REPO_ROOT
 
 __all__ = [
+    "checksum_path",
     "method_code_files",
     "run_fingerprint",
+    "run_fingerprints",
     "file_record",
     "verify_result_file",
     "manifest_problem",
@@ -106,10 +109,9 @@ def method_code_files(method: Any, plugin_file: str | os.PathLike | None = None)
 
 def _code_sha256(files: list[Path]) -> str:
     h = hashlib.sha256()
-    root = Path(__file__).resolve().parents[2]
     for f in files:
         try:
-            rel = f.relative_to(root).as_posix()
+            rel = f.relative_to(REPO_ROOT).as_posix()
         except ValueError:
             rel = f.name
         h.update(rel.encode() + b"\0" + sha256_file(f).encode() + b"\n")
@@ -134,6 +136,21 @@ def run_fingerprint(cfg: dict, run: str, discovery=None) -> str:
         files = [broken] if broken.is_file() else []
     doc = {"plugin": entry["plugin"], "params": params, "code_sha256": _code_sha256(files)}
     return json.dumps(doc, sort_keys=True, default=str, separators=(",", ":"))
+
+
+def checksum_path(path: str | os.PathLike) -> Path:
+    """``accuracies.csv`` -> ``accuracies.csv.sha256``."""
+    path = Path(path)
+    return path.with_name(path.name + ".sha256")
+
+
+def run_fingerprints(cfg: dict, discovery=None) -> dict[str, str]:
+    """:func:`run_fingerprint` of every evaluated method run of the configuration."""
+    from chorustic import config as cc
+    from chorustic.methods import discover
+
+    disc = discovery if discovery is not None else discover()
+    return {m: run_fingerprint(cfg, m, disc) for m in cc.evaluated_methods(cfg)}
 
 
 def file_record(path: str | os.PathLike) -> dict[str, Any]:
@@ -231,8 +248,6 @@ def source_problem(path: str | os.PathLike) -> str | None:
 
 def table_problem(path: str | os.PathLike) -> str | None:
     """``None`` when ``accuracies.csv`` matches the checksum the aggregate step wrote with it."""
-    from chorustic.evaluation.aggregate import checksum_path
-
     path, sums = Path(path), checksum_path(path)
     if not path.exists() or not sums.exists():
         return None
@@ -263,8 +278,6 @@ def set_aside_damaged(
     Returns one message per result moved aside. Cheap when nothing changed: files whose size and
     modification time are as recorded are not hashed.
     """
-    from chorustic.evaluation.aggregate import checksum_path
-
     messages = []
     for path in manifests:
         if Path(path).exists():

@@ -39,14 +39,34 @@ from chorustic.evaluation.integrity import file_record
 from chorustic.evaluation.results import result_path, write_result_file
 from chorustic.io import atomic_write_json
 
-__all__ = ["JobSpec", "JobFailed", "run_job", "manifest_path", "failure_record_path", "finished_manifest", "write_finished",
-           "clear_job_outputs", "MANIFEST_FORMAT", "RUN_STATUSES", "FINISHED_STATUSES"]
+__all__ = [
+    "FINISHED_STATUSES",
+    "MANIFEST_FORMAT",
+    "RUN_FIELDS",
+    "RUN_STATUSES",
+    "JobFailed",
+    "JobSpec",
+    "clear_job_outputs",
+    "failed_runs_message",
+    "failure_record_path",
+    "finished_manifest",
+    "manifest_path",
+    "run_job",
+    "run_record",
+    "write_finished",
+]
 
 MANIFEST_FORMAT = "chorustic-run/1"
 #: Outcomes of one run (one context): the vocabulary of manifests and of ``accuracies.csv``.
 RUN_STATUSES = ("ok", "failed", "ineligible", "reported")
 #: Outcomes that finish a run; a job with any other outcome is retried.
 FINISHED_STATUSES = ("ok", "ineligible", "reported")
+#: The fields of one run in a manifest (:func:`run_record`); ``result`` is the prediction file's checksum
+#: record (:func:`chorustic.evaluation.integrity.file_record`), ``extra`` what the estimator reported.
+RUN_FIELDS = (
+    "protocol", "family", "budget", "seed", "status", "accuracy", "n_context", "n_test", "n_classes",
+    "fit_time_s", "predict_time_s", "peak_memory_mb", "error", "result_file", "result", "extra",
+)
 
 
 class JobFailed(RuntimeError):
@@ -86,6 +106,44 @@ class JobSpec:
     def from_dict(cls, d: dict[str, Any]) -> "JobSpec":
         return cls(**d)
 
+    @classmethod
+    def from_config(
+        cls,
+        cfg: dict,
+        method: str,
+        dataset: str,
+        *,
+        contexts_file: str | os.PathLike,
+        n_jobs: int = 1,
+        fingerprint: str | None = None,
+    ) -> "JobSpec":
+        """The job of method run ``method`` on ``dataset`` under a (validated) configuration."""
+        from chorustic import config as cc
+
+        entry = cc.method_entry(cfg, method)
+        ev = cfg["evaluation"]
+        return cls(
+            method=method,
+            plugin=entry["plugin"],
+            dataset=dataset,
+            archive=cc.dataset_archive(dataset),
+            results_dir=cfg["paths"]["results_dir"],
+            contexts_file=str(contexts_file),
+            data_dir=cfg["paths"]["data_dir"],
+            cache_dir=cfg["paths"]["cache_dir"],
+            params=cc.resolved_params(cfg, method),
+            display_name=entry["display_name"],
+            protocols=entry["protocols"],
+            device=ev.get("device", "auto"),
+            n_jobs=int(n_jobs),
+            fail_fast=bool(ev.get("fail_fast", False)),
+            offline=bool(cfg["data"]["offline"]),
+            lock_file=cc.lock_file(cfg),
+            allow_modified_data=cc.allow_modified_data(cfg, dataset),
+            fingerprint=fingerprint,
+            portable_numerics=bool(ev.get("portable_numerics", True)),
+        )
+
 
 def manifest_path(results_dir: str | os.PathLike, method: str, dataset: str) -> Path:
     return Path(results_dir) / "runs" / method / f"{dataset}.json"
@@ -118,6 +176,20 @@ def write_finished(results_dir: str | os.PathLike, manifest: dict[str, Any]) -> 
     atomic_write_json(target, manifest)
     other.unlink(missing_ok=True)
     return target
+
+
+def failed_runs_message(manifest: dict[str, Any], results_dir: str | os.PathLike) -> str | None:
+    """None when every run of the manifest finished; else one message naming the failures."""
+    failed = [r for r in manifest["runs"] if r.get("status") not in FINISHED_STATUSES]
+    if not failed:
+        return None
+    first = failed[0]
+    where = failure_record_path(results_dir, manifest["method"], manifest["dataset"])
+    return (
+        f"{manifest['method']}/{manifest['dataset']}: {len(failed)} of {len(manifest['runs'])} runs failed, "
+        f"e.g. {first['protocol']} seed {first['seed']}: {first.get('error')}. Recorded in {where}; the tables "
+        "list them as missing runs and the next `snakemake` retries this job."
+    )
 
 
 def clear_job_outputs(results_dir: str | os.PathLike, method: str, dataset: str) -> list[Path]:
@@ -199,25 +271,17 @@ def _select(X: Any, idx: np.ndarray) -> Any:
     return X[idx]
 
 
-def _run_record(spec_ctx, entry: dict, **fields: Any) -> dict[str, Any]:
-    rec = {
-        "protocol": spec_ctx.protocol,
-        "family": spec_ctx.family,
-        "budget": spec_ctx.budget,
-        "seed": spec_ctx.seed,
-        "status": None,
-        "accuracy": None,
-        "n_context": entry.get("n_context"),
-        "n_test": None,
-        "n_classes": None,
-        "fit_time_s": None,
-        "predict_time_s": None,
-        "peak_memory_mb": None,
-        "error": None,
-        "result_file": None,
-        "result": None,
-        "extra": {},
-    }
+def run_record(context: Any, **fields: Any) -> dict[str, Any]:
+    """One run (one context) of a manifest, every field of :data:`RUN_FIELDS`: the context's protocol,
+    family, budget and seed (``context``: a :class:`~chorustic.protocols.ContextSpec` or a dict with
+    those keys), then ``fields``; the rest None (``extra``: an empty dict)."""
+    ctx = context if isinstance(context, dict) else dataclasses.asdict(context)
+    unknown = sorted(set(fields) - set(RUN_FIELDS))
+    if unknown:
+        raise ValueError(f"unknown run field(s) {unknown}; a run has {RUN_FIELDS}")
+    rec: dict[str, Any] = dict.fromkeys(RUN_FIELDS)
+    rec["extra"] = {}
+    rec.update({k: ctx.get(k) for k in ("protocol", "family", "budget", "seed")})
     rec.update(fields)
     return rec
 
@@ -230,6 +294,7 @@ def run_job(spec: JobSpec, *, resume: bool = False, log=None) -> dict[str, Any]:
     died (out of memory, time limit) after recording the context that killed it.
     """
     from chorustic.methods import MethodNotReady, ReportedMethod, discover
+    from chorustic.protocols import ContextSpec, parse_protocol_id
     from chorustic.protocols.contexts import iter_contexts, read_contexts
 
     log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
@@ -281,22 +346,11 @@ def run_job(spec: JobSpec, *, resume: bool = False, log=None) -> dict[str, Any]:
         table = method.reported_accuracies(**params)
         rows = table[table["dataset"] == spec.dataset]
         for row in rows.itertuples(index=False):
-            from chorustic.protocols.base import parse_protocol_id
-
-            family, budget = parse_protocol_id(row.protocol)
-            manifest["runs"].append({
-                "protocol": row.protocol, "family": family, "budget": budget, "seed": int(row.seed),
-                "status": "reported", "accuracy": float(row.accuracy), "n_context": None, "n_test": None,
-                "n_classes": None, "fit_time_s": None, "predict_time_s": None, "peak_memory_mb": None,
-                "error": None, "result_file": None, "extra": {},
-            })
+            ctx = ContextSpec(row.protocol, *parse_protocol_id(row.protocol), int(row.seed))
+            manifest["runs"].append(run_record(ctx, status="reported", accuracy=float(row.accuracy)))
         if not manifest["runs"]:
-            manifest["runs"].append({
-                "protocol": "full", "family": "full", "budget": None, "seed": 0, "status": "failed",
-                "accuracy": None, "n_context": None, "n_test": None, "n_classes": None, "fit_time_s": None,
-                "predict_time_s": None, "peak_memory_mb": None, "error": "no reported accuracy for this dataset",
-                "result_file": None, "extra": {},
-            })
+            manifest["runs"].append(run_record(ContextSpec("full", "full", None, 0), status="failed",
+                                               error="no reported accuracy for this dataset"))
         manifest["finished"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
         write_finished(results_dir, manifest)
         return manifest
@@ -327,12 +381,13 @@ def run_job(spec: JobSpec, *, resume: bool = False, log=None) -> dict[str, Any]:
         if (ctx.protocol, ctx.seed) in done:
             continue
         if entry["status"] == "ineligible":
-            manifest["runs"].append(_run_record(ctx, entry, status="ineligible", error=entry.get("reason"),
-                                                n_test=len(ds.y_test), n_classes=n_classes))
+            manifest["runs"].append(run_record(ctx, status="ineligible", error=entry.get("reason"),
+                                               n_context=entry.get("n_context"), n_test=len(ds.y_test),
+                                               n_classes=n_classes))
             continue
         if not_ready is not None:
-            manifest["runs"].append(_run_record(ctx, entry, status="failed", error=not_ready,
-                                                n_test=len(ds.y_test), n_classes=n_classes))
+            manifest["runs"].append(run_record(ctx, status="failed", error=not_ready, n_context=entry.get("n_context"),
+                                               n_test=len(ds.y_test), n_classes=n_classes))
             continue
         idx = np.asarray(entry["indices"], dtype=np.int64)
         out = result_path(results_dir, ctx.protocol, spec.method, spec.dataset, ctx.seed)
@@ -359,10 +414,10 @@ def run_job(spec: JobSpec, *, resume: bool = False, log=None) -> dict[str, Any]:
                 fit_time_s=t1 - t0, predict_time_s=t2 - t1, memory_bytes=int(peak * 1024 * 1024),
                 info=info_line, description=f"protocol={ctx.protocol}",
             )
-            rec = _run_record(ctx, entry, status="ok", accuracy=acc, n_test=len(ds.y_test), n_classes=n_classes,
-                              fit_time_s=round(t1 - t0, 4), predict_time_s=round(t2 - t1, 4),
-                              peak_memory_mb=round(peak, 1), result_file=str(out), extra=extra,
-                              result=file_record(out))
+            rec = run_record(ctx, status="ok", accuracy=acc, n_context=entry.get("n_context"), n_test=len(ds.y_test),
+                             n_classes=n_classes, fit_time_s=round(t1 - t0, 4), predict_time_s=round(t2 - t1, 4),
+                             peak_memory_mb=round(peak, 1), result_file=str(out), extra=extra,
+                             result=file_record(out))
             log(f"{tag} accuracy {acc:.4f} (fit {t1 - t0:.1f}s, predict {t2 - t1:.1f}s)")
         except Exception as exc:  # one failing context never stops the others
             if spec.fail_fast:
@@ -373,8 +428,8 @@ def run_job(spec: JobSpec, *, resume: bool = False, log=None) -> dict[str, Any]:
             log(f"{tag} FAILED: {reason}\n{traceback.format_exc()}")
             if out.exists():
                 out.unlink()
-            rec = _run_record(ctx, entry, status="failed", error=reason, n_test=len(ds.y_test),
-                              n_classes=n_classes)
+            rec = run_record(ctx, status="failed", error=reason, n_context=entry.get("n_context"),
+                             n_test=len(ds.y_test), n_classes=n_classes)
         finally:
             estimator = None  # noqa: F841 - release the model before the next context
             gc.collect()

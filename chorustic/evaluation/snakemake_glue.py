@@ -1,5 +1,4 @@
-"""The functions the workflow calls (``workflow/scripts/*.py``, the Snakefile's ``onerror``): Snakemake
-objects in, package calls out.
+"""The Snakefile's ``onerror`` handler: the tables after a failed run (the rules call the ``chorustic`` CLI).
 
 Failure semantics of the workflow (README, "When something goes wrong"):
 
@@ -21,190 +20,12 @@ import subprocess
 import sys
 import traceback
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 from chorustic import config as cc
-from chorustic.evaluation.aggregate import Collected, ExpectedJob, collect_runs, write_accuracies
-from chorustic.evaluation.job import FINISHED_STATUSES, JobFailed, JobSpec, failure_record_path, run_job
-from chorustic.evaluation.supervisor import run_supervised
-from chorustic.resources import worker_limits
+from chorustic.evaluation.aggregate import Collected, ExpectedJob, collect_configured, write_accuracies
 
-__all__ = [
-    "JobFailed",
-    "job_spec",
-    "expected_jobs",
-    "evaluate_from_snakemake",
-    "aggregate_from_snakemake",
-    "tables_after_failure",
-    "method_metadata",
-    "run_script",
-]
-
-
-#: The table group of a method whose plugin file failed to import (its metadata is unknown).
-UNKNOWN_GROUP = "Unknown (plugin failed to import)"
-
-
-def job_spec(
-    cfg: dict,
-    method: str,
-    dataset: str,
-    *,
-    contexts_file: str,
-    n_jobs: int = 1,
-    fingerprint: str | None = None,
-) -> JobSpec:
-    entry = cc.method_entry(cfg, method)
-    return JobSpec(
-        method=method,
-        plugin=entry["plugin"],
-        dataset=dataset,
-        archive=cc.dataset_archive(dataset),
-        results_dir=cfg["paths"]["results_dir"],
-        contexts_file=str(contexts_file),
-        data_dir=cfg["paths"]["data_dir"],
-        cache_dir=cfg["paths"]["cache_dir"],
-        params=cc.resolved_params(cfg, method),
-        display_name=entry["display_name"],
-        protocols=entry["protocols"],
-        device=cfg["evaluation"].get("device", "auto"),
-        n_jobs=int(n_jobs),
-        fail_fast=bool(cfg["evaluation"].get("fail_fast", False)),
-        offline=bool(cfg["data"]["offline"]),
-        lock_file=cc.lock_file(cfg),
-        allow_modified_data=cc.allow_modified_data(cfg, dataset),
-        fingerprint=fingerprint,
-        portable_numerics=bool(cfg["evaluation"].get("portable_numerics", True)),
-    )
-
-
-def failed_runs_message(manifest: dict[str, Any], results_dir: str) -> str | None:
-    """None when every run of the manifest finished; else one message naming the failures."""
-    failed = [r for r in manifest["runs"] if r.get("status") not in FINISHED_STATUSES]
-    if not failed:
-        return None
-    first = failed[0]
-    where = failure_record_path(results_dir, manifest["method"], manifest["dataset"])
-    return (
-        f"{manifest['method']}/{manifest['dataset']}: {len(failed)} of {len(manifest['runs'])} runs failed, "
-        f"e.g. {first['protocol']} seed {first['seed']}: {first.get('error')}. Recorded in {where}; the tables "
-        "list them as missing runs and the next `snakemake` retries this job."
-    )
-
-
-def evaluate_from_snakemake(smk: Any) -> None:
-    cfg = smk.config
-    spec = job_spec(
-        cfg,
-        smk.wildcards.method,
-        smk.wildcards.dataset,
-        contexts_file=smk.input.contexts,
-        n_jobs=smk.threads,
-        fingerprint=smk.params.fingerprint,
-    )
-    ev = cfg["evaluation"]
-    if ev.get("isolate", True):
-        enforce = ev.get("enforce_limits", True)
-        # the worker's share of the job's memory and time (chorustic.resources.worker_limits)
-        mem_mb, runtime_min = worker_limits(float(smk.resources.mem_mb), float(smk.resources.runtime))
-        manifest = run_supervised(
-            spec,
-            mem_mb=mem_mb if enforce else None,
-            runtime_min=runtime_min if enforce else None,
-            threads=int(smk.threads),
-            log_file=sys.stdout,
-        )
-    else:
-        manifest = run_job(spec)
-    message = failed_runs_message(manifest, spec.results_dir)
-    if message:
-        raise JobFailed(message)
-    out = Path(smk.output[0])
-    if not out.exists():
-        raise JobFailed(f"evaluation of {spec.method} on {spec.dataset} finished without writing {out}")
-
-
-def method_metadata(cfg: dict, discovery=None) -> dict[str, dict]:
-    """Display name, group, target fit and reported flag of every configured run (from the plugins)."""
-    from chorustic.methods import discover
-
-    disc = discovery if discovery is not None else discover()
-    meta = {}
-    for run in cfg["methods"]:
-        entry = cc.method_entry(cfg, run)
-        m = disc.methods.get(entry["plugin"])
-        if m is None:  # its plugin file failed to import: its runs are listed as failed, under its run name
-            meta[run] = {
-                "display_name": entry["display_name"] or run,
-                "group": UNKNOWN_GROUP,
-                "fits_on_target": False,
-                "reported": False,
-            }
-            continue
-        meta[run] = {
-            "display_name": entry["display_name"] or m.info.display_name,
-            "group": m.info.group,
-            "fits_on_target": m.info.fits_on_target,
-            "reported": m.info.reported,
-        }
-    return meta
-
-
-def expected_jobs(cfg: dict, results_dir: str | Path | None = None) -> list[ExpectedJob]:
-    """Every evaluation job of the configuration with the contexts it runs (from the dataset's context
-    file when it exists, else from the protocol settings)."""
-    from chorustic.protocols.contexts import context_specs
-
-    results = Path(results_dir if results_dir is not None else cfg["paths"]["results_dir"])
-    specs = [
-        {"protocol": s.protocol, "family": s.family, "budget": s.budget, "seed": s.seed}
-        for s in context_specs(cfg["protocols"])
-    ]
-    jobs = []
-    for method, dataset in cc.evaluation_jobs(cfg):
-        wanted = cc.method_entry(cfg, method)["protocols"]
-        contexts = specs
-        try:
-            import json
-
-            doc = json.loads((results / "contexts" / f"{dataset}.json").read_text())
-            contexts = [{k: c[k] for k in ("protocol", "family", "budget", "seed")} for c in doc["contexts"]]
-        except (OSError, ValueError, KeyError, TypeError):
-            pass
-        contexts = [c for c in contexts if wanted is None or c["protocol"] in wanted]
-        jobs.append(ExpectedJob(method, dataset, cc.dataset_archive(dataset), tuple(contexts)))
-    return jobs
-
-
-def fingerprints(cfg: dict, discovery=None) -> dict[str, str]:
-    from chorustic.evaluation.integrity import run_fingerprint
-    from chorustic.methods import discover
-
-    disc = discovery if discovery is not None else discover()
-    return {m: run_fingerprint(cfg, m, disc) for m in cc.evaluated_methods(cfg)}
-
-
-def _collect(cfg: dict, why_not_run: Callable[[ExpectedJob], str] | None = None) -> Collected:
-    from chorustic.methods import discover
-
-    disc = discover()
-    return collect_runs(
-        cfg["paths"]["results_dir"],
-        expected_jobs(cfg),
-        metadata=method_metadata(cfg, disc),
-        fingerprints=fingerprints(cfg, disc),
-        why_not_run=why_not_run,
-    )
-
-
-def aggregate_from_snakemake(smk: Any) -> None:
-    got = _collect(smk.config)
-    if got.problems:  # every job finished, so something changed under the manifests since
-        raise JobFailed("results that cannot be aggregated:\n  " + "\n  ".join(got.problems))
-    write_accuracies(got.table, smk.output[0])
-    df = got.table
-    counts = df.groupby(["method", "status"]).size().unstack(fill_value=0) if len(df) else df
-    print(f"{len(df)} runs from {len(smk.input)} manifests\n{counts}")
+__all__ = ["tables_after_failure"]
 
 
 def _reason_line(path: Path) -> str:
@@ -273,7 +94,7 @@ def tables_after_failure(
     out = out or sys.stderr
     results = Path(cfg["paths"]["results_dir"])
     try:
-        got = _collect(cfg, _why_not_run(cfg, steps, evaluate_log))
+        got = collect_configured(cfg, why_not_run=_why_not_run(cfg, steps, evaluate_log))
         table = results / "accuracies.csv"
         write_accuracies(got.table, table)
     except Exception:  # never hide the original failure behind one of this handler
@@ -306,31 +127,3 @@ def tables_after_failure(
     )
     print("\n".join(lines), file=out)
     return got
-
-
-def run_script(smk: Any, func: Callable[[Any], None]) -> None:
-    """Run a workflow script's function with stdout and stderr in the rule's log; on failure the traceback
-    (or the one-line reason of a :class:`JobFailed`) is written to the log before it is closed, one line
-    goes to the console, and the job exits with status 1."""
-    console = sys.stderr
-    code, summary = 0, ""
-    with open(smk.log[0], "w") as log:
-        sys.stdout = sys.stderr = log
-        try:
-            func(smk)
-        except JobFailed as exc:
-            code, summary = 1, str(exc)
-            print(f"FAILED: {exc}", file=log)
-        except BaseException as exc:  # noqa: BLE001 - the traceback must reach the log, whatever it is
-            code = 1
-            traceback.print_exc(file=log)
-            summary = f"{type(exc).__name__}: {exc}"
-        finally:
-            log.flush()
-            sys.stdout, sys.stderr = sys.__stdout__, console
-    if code:
-        print(
-            f"chorustic ({smk.rule}): {summary.splitlines()[0] if summary else 'failed'} (log: {smk.log[0]})",
-            file=console,
-        )
-        sys.exit(code)

@@ -36,11 +36,13 @@ from chorustic.evaluation.job import (
     finished_manifest,
     manifest_path,
     progress_path,
+    run_job,
+    run_record,
     write_finished,
 )
 from chorustic.io import atomic_write_json
 
-__all__ = ["run_supervised", "thread_env", "JobInterrupted"]
+__all__ = ["run_evaluation", "run_supervised", "thread_env", "JobInterrupted"]
 
 _POLL_S = 0.5
 _PR_SET_PDEATHSIG = 1
@@ -228,12 +230,9 @@ def run_supervised(
             # every remaining context at once; a kill (memory, signal) blames only the context it hit.
             victims = pending if (timed_out or job_level_error) else pending[:1]
             for entry in victims:
-                state["runs"].append({
-                    "protocol": entry["protocol"], "family": entry["family"], "budget": entry["budget"],
-                    "seed": entry["seed"], "status": "failed", "accuracy": None, "n_context": entry.get("n_context"),
-                    "n_test": None, "n_classes": None, "fit_time_s": None, "predict_time_s": None,
-                    "peak_memory_mb": None, "error": reason, "result_file": None, "extra": {},
-                })
+                state["runs"].append(
+                    run_record(entry, status="failed", error=reason, n_context=entry.get("n_context"))
+                )
             atomic_write_json(prog, state)
             if timed_out or len(victims) == len(pending):
                 break
@@ -251,6 +250,30 @@ def run_supervised(
         error_file.unlink(missing_ok=True)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def run_evaluation(
+    spec: JobSpec,
+    evaluation: dict[str, Any],
+    *,
+    job_mem_mb: float | None = None,
+    job_runtime_min: float | None = None,
+    threads: int = 1,
+) -> dict[str, Any]:
+    """One evaluate job as the configuration's ``evaluation`` settings say: in a supervised worker
+    (``isolate``, default) whose memory and time are the job's ``job_mem_mb`` / ``job_runtime_min``
+    minus what the job's other processes need (:func:`chorustic.resources.worker_limits`, enforced
+    when ``enforce_limits``, default), or in this process."""
+    from chorustic.resources import worker_limits
+
+    if not evaluation.get("isolate", True):
+        return run_job(spec)
+    mem_mb = runtime_min = None
+    if evaluation.get("enforce_limits", True):
+        inf = float("inf")
+        mem, minutes = worker_limits(job_mem_mb or inf, job_runtime_min or inf)
+        mem_mb, runtime_min = (mem if job_mem_mb else None), (minutes if job_runtime_min else None)
+    return run_supervised(spec, mem_mb=mem_mb, runtime_min=runtime_min, threads=threads)
 
 
 def _in_main_thread() -> bool:

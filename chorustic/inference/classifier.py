@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -47,16 +48,23 @@ def clear_model_cache() -> None:
 
 
 def _cached_model(checkpoint, hparams_json, device: str):
-    """Load (once per process and file) the model behind ``checkpoint``."""
-    from chorustic.model.checkpoint import load_model, resolve_checkpoint
+    """Load (once per process and file) the model behind ``checkpoint``.
 
-    path = resolve_checkpoint(checkpoint)
+    ``checkpoint`` / ``hparams_json``: local files as :class:`~pathlib.Path` (what the ``chorustic``
+    plugin passes: it resolved them where the method is built) are read as they are; a string is a
+    spec (a path or ``hf://...``), resolved here.
+    """
+    from chorustic.model.checkpoint import load_model_file, resolve_checkpoint
+
+    path = checkpoint if isinstance(checkpoint, Path) else resolve_checkpoint(checkpoint)
+    if isinstance(hparams_json, str):
+        hparams_json = resolve_checkpoint(hparams_json)
     st = path.stat()
     key = (str(path.resolve()), st.st_size, st.st_mtime_ns, str(hparams_json), device)
     with _CACHE_LOCK:
         model = _MODEL_CACHE.get(key)
         if model is None:
-            model = load_model(path, hparams_json).to(device).eval()
+            model = load_model_file(path, hparams_json).to(device).eval()
             _MODEL_CACHE.clear()  # keep one model in memory
             _MODEL_CACHE[key] = model
     return model
@@ -69,7 +77,8 @@ class ChorusTICClassifier(ClassifierMixin, BaseEstimator):
     ----------
     checkpoint : str or path
         A local checkpoint (our ``.safetensors`` format or the released ``ChorusTIC.ckpt``) or an
-        ``hf://OWNER/REPO/FILE`` spec; default: the released model.
+        ``hf://OWNER/REPO/FILE`` spec; default: the released model. A :class:`~pathlib.Path` is a local
+        file read as it is; a string is resolved (:func:`chorustic.hub.resolve_checkpoint`) at ``fit``.
     hparams_json : str, path or dict, optional
         ``model_hparams_latest.json`` of a released-format checkpoint (default: found next to it).
     model : ChorusTIC, optional

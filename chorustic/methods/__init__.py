@@ -2,15 +2,15 @@
 
 from chorustic.methods.base import (
     GROUPS,
-    CostModel,
     INPUT_KINDS,
+    CostModel,
     Estimator,
     Method,
     MethodInfo,
     MethodNotReady,
     ReportedMethod,
 )
-from chorustic.methods.registry import Discovery, default_plugin_dir, discover, register
+from chorustic.methods.registry import Discovery, default_plugin_dir, discover, import_plugin_module, register
 
 __all__ = [
     "GROUPS",
@@ -24,5 +24,6 @@ __all__ = [
     "Discovery",
     "default_plugin_dir",
     "discover",
+    "import_plugin_module",
     "register",
 ]

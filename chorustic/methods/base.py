@@ -28,14 +28,16 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+import inspect
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
-from chorustic.resources import CostModel, JobSize
+from chorustic.methods.cost import CostModel, JobSize
 
 __all__ = [
+    "HARNESS_KEYWORDS",
     "CostModel",
     "GROUPS",
     "INPUT_KINDS",
@@ -44,6 +46,7 @@ __all__ = [
     "ReportedMethod",
     "Estimator",
     "MethodNotReady",
+    "estimator_defaults",
 ]
 
 #: Table groups, as in the paper's tables, plus the classical state of the art.
@@ -99,11 +102,69 @@ class Estimator(Protocol):
     def get_params(self, deep: bool = True) -> dict: ...
 
 
-class Method(abc.ABC):
-    """Base class of a runnable method plugin. Subclass, set ``info``, implement ``build``."""
+#: Estimator constructor keywords the harness sets itself (the run's seed, device and threads) or leaves
+#: at their defaults: never method parameters.
+HARNESS_KEYWORDS = ("random_state", "seed", "device", "n_jobs", "verbose", "progress")
+
+
+def estimator_defaults(estimator: type, exclude: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The constructor parameters of ``estimator`` with their defaults, except the harness' keywords
+    (:data:`HARNESS_KEYWORDS`) and ``exclude``: a plugin's parameters, written once, in the estimator."""
+    out = {}
+    for name, p in inspect.signature(estimator.__init__).parameters.items():
+        if name == "self" or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        if name in HARNESS_KEYWORDS or name in exclude:
+            continue
+        out[name] = None if p.default is inspect.Parameter.empty else p.default
+    return out
+
+
+class _Parametrised:
+    """The parameters of a plugin: ``default_params`` updated with a config's ``params``."""
 
     info: ClassVar[MethodInfo]
-    #: Default keyword parameters of ``build``; config ``params`` override them.
+    default_params: ClassVar[dict[str, Any]] = {}
+
+    def params(self, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Default parameters updated with ``overrides`` (unknown keys are an error)."""
+        merged = dict(self.default_params)
+        for key, value in (overrides or {}).items():
+            if key not in merged:
+                raise ValueError(
+                    f"method {self.info.name!r} has no parameter {key!r}; "
+                    f"known parameters: {sorted(merged) or 'none'}"
+                )
+            merged[key] = value
+        self.validate(merged)
+        return merged
+
+    def validate(self, params: dict[str, Any]) -> None:
+        """Raise ValueError naming a parameter whose value the method cannot use (default: no check).
+        Called by :meth:`params`, so a bad value in the config stops the workflow before any job runs."""
+
+
+class Method(_Parametrised, abc.ABC):
+    """Base class of a runnable method plugin: metadata (``info``) plus one estimator.
+
+    The short form: set ``info`` and ``estimator`` (an sklearn-style class, usually derived from
+    :class:`chorustic.methods.estimators.ContractClassifier`). The method's parameters are then the
+    estimator's constructor parameters with their defaults (:func:`estimator_defaults`), and
+    :meth:`build` makes the estimator with the config's values, the seed (``random_state`` or
+    ``seed``), ``device`` and ``n_jobs``. A plugin whose estimator needs local files (weights, a
+    checkout) computes them from the parameters in :meth:`resolve`. ``build`` can also be written by
+    hand (then ``default_params`` lists the parameters).
+    """
+
+    info: ClassVar[MethodInfo]
+    #: The estimator class :meth:`build` makes (None: the plugin writes ``build`` itself).
+    estimator: ClassVar[type | None] = None
+    #: Estimator keywords the plugin fixes (not parameters a config can set), e.g. which backbone.
+    fixed_params: ClassVar[dict[str, Any]] = {}
+    #: Parameters besides the estimator's own: inputs of :meth:`resolve` (a revision, a file name).
+    extra_params: ClassVar[dict[str, Any]] = {}
+    #: Default keyword parameters of ``build``; config ``params`` override them. Derived from
+    #: ``estimator`` (and ``extra_params``) when the plugin does not list them.
     default_params: ClassVar[dict[str, Any]] = {}
     #: Default resources of one evaluate job (one method on one dataset, every protocol context), in
     #: Snakemake terms; the config may override them per method. ``runtime`` is in minutes, ``gpu``
@@ -120,6 +181,14 @@ class Method(abc.ABC):
     #: the upper bounds, what the largest datasets of the archives need.
     cost: ClassVar[CostModel] = CostModel()
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "default_params" not in cls.__dict__ and cls.estimator is not None:
+            cls.default_params = {
+                **estimator_defaults(cls.estimator, exclude=tuple(cls.fixed_params)),
+                **cls.extra_params,
+            }
+
     def job_cost(self, size: JobSize, **params: Any) -> tuple[float, float]:
         """(peak memory in MB, time in s) of one evaluate job of ``size`` run with ``params``.
 
@@ -127,41 +196,46 @@ class Method(abc.ABC):
         """
         return self.cost.estimate(size)
 
-    def params(self, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Default parameters updated with ``overrides`` (unknown keys are an error)."""
-        merged = dict(self.default_params)
-        for key, value in (overrides or {}).items():
-            if key not in merged:
-                raise ValueError(
-                    f"method {self.info.name!r} has no parameter {key!r}; "
-                    f"known parameters: {sorted(merged) or 'none'}"
-                )
-            merged[key] = value
-        return merged
+    @property
+    def label(self) -> str:
+        """``"Display name (name)"``: how messages name the method."""
+        return f"{self.info.display_name} ({self.info.name})"
 
-    @abc.abstractmethod
+    def resolve(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Estimator keywords computed from the merged ``params``: where the run's weights and code are on
+        this machine (local paths). The one place a plugin turns a parameter into a file; raises
+        :class:`MethodNotReady` naming what is missing and how to provide it. Default: nothing."""
+        return {}
+
     def build(self, *, seed: int, device: str = "cpu", n_jobs: int = 1, **params: Any) -> Estimator:
-        """Return a fresh, unfitted estimator."""
+        """Return a fresh, unfitted estimator (the default makes :attr:`estimator`, see the class docstring)."""
+        if self.estimator is None:
+            raise NotImplementedError(f"{type(self).__name__} sets no `estimator` and does not implement build()")
+        p = self.params(params)
+        accepted = inspect.signature(self.estimator.__init__).parameters
+        kwargs = {k: v for k, v in p.items() if k in accepted}
+        kwargs.update(self.fixed_params)
+        kwargs.update(self.resolve(p))
+        seed_kw = "random_state" if "random_state" in accepted else "seed" if "seed" in accepted else None
+        harness = {seed_kw: int(seed), "device": device, "n_jobs": n_jobs}
+        kwargs.update({k: v for k, v in harness.items() if k in accepted})
+        return self.estimator(**kwargs)
 
     def check_ready(self, **params: Any) -> None:
-        """Raise :class:`MethodNotReady` if weights, checkouts or packages are missing."""
+        """Raise :class:`MethodNotReady` if weights, checkouts or packages are missing (default: what
+        :meth:`resolve` finds missing)."""
+        self.resolve(self.params(params))
 
     def fetch_weights(self, **params: Any) -> list[Path]:
         """Download and verify what the method needs (on a connected machine); return the paths."""
         return []
 
 
-class ReportedMethod(abc.ABC):
+class ReportedMethod(_Parametrised, abc.ABC):
     """A method that is never run: its per-dataset accuracies come from a CSV.
 
     Carried through every table and figure, always marked "reported, not reproduced".
     """
-
-    info: ClassVar[MethodInfo]
-    default_params: ClassVar[dict[str, Any]] = {}
-
-    def params(self, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
-        return Method.params(self, overrides)  # type: ignore[arg-type]
 
     @abc.abstractmethod
     def reported_accuracies(self, **params: Any):

@@ -26,7 +26,15 @@ import numpy as np
 
 from chorustic.methods.base import GROUPS, INPUT_KINDS, Method, MethodNotReady, ReportedMethod
 
-__all__ = ["Clause", "ContractRun", "check_method", "estimator_clauses", "synthetic_task", "RESOURCE_KEYS"]
+__all__ = [
+    "Clause",
+    "ContractRun",
+    "check_estimator_contract",
+    "check_method",
+    "estimator_clauses",
+    "synthetic_task",
+    "RESOURCE_KEYS",
+]
 
 #: Keys of ``Method.resources`` (Snakemake resources of one evaluate job).
 RESOURCE_KEYS = ("threads", "mem_mb", "runtime", "gpu")
@@ -132,6 +140,175 @@ class _Clauses:
         return True, value
 
 
+@dataclasses.dataclass
+class _Subject:
+    """What the estimator checks share: how to build the estimator, the data, and what earlier checks saw."""
+
+    build: Callable[[int], Any]
+    X_context: Any
+    y_context: np.ndarray
+    X_query: Any
+    atol: float
+    check_missing_class: bool
+    check_query_order: bool
+    est: Any = None
+    proba: np.ndarray | None = None
+    observed: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def classes(self) -> np.ndarray:
+        return np.unique(self.y_context)
+
+    @property
+    def n_query(self) -> int:
+        return _n(self.X_query)
+
+
+def check_build(t: _Subject) -> None:
+    t.est = t.build(0)
+
+
+def check_api(t: _Subject) -> None:
+    missing = [
+        a for a in ("fit", "predict_proba", "predict", "get_params") if not callable(getattr(t.est, a, None))
+    ]
+    _assert(
+        not missing,
+        f"the estimator {type(t.est).__name__} has no {', '.join(missing)}; the harness calls fit(X, y) "
+        "and predict_proba(X) (class probabilities are required: a classifier without predict_proba "
+        "can be wrapped, e.g. chorustic.methods.estimators.ContractClassifier, or use one that has it)",
+    )
+
+
+def check_get_params(t: _Subject) -> None:
+    _assert(isinstance(t.est.get_params(), dict), "get_params() must return a dict")
+
+
+def check_predict_proba_signature(t: _Subject) -> None:
+    sig = inspect.signature(t.est.predict_proba)
+    required = [
+        p
+        for p in sig.parameters.values()
+        if p.default is inspect.Parameter.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
+    _assert(len(required) == 1, f"predict_proba must take only X (the query series), signature is {sig}")
+
+
+def check_fit(t: _Subject) -> None:
+    _assert(t.est.fit(t.X_context, t.y_context) is t.est, "fit(X, y) must return self")
+
+
+def check_classes(t: _Subject) -> None:
+    got = getattr(t.est, "classes_", None)
+    _assert(
+        np.array_equal(np.asarray(got), t.classes),
+        f"classes_ must be the classes of the context {t.classes.tolist()}, "
+        f"got {got if got is not None else 'no classes_ attribute'}",
+    )
+
+
+def check_probabilities(t: _Subject) -> None:
+    proba = np.asarray(t.est.predict_proba(t.X_query), dtype=np.float64)
+    shape = (t.n_query, len(t.classes))
+    _assert(proba.shape == shape, f"predict_proba shape {proba.shape} != (n_query, n_classes) = {shape}")
+    _assert(np.all(np.isfinite(proba)), "probabilities must be finite")
+    _assert(np.all(proba >= -t.atol), "probabilities must be non-negative")
+    _assert(np.allclose(proba.sum(axis=1), 1.0, atol=1e-5), f"rows must sum to 1: {proba.sum(axis=1)[:5]}")
+    t.proba = t.observed["proba"] = proba
+
+
+def check_predict(t: _Subject) -> None:
+    _assert(
+        np.array_equal(
+            np.asarray(t.est.predict(t.X_query)), np.asarray(t.est.classes_)[np.argmax(t.proba, axis=1)]
+        ),
+        "predict(X) must equal classes_[argmax predict_proba(X)]",
+    )
+
+
+def check_same_seed(t: _Subject) -> None:
+    proba2 = np.asarray(t.build(0).fit(t.X_context, t.y_context).predict_proba(t.X_query), dtype=np.float64)
+    _assert(
+        np.allclose(t.proba, proba2, atol=t.atol, rtol=0),
+        f"same seed gave different probabilities (max diff {np.abs(t.proba - proba2).max():.2e})",
+    )
+
+
+def check_query_order(t: _Subject) -> None:
+    perm = np.random.default_rng(1).permutation(t.n_query)
+    proba_p = np.asarray(t.est.predict_proba(_take(t.X_query, perm)))
+    _assert(
+        np.allclose(proba_p, t.proba[perm], atol=1e-4, rtol=0),
+        "predictions depend on the order or composition of the query set (each query's "
+        "prediction may depend on the context and that query only)",
+    )
+
+
+def check_missing_class(t: _Subject) -> None:
+    classes = t.classes
+    drop = classes[1]
+    keep = np.flatnonzero(t.y_context != drop)
+    est = t.build(0).fit(_take(t.X_context, keep), t.y_context[keep])
+    p3 = np.asarray(est.predict_proba(t.X_query))
+    seen = classes[classes != drop]
+    _assert(
+        np.array_equal(np.asarray(est.classes_), seen),
+        f"context without class {drop}: classes_ {est.classes_} != seen classes {seen}",
+    )
+    _assert(
+        p3.shape == (t.n_query, len(seen)),
+        f"context without class {drop}: probabilities of shape {p3.shape}, expected {(t.n_query, len(seen))}",
+    )
+    _assert(np.allclose(p3.sum(axis=1), 1.0, atol=1e-5), "rows must sum to 1")
+    t.observed["proba_missing_class"] = p3
+
+
+def check_other_input(Xc: Any, yc: np.ndarray, Xq: Any) -> Callable[[_Subject], None]:
+    """The estimator also handles another kind of input (univariate, variable length)."""
+
+    def check(t: _Subject) -> None:
+        p = np.asarray(t.build(0).fit(Xc, yc).predict_proba(Xq))
+        k = len(np.unique(yc))
+        _assert(
+            p.shape == (_n(Xq), k) and np.allclose(p.sum(axis=1), 1.0, atol=1e-5),
+            f"probabilities of shape {p.shape}, expected {(_n(Xq), k)} with rows summing to 1",
+        )
+
+    return check
+
+
+_API = "estimator API (fit, predict_proba, predict, get_params)"
+#: Why a check is skipped when the check it needs failed.
+_NEEDS = {
+    "build returns an estimator": "the estimator could not be built or lacks the API",
+    _API: "the estimator could not be built or lacks the API",
+    "fit returns self": "fit failed",
+    "probabilities": "predict_proba failed",
+}
+
+
+def _estimator_checks(t: _Subject, extra_inputs: dict[str, tuple[Any, np.ndarray, Any]]):
+    """(name, check, the check it needs, hint, reason it does not apply) in order, aeon-style."""
+    fit_hint = f"X is {_describe(t.X_context)}, y int64 in 0..{len(t.classes) - 1}"
+    api = _API
+    yield "build returns an estimator", check_build, None, "", None
+    yield api, check_api, "build returns an estimator", "", None
+    yield "get_params", check_get_params, api, "", None
+    yield "predict_proba takes only X", check_predict_proba_signature, api, "", None
+    yield "fit returns self", check_fit, api, fit_hint, None
+    yield "classes_", check_classes, "fit returns self", "", None
+    hint = "predict_proba(X) -> (n_query, len(classes_)), rows sum to 1"
+    yield "probabilities", check_probabilities, "fit returns self", hint, None
+    yield "predict", check_predict, "probabilities", "", None
+    yield "same seed, same output", check_same_seed, "probabilities", "", None
+    unchecked = None if t.check_query_order else "not checked for this method"
+    yield "query order", check_query_order, "probabilities", "", unchecked
+    unchecked = None if (t.check_missing_class and len(t.classes) >= 3) else "needs >= 3 classes"
+    yield "missing class", check_missing_class, "probabilities", "", unchecked
+    for name, (Xc, yc, Xq) in extra_inputs.items():
+        yield name, check_other_input(Xc, yc, Xq), "probabilities", f"X is {_describe(Xc)}", None
+
+
 def estimator_clauses(
     build: Callable[[int], Any],
     X_context: Any,
@@ -143,199 +320,31 @@ def estimator_clauses(
     atol: float = 1e-6,
     extra_inputs: dict[str, tuple[Any, np.ndarray, Any]] | None = None,
 ) -> Iterator[Clause | tuple[str, Any]]:
-    """The estimator contract as clauses (yields :class:`Clause` objects, and ``("observed", dict)``
-    last). ``build(seed)`` makes a fresh estimator. ``extra_inputs`` maps a clause name to another
+    """The estimator contract as named checks (``check_*``), one :class:`Clause` each (and
+    ``("observed", dict)`` last). ``build(seed)`` makes a fresh estimator. A check whose prerequisite
+    failed is skipped with the reason. ``extra_inputs`` maps a clause name to another
     ``(X_context, y_context, X_query)`` the estimator must also handle (univariate, variable length)."""
+    t = _Subject(
+        build, X_context, np.asarray(y_context), X_query, atol, check_missing_class, check_query_order
+    )
+    t.observed["classes"] = t.classes
+    status: dict[str, str] = {}
+    why: dict[str, str] = {}
     c = _Clauses()
-    y_context = np.asarray(y_context)
-    classes = np.unique(y_context)
-    nq = _n(X_query)
-    observed: dict[str, Any] = {"classes": classes}
-
-    def emit():
+    for name, check, needs, hint, unchecked in _estimator_checks(t, extra_inputs or {}):
+        if needs is not None and status.get(needs) != "pass":
+            why[name] = why.get(needs) or _NEEDS[needs]
+            c.skip(name, why[name])
+            status[name] = "skip"
+        elif unchecked is not None:
+            c.skip(name, unchecked)
+            status[name] = "skip"
+        else:
+            ok, _ = c.run(name, lambda check=check: check(t), hint)
+            status[name] = "pass" if ok else "fail"
         yield from c.items
         c.items.clear()
-
-    ok, est = c.run("build returns an estimator", lambda: build(0))
-    if ok:
-        missing = [
-            a
-            for a in ("fit", "predict_proba", "predict", "get_params")
-            if not callable(getattr(est, a, None))
-        ]
-        ok = c.add(
-            "estimator API (fit, predict_proba, predict, get_params)",
-            not missing,
-            f"the estimator {type(est).__name__} has no {', '.join(missing)}; the harness calls fit(X, y) "
-            "and predict_proba(X) (class probabilities are required: a classifier without predict_proba "
-            "can be wrapped, e.g. chorustic.methods.contract.ContractClassifier, or use one that has it)",
-        )
-    yield from emit()
-    if not ok:
-        for name in (
-            "get_params",
-            "predict_proba takes only X",
-            "fit returns self",
-            "classes_",
-            "probabilities",
-            "predict",
-            "same seed, same output",
-            "query order",
-            "missing class",
-            *(extra_inputs or {}),
-        ):
-            yield Clause(name, "skip", "the estimator could not be built or lacks the API")
-        yield ("observed", observed)
-        return
-
-    c.run(
-        "get_params", lambda: _assert(isinstance(est.get_params(), dict), "get_params() must return a dict")
-    )
-
-    def _sig():
-        sig = inspect.signature(est.predict_proba)
-        required = [
-            p
-            for p in sig.parameters.values()
-            if p.default is inspect.Parameter.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-        ]
-        _assert(len(required) == 1, f"predict_proba must take only X (the query series), signature is {sig}")
-
-    c.run("predict_proba takes only X", _sig)
-    ok, _ = c.run(
-        "fit returns self",
-        lambda: _assert(est.fit(X_context, y_context) is est, "fit(X, y) must return self"),
-        hint=f"X is {_describe(X_context)}, y int64 in 0..{len(classes) - 1}",
-    )
-    yield from emit()
-    if not ok:
-        for name in (
-            "classes_",
-            "probabilities",
-            "predict",
-            "same seed, same output",
-            "query order",
-            "missing class",
-            *(extra_inputs or {}),
-        ):
-            yield Clause(name, "skip", "fit failed")
-        yield ("observed", observed)
-        return
-
-    c.run(
-        "classes_",
-        lambda: _assert(
-            np.array_equal(np.asarray(getattr(est, "classes_", None)), classes),
-            f"classes_ must be the classes of the context {classes.tolist()}, "
-            f"got {getattr(est, 'classes_', 'no classes_ attribute')}",
-        ),
-    )
-
-    def _proba():
-        proba = np.asarray(est.predict_proba(X_query), dtype=np.float64)
-        _assert(
-            proba.shape == (nq, len(classes)),
-            f"predict_proba shape {proba.shape} != (n_query, n_classes) = {(nq, len(classes))}",
-        )
-        _assert(np.all(np.isfinite(proba)), "probabilities must be finite")
-        _assert(np.all(proba >= -atol), "probabilities must be non-negative")
-        _assert(
-            np.allclose(proba.sum(axis=1), 1.0, atol=1e-5), f"rows must sum to 1: {proba.sum(axis=1)[:5]}"
-        )
-        return proba
-
-    ok, proba = c.run(
-        "probabilities", _proba, hint="predict_proba(X) -> (n_query, len(classes_)), rows sum to 1"
-    )
-    yield from emit()
-    if not ok:
-        for name in (
-            "predict",
-            "same seed, same output",
-            "query order",
-            "missing class",
-            *(extra_inputs or {}),
-        ):
-            yield Clause(name, "skip", "predict_proba failed")
-        yield ("observed", observed)
-        return
-    observed["proba"] = proba
-
-    c.run(
-        "predict",
-        lambda: _assert(
-            np.array_equal(
-                np.asarray(est.predict(X_query)), np.asarray(est.classes_)[np.argmax(proba, axis=1)]
-            ),
-            "predict(X) must equal classes_[argmax predict_proba(X)]",
-        ),
-    )
-
-    def _same_seed():
-        est2 = build(0).fit(X_context, y_context)
-        proba2 = np.asarray(est2.predict_proba(X_query), dtype=np.float64)
-        _assert(
-            np.allclose(proba, proba2, atol=atol, rtol=0),
-            f"same seed gave different probabilities (max diff {np.abs(proba - proba2).max():.2e})",
-        )
-
-    c.run("same seed, same output", _same_seed)
-
-    if check_query_order:
-
-        def _order():
-            perm = np.random.default_rng(1).permutation(nq)
-            proba_p = np.asarray(est.predict_proba(_take(X_query, perm)))
-            _assert(
-                np.allclose(proba_p, proba[perm], atol=1e-4, rtol=0),
-                "predictions depend on the order or composition of the query set (each query's "
-                "prediction may depend on the context and that query only)",
-            )
-
-        c.run("query order", _order)
-    else:
-        c.skip("query order", "not checked for this method")
-
-    if check_missing_class and len(classes) >= 3:
-
-        def _missing():
-            drop = classes[1]
-            keep = np.flatnonzero(y_context != drop)
-            est3 = build(0).fit(_take(X_context, keep), y_context[keep])
-            p3 = np.asarray(est3.predict_proba(X_query))
-            seen = classes[classes != drop]
-            _assert(
-                np.array_equal(np.asarray(est3.classes_), seen),
-                f"context without class {drop}: classes_ {est3.classes_} != seen classes {seen}",
-            )
-            _assert(
-                p3.shape == (nq, len(seen)),
-                f"context without class {drop}: probabilities of shape {p3.shape}, "
-                f"expected {(nq, len(seen))}",
-            )
-            _assert(np.allclose(p3.sum(axis=1), 1.0, atol=1e-5), "rows must sum to 1")
-            return p3
-
-        ok, p3 = c.run("missing class", _missing)
-        if ok:
-            observed["proba_missing_class"] = p3
-    else:
-        c.skip("missing class", "needs >= 3 classes")
-
-    for name, (Xc, yc, Xq) in (extra_inputs or {}).items():
-
-        def _extra(Xc=Xc, yc=yc, Xq=Xq):
-            e = build(0).fit(Xc, yc)
-            p = np.asarray(e.predict_proba(Xq))
-            k = len(np.unique(yc))
-            _assert(
-                p.shape == (_n(Xq), k) and np.allclose(p.sum(axis=1), 1.0, atol=1e-5),
-                f"probabilities of shape {p.shape}, expected {(_n(Xq), k)} with rows summing to 1",
-            )
-
-        c.run(name, _extra, hint=f"X is {_describe(Xc)}")
-    yield from emit()
-    yield ("observed", observed)
+    yield ("observed", t.observed)
 
 
 def _assert(cond: bool, msg: str) -> None:
@@ -476,3 +485,39 @@ def check_method(
     except Exception:  # pragma: no cover - a bug in the checker itself must still be visible
         clauses.append(Clause("contract checker", "fail", traceback.format_exc().strip().splitlines()[-1]))
     return ContractRun(name, clauses, observed)
+
+
+def check_estimator_contract(
+    build: Callable[[int], Any],
+    X_context: Any,
+    y_context: np.ndarray,
+    X_query: Any,
+    *,
+    check_missing_class: bool = True,
+    check_query_order: bool = True,
+    atol: float = 1e-6,
+) -> dict[str, Any]:
+    """Assert the method contract for estimators made by ``build(seed)``; return what was observed.
+
+    Checks: sklearn-style API (``fit`` returns self, ``get_params``, ``predict_proba`` takes only X),
+    probability shape ``(n_query, n_classes_in_context)``, finite non-negative rows summing to 1,
+    ``predict`` = ``classes_[argmax]``, classes come from the context only (a context missing a class
+    gives probabilities for the seen classes only), same seed -> identical output, and query order
+    does not matter (each query's prediction depends on the context and that query only: no test
+    labels or test-set statistics). Raises AssertionError with a message on the first violation.
+    """
+    observed: dict[str, Any] = {}
+    for item in estimator_clauses(
+        build,
+        X_context,
+        y_context,
+        X_query,
+        check_missing_class=check_missing_class,
+        check_query_order=check_query_order,
+        atol=atol,
+    ):
+        if isinstance(item, tuple):
+            observed = item[1]
+        elif item.status == "fail":
+            raise AssertionError(f"{item.name}: {item.detail}")
+    return observed

@@ -22,11 +22,20 @@ import os
 import sys
 import traceback
 from pathlib import Path
+from types import ModuleType
 
 from chorustic.errors import UnknownMethodError, did_you_mean
 from chorustic.methods.base import Method, ReportedMethod
 
-__all__ = ["register", "discover", "default_plugin_dir", "Discovery", "PluginLoadError"]
+__all__ = [
+    "Discovery",
+    "PluginLoadError",
+    "default_plugin_dir",
+    "discover",
+    "import_plugin_module",
+    "load_module_file",
+    "register",
+]
 
 
 class PluginLoadError(RuntimeError):
@@ -56,7 +65,9 @@ def default_plugin_dir() -> Path:
     env = os.environ.get("CHORUSTIC_BASELINES")
     if env:
         return Path(env)
-    return Path(__file__).resolve().parents[2] / "baselines"
+    from chorustic.paths import REPO_ROOT
+
+    return REPO_ROOT / "baselines"
 
 
 @dataclasses.dataclass
@@ -92,13 +103,8 @@ def _load_plugin_file(path: Path, methods: dict, broken: dict, sources: dict) ->
     before = dict(_REGISTERED)
     module_name = f"chorustic_plugins.{path.stem}"
     try:
-        spec = importlib.util.spec_from_file_location(module_name, path)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[module_name] = module
-        spec.loader.exec_module(module)
+        load_module_file(module_name, path)
     except Exception:
-        sys.modules.pop(module_name, None)
         for name in set(_REGISTERED) - set(before):  # roll back a partially imported file
             del _REGISTERED[name]
         broken[path.name] = traceback.format_exc()
@@ -138,3 +144,28 @@ def discover(plugin_dir: str | os.PathLike | None = None, only: str | None = Non
             continue
         _load_plugin_file(path, methods, broken, sources)
     return Discovery(methods, broken, sources)
+
+
+def load_module_file(module_name: str, path: str | os.PathLike) -> ModuleType:
+    """Import the file ``path`` as the module ``module_name`` (in ``sys.modules``; removed again when
+    importing it fails)."""
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(module_name, None)
+        raise
+    return module
+
+
+def import_plugin_module(name: str, near: str | os.PathLike) -> ModuleType:
+    """Import the sibling plugin file ``<dir of near>/<name>.py`` (as ``chorustic_plugins.<name>``, the
+    module name discovery uses), e.g. to reuse its estimator class in a variant plugin."""
+    mod_name = f"chorustic_plugins.{name}"
+    if mod_name in sys.modules:
+        return sys.modules[mod_name]
+    return load_module_file(mod_name, Path(near).resolve().parent / f"{name}.py")

@@ -2,8 +2,9 @@
 
 Two kinds of external inputs, each resolved the same way by every plugin:
 
-* **Hugging Face files** (:class:`HubFile`): a local path given in the config wins (a file, or a
-  folder holding the files); otherwise the file must already be in the Hugging Face hub cache
+* **Hugging Face files** (:class:`chorustic.hub.HubFile`, resolved by :mod:`chorustic.hub`, the one
+  Hugging Face resolver of the package): a local path given in the config wins (a file, or a folder
+  holding the files); otherwise the file must already be in the Hugging Face hub cache
   (``$HF_HUB_CACHE``, default ``~/.cache/huggingface/hub``). Resolution never touches the network:
   :func:`resolve_hub_files` only reads the cache, so ``HF_HUB_OFFLINE=1`` and machines without
   internet behave exactly like connected ones once the files are there. A missing file raises
@@ -16,55 +17,52 @@ Two kinds of external inputs, each resolved the same way by every plugin:
   cloned, given in the config or found under :func:`default_checkout_root`. Never vendored here.
   :func:`resolve_checkout` checks the files a plugin needs; :func:`checkout_imports` imports the
   authors' modules from it without leaking their generic top-level package names (``models``,
-  ``utils``, ``src``) into other plugins; :func:`clone_checkout` clones it (``fetch-weights``).
+  ``utils``, ``src``) into other plugins; :func:`clone_checkout` clones it (``fetch-weights``). The
+  plugins built on such a checkout derive from :class:`chorustic.methods.checkout.CheckoutMethod`.
 
 Loading helpers shared by plugins: :func:`load_torch_checkpoint` (safe ``weights_only`` loading with
 an explicit fallback), :func:`load_state_dict_report` (counts loaded / skipped tensors for the run
-log) and :func:`cached` (a small per-process cache so the 16 protocol contexts of one evaluation job
-load a backbone once).
+log), :func:`cached` (a small per-process cache so the 16 protocol contexts of one evaluation job
+load a backbone once) and :func:`file_key`.
 """
 
 from __future__ import annotations
 
+import abc
 import collections
 import contextlib
-import dataclasses
-import hashlib
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 import threading
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-from chorustic.methods.base import MethodNotReady
+from chorustic.hub import (
+    HubFile,
+    HubFileNotFound,
+    cached_hub_file,
+    fetch_hub_file,
+    file_matches_etag,
+    hub_cache_dir,
+    hub_offline,
+)
+from chorustic.methods.base import Method, MethodNotReady
 
 __all__ = [
     "HubFile",
+    "HubMethod",
     "WeightsVerificationError",
     "cached",
-    "cached_hub_file",
-    "checkout_imports",
     "clear_cache",
-    "clone_checkout",
-    "default_checkout_root",
     "download_hub_files",
-    "file_matches_etag",
-    "git_blob_sha1",
-    "hub_cache_dir",
-    "hub_offline",
-    "hub_url",
+    "file_key",
+    "frozen",
     "load_state_dict_report",
     "load_torch_checkpoint",
-    "resolve_checkout",
     "resolve_hub_files",
 ]
-
-DEFAULT_ENDPOINT = "https://huggingface.co"
 
 
 class WeightsVerificationError(MethodNotReady):
@@ -74,60 +72,6 @@ class WeightsVerificationError(MethodNotReady):
 # --------------------------------------------------------------------------------------------------
 # Hugging Face files
 # --------------------------------------------------------------------------------------------------
-
-
-@dataclasses.dataclass(frozen=True)
-class HubFile:
-    """One file of a Hugging Face model repository."""
-
-    repo_id: str
-    filename: str
-    revision: str = "main"
-    required: bool = True
-    """Optional files (e.g. a ``config.json`` some repositories lack) never make a method not ready."""
-
-    def url(self, endpoint: str | None = None) -> str:
-        return hub_url(self.repo_id, self.filename, self.revision, endpoint)
-
-
-def hub_url(repo_id: str, filename: str, revision: str = "main", endpoint: str | None = None) -> str:
-    base = (endpoint or os.environ.get("HF_ENDPOINT") or DEFAULT_ENDPOINT).rstrip("/")
-    return f"{base}/{repo_id}/resolve/{revision}/{filename}"
-
-
-def hub_cache_dir(cache_dir: str | os.PathLike | None = None) -> Path:
-    """The Hugging Face hub cache folder (``$HF_HUB_CACHE``, ``$HF_HOME/hub`` or ``~/.cache/huggingface/hub``)."""
-    if cache_dir is not None:
-        return Path(cache_dir).expanduser()
-    env = os.environ.get("HF_HUB_CACHE") or os.environ.get("HUGGINGFACE_HUB_CACHE")
-    if env:
-        return Path(env).expanduser()
-    home = os.environ.get("HF_HOME")
-    if home:
-        return Path(home).expanduser() / "hub"
-    from huggingface_hub import constants
-
-    return Path(constants.HF_HUB_CACHE).expanduser()
-
-
-def hub_offline() -> bool:
-    """True when ``HF_HUB_OFFLINE`` is set to a true value (read now, not at import time)."""
-    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in {"1", "true", "yes", "on"}
-
-
-def cached_hub_file(file: HubFile, cache_dir: str | os.PathLike | None = None) -> Path | None:
-    """Path of ``file`` in the hub cache, or None. Never uses the network."""
-    from huggingface_hub import try_to_load_from_cache
-
-    found = try_to_load_from_cache(
-        repo_id=file.repo_id,
-        filename=file.filename,
-        revision=file.revision,
-        cache_dir=str(hub_cache_dir(cache_dir)),
-    )
-    if isinstance(found, str) and Path(found).is_file():
-        return Path(found)
-    return None
 
 
 def _fix_text(label: str, files: Sequence[HubFile], param: str, fetch_name: str, cache: Path) -> str:
@@ -207,36 +151,6 @@ def resolve_hub_files(
     return found
 
 
-def git_blob_sha1(path: str | os.PathLike) -> str:
-    """The git object id of a file (what the hub reports for files not stored with LFS)."""
-    size = os.path.getsize(path)
-    h = hashlib.sha1(f"blob {size}\0".encode())
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def file_matches_etag(path: str | os.PathLike, etag: str | None) -> bool | None:
-    """Compare a file with a hub ETag: SHA-256 (64 hex, LFS files) or git blob SHA-1 (40 hex).
-
-    Returns None when the ETag has another form (nothing to compare against).
-    """
-    from chorustic.io import sha256_file
-
-    if not etag:
-        return None
-    tag = etag.strip().strip('"')
-    if tag.startswith("W/"):
-        tag = tag[2:].strip('"')
-    tag = tag.lower()
-    if len(tag) == 64 and all(c in "0123456789abcdef" for c in tag):
-        return sha256_file(path) == tag
-    if len(tag) == 40 and all(c in "0123456789abcdef" for c in tag):
-        return git_blob_sha1(path) == tag
-    return None
-
-
 def download_hub_files(
     label: str,
     files: Sequence[HubFile],
@@ -255,8 +169,8 @@ def download_hub_files(
     ``HF_HUB_OFFLINE=1`` raises :class:`MethodNotReady` with the manual fix; a digest mismatch deletes
     the cached copy and raises :class:`WeightsVerificationError`.
     """
-    from huggingface_hub import get_hf_file_metadata, hf_hub_download
-    from huggingface_hub.errors import EntryNotFoundError, LocalEntryNotFoundError
+    from huggingface_hub import get_hf_file_metadata
+    from huggingface_hub.errors import EntryNotFoundError
 
     log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
     fetch_name = fetch_name or label
@@ -271,33 +185,25 @@ def download_hub_files(
             )
     out: dict[str, Path] = {}
     for f in files:
-        try:
-            if hub_offline():
-                p = cached_hub_file(f, cache)
-                if p is None:
-                    continue  # optional and absent
+        if hub_offline():
+            p = cached_hub_file(f, cache)
+            if p is not None:  # else optional and absent
                 out[f.filename] = p
-                log(
-                    f"{label}: {f.repo_id}/{f.filename} found in the cache (offline, not verified against the hub)"
-                )
-                continue
-            path = Path(
-                hf_hub_download(
-                    repo_id=f.repo_id,
-                    filename=f.filename,
-                    revision=f.revision,
-                    cache_dir=str(cache),
-                    endpoint=endpoint,
-                    token=token,
-                )
+                log(f"{label}: {f.repo_id}/{f.filename} found in the cache (offline, not verified against the hub)")
+            continue
+        try:
+            path = fetch_hub_file(f, download=True, cache_dir=cache, endpoint=endpoint, token=token)
+        except HubFileNotFound as exc:  # the hub could not be reached, or refused the request
+            detail = (
+                f": the hub ({endpoint or 'https://huggingface.co'}) could not be reached and the file is not cached"
+                if isinstance(exc.__cause__, EntryNotFoundError)
+                else f" ({exc.reason})"
             )
-        except EntryNotFoundError as exc:
-            if isinstance(exc, LocalEntryNotFoundError):  # the hub could not be reached
-                raise MethodNotReady(
-                    f"{label}: downloading '{f.filename}' of Hugging Face model '{f.repo_id}' failed: the hub "
-                    f"({endpoint or 'https://huggingface.co'}) could not be reached and the file is not cached. "
-                    + _fix_text(label, [f], param, fetch_name, cache)
-                ) from exc
+            raise MethodNotReady(
+                f"{label}: downloading '{f.filename}' of Hugging Face model '{f.repo_id}' failed{detail}. "
+                + _fix_text(label, [f], param, fetch_name, cache)
+            ) from exc
+        except EntryNotFoundError:
             if f.required:
                 raise MethodNotReady(
                     f"{label}: Hugging Face model '{f.repo_id}' (revision {f.revision}) has no file "
@@ -306,14 +212,6 @@ def download_hub_files(
                 ) from None
             log(f"{label}: optional file {f.repo_id}/{f.filename} does not exist on the hub; skipped")
             continue
-        except MethodNotReady:
-            raise
-        except Exception as exc:  # network errors, gated repos, timeouts
-            raise MethodNotReady(
-                f"{label}: downloading '{f.filename}' of Hugging Face model '{f.repo_id}' failed "
-                f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}). "
-                + _fix_text(label, [f], param, fetch_name, cache)
-            ) from exc
         if verify:
             meta = get_hf_file_metadata(f.url(endpoint), token=token)
             ok = file_matches_etag(path, meta.etag)
@@ -331,129 +229,6 @@ def download_hub_files(
             log(f"{label}: {f.repo_id}/{f.filename}@{(meta.commit_hash or f.revision)[:12]} {state}: {path}")
         out[f.filename] = path
     return out
-
-
-# --------------------------------------------------------------------------------------------------
-# Authors' checkouts
-# --------------------------------------------------------------------------------------------------
-
-
-def default_checkout_root() -> Path:
-    """``$CHORUSTIC_CHECKOUTS`` or ``~/.cache/chorustic/checkouts``: where ``fetch-weights`` clones code."""
-    env = os.environ.get("CHORUSTIC_CHECKOUTS")
-    if env:
-        return Path(env).expanduser()
-    return Path(os.environ.get("XDG_CACHE_HOME", "~/.cache")).expanduser() / "chorustic" / "checkouts"
-
-
-def resolve_checkout(
-    label: str,
-    path: str | os.PathLike | None,
-    *,
-    default_name: str,
-    required: Iterable[str],
-    repo_url: str,
-    param: str = "checkout",
-    fetch_name: str | None = None,
-) -> Path:
-    """The authors' checkout folder for a plugin; :class:`MethodNotReady` if it is missing or incomplete.
-
-    ``path`` is the config parameter; when None, ``default_checkout_root()/default_name`` is used.
-    ``required`` lists files (relative to the checkout) the plugin imports.
-    """
-    fetch_name = fetch_name or label
-    root = Path(path).expanduser() if path not in (None, "") else default_checkout_root() / default_name
-    if not root.is_dir():
-        raise MethodNotReady(
-            f"{label}: no checkout of the authors' code at {root}. Fix: `git clone {repo_url} {root}` "
-            f"(or run `chorustic fetch-weights {fetch_name}` on a connected machine), or set "
-            f"`params: {{{param}: <path of your clone>}}` for {fetch_name} in the config."
-        )
-    missing = [r for r in required if not (root / r).exists()]
-    if missing:
-        raise MethodNotReady(
-            f"{label}: the folder {root} is not a checkout of {repo_url}: it lacks {', '.join(missing)}. "
-            f"Point `{param}` at a clone of {repo_url}."
-        )
-    return root
-
-
-def clone_checkout(
-    repo_url: str,
-    dest: str | os.PathLike,
-    *,
-    revision: str | None = None,
-    log: Callable[[str], None] | None = None,
-) -> Path:
-    """``git clone`` ``repo_url`` into ``dest`` (cloned next to it, then renamed: never half-written)."""
-    log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
-    dest = Path(dest).expanduser()
-    if dest.exists():
-        log(f"checkout {dest} exists; not cloned again")
-        return dest
-    git = shutil.which("git")
-    if git is None:
-        raise MethodNotReady(f"`git` is not installed; clone {repo_url} into {dest} by hand.")
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
-    try:
-        cmd = [git, "clone", "--quiet", repo_url, str(tmp / "repo")]
-        subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=1800)
-        if revision:
-            subprocess.run(
-                [git, "-C", str(tmp / "repo"), "checkout", "--quiet", revision],
-                check=True,
-                capture_output=True,
-                text=True,
-                timeout=600,
-            )
-        os.replace(tmp / "repo", dest)
-    except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as exc:
-        detail = getattr(exc, "stderr", "") or str(exc)
-        raise MethodNotReady(f"cloning {repo_url} into {dest} failed: {detail.strip()[:500]}") from exc
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    log(f"cloned {repo_url} into {dest}")
-    return dest
-
-
-_IMPORT_LOCK = threading.RLock()
-
-
-@contextlib.contextmanager
-def checkout_imports(root: str | os.PathLike, top_level: Sequence[str], *, label: str = "") -> Iterator[None]:
-    """Import the authors' modules from ``root`` inside this block.
-
-    ``root`` is put first on ``sys.path``; modules under the generic top-level names ``top_level``
-    (for example ``("models", "utils")``) that another checkout imported earlier are set aside, and the
-    ones imported here are removed from ``sys.modules`` afterwards (the objects obtained inside the
-    block keep working). An ImportError names the checkout and the missing dependency.
-    """
-    root = str(Path(root).resolve())
-
-    def owned(name: str) -> bool:
-        return any(name == t or name.startswith(t + ".") for t in top_level)
-
-    with _IMPORT_LOCK:
-        saved = {k: v for k, v in sys.modules.items() if owned(k)}
-        for k in saved:
-            del sys.modules[k]
-        sys.path.insert(0, root)
-        try:
-            yield
-        except ModuleNotFoundError as exc:
-            missing = exc.name or str(exc)
-            raise MethodNotReady(
-                f"{label + ': ' if label else ''}importing the authors' code from {root} needs the Python package "
-                f"{missing!r}, which is not installed. Install it into this environment (see the checkout's "
-                f"requirements) or use the method's conda environment (workflow/envs/)."
-            ) from exc
-        finally:
-            with contextlib.suppress(ValueError):
-                sys.path.remove(root)
-            for k in [k for k in sys.modules if owned(k)]:
-                del sys.modules[k]
-            sys.modules.update(saved)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -556,6 +331,15 @@ def clear_cache() -> None:
         _CACHE.clear()
 
 
+def frozen(module: Any, device: Any = None) -> Any:
+    """``module`` in evaluation mode with every parameter frozen (moved to ``device`` when given): how a
+    pretrained backbone is used for features."""
+    module.eval()
+    for p in module.parameters():
+        p.requires_grad_(False)
+    return module.to(device) if device is not None else module
+
+
 def file_key(path: str | os.PathLike) -> tuple[str, int, int]:
     """(resolved path, size, mtime_ns): a cache key that changes when the file is replaced."""
     p = Path(path).resolve()
@@ -563,4 +347,50 @@ def file_key(path: str | os.PathLike) -> tuple[str, int, int]:
     return (str(p), st.st_size, st.st_mtime_ns)
 
 
-__all__.append("file_key")
+# --------------------------------------------------------------------------------------------------
+# Methods whose weights are Hugging Face files
+# --------------------------------------------------------------------------------------------------
+
+
+class HubMethod(Method):
+    """A method whose weights are Hugging Face files: the skeleton the ``tabicl``, ``mantis_*`` and
+    ``moment_svm`` plugins share.
+
+    A plugin lists its files (:meth:`hub_files`) and how to load them once as a check (:meth:`load`);
+    the config parameter :attr:`weights_param` takes a local path instead of the cache, and the
+    estimator keyword of the same name receives the resolved local path (:meth:`weights_path`).
+    """
+
+    #: The parameter (and estimator keyword) that takes the weights' local path; None: the hub cache.
+    weights_param: ClassVar[str] = "weights"
+    extra_params: ClassVar[dict[str, Any]] = {"revision": "main"}
+
+    @abc.abstractmethod
+    def hub_files(self, params: dict[str, Any]) -> list[HubFile]:
+        """The Hugging Face files of the method's weights (for these parameters)."""
+
+    def weights_path(self, found: dict[str, Path], files: list[HubFile]) -> Path:
+        """What the estimator receives: the first required file (override: e.g. its folder)."""
+        return found[next(f.filename for f in files if f.required)]
+
+    def load(self, params: dict[str, Any], resolved: dict[str, Any]) -> None:
+        """Load the weights once, as the check of :meth:`check_ready` (default: nothing more)."""
+
+    def resolve(self, params: dict[str, Any]) -> dict[str, Any]:
+        files = self.hub_files(params)
+        found = resolve_hub_files(
+            self.label, files, local=params[self.weights_param], param=self.weights_param, fetch_name=self.info.name
+        )
+        return {self.weights_param: self.weights_path(found, files)}
+
+    def check_ready(self, **params: Any) -> None:
+        p = self.params(params)
+        self.load(p, self.resolve(p))
+
+    def fetch_weights(self, **params: Any) -> list[Path]:
+        p = self.params(params)
+        if p[self.weights_param]:
+            return [self.resolve(p)[self.weights_param]]
+        got = download_hub_files(self.label, self.hub_files(p), param=self.weights_param, fetch_name=self.info.name)
+        self.check_ready(**params)
+        return list(got.values())

@@ -1,17 +1,16 @@
-"""Checkpoints: our own format, resolution of checkpoint specs, and one loader for every format.
+"""Checkpoints: our own format, and one loader for every format.
 
-Our format (:func:`save_checkpoint` / :func:`load_checkpoint`) is a single ``.safetensors`` file: the
+Our format (:func:`save_checkpoint` / :func:`load_checkpoint_file`) is a single ``.safetensors`` file: the
 state dict, plus metadata ``chorustic_format`` (version), ``config`` (JSON of :class:`ChorusTICConfig`)
 and ``provenance`` (JSON: git commit, creation date, versions, parameter counts, and whatever training
 information the caller passes). It is written atomically (temp file + rename) and holds no pickle.
 
-:func:`resolve_checkpoint` turns a spec into a local file: a path, or ``hf://OWNER/REPO/FILE``
-(optionally ``hf://OWNER/REPO@REVISION/FILE``) through huggingface_hub's cache. With
-``HF_HUB_OFFLINE=1`` or no network and nothing cached, :class:`CheckpointNotFoundError` says which
-file is missing and where to put it.
-
-:func:`load_model` loads any supported file: our format, or the released ``ChorusTIC.ckpt``
-(:func:`chorustic.model.official.load_official_checkpoint`).
+A checkpoint *spec* (a local path or ``hf://OWNER/REPO[@REVISION]/FILE``) becomes a local file in one
+place, :func:`chorustic.hub.resolve_checkpoint` (re-exported here); with ``HF_HUB_OFFLINE=1`` or no
+network and nothing cached, :class:`CheckpointNotFoundError` says which file is missing and where to put it.
+The loaders take local files: :func:`load_model_file` reads either format (ours, or the released
+``ChorusTIC.ckpt`` through :func:`chorustic.model.official.load_official_file`). :func:`load_model` and
+:func:`load_checkpoint` are the convenience doors that resolve a spec first.
 """
 
 from __future__ import annotations
@@ -26,8 +25,11 @@ from typing import Any
 
 import torch
 
+from chorustic.hub import CheckpointNotFoundError, parse_hf_spec, resolve_checkpoint
 from chorustic.io import atomic_write_bytes, sha256_file
 from chorustic.model.config import ChorusTICConfig
+from chorustic.model.official import CheckpointError, _mismatch_error, load_official_file
+from chorustic.paths import REPO_ROOT
 
 __all__ = [
     "DEFAULT_CHECKPOINT",
@@ -36,7 +38,9 @@ __all__ = [
     "CheckpointNotFoundError",
     "is_chorustic_checkpoint",
     "load_checkpoint",
+    "load_checkpoint_file",
     "load_model",
+    "load_model_file",
     "parse_hf_spec",
     "read_checkpoint_metadata",
     "resolve_checkpoint",
@@ -50,21 +54,16 @@ DEFAULT_CHECKPOINT = "hf://JTF2000/ChorusTIC/ChorusTIC.ckpt"
 DEFAULT_HPARAMS = "hf://JTF2000/ChorusTIC/model_hparams_latest.json"
 
 
-class CheckpointNotFoundError(FileNotFoundError):
-    """The checkpoint is neither on disk nor downloadable; the message says what to do."""
-
-
 # ----------------------------------------------------------------------------- our format
 def _git_info() -> dict[str, Any]:
-    root = Path(__file__).resolve().parents[2]
     try:
         commit = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10, check=True
+            ["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=10, check=True
         ).stdout.strip()
         dirty = bool(
             subprocess.run(
                 ["git", "status", "--porcelain", "--untracked-files=no"],
-                cwd=root,
+                cwd=REPO_ROOT,
                 capture_output=True,
                 text=True,
                 timeout=10,
@@ -141,14 +140,18 @@ def is_chorustic_checkpoint(path: str | os.PathLike) -> bool:
         return False
 
 
-def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = "cpu"):
-    """Load one of our checkpoints (strict); returns the model in eval mode, ``.provenance`` set."""
+def load_checkpoint(spec: str | os.PathLike, map_location: str | torch.device = "cpu"):
+    """Load one of our checkpoints from a path or an ``hf://`` spec (resolved here); see :func:`load_checkpoint_file`."""
+    return load_checkpoint_file(resolve_checkpoint(spec), map_location=map_location)
+
+
+def load_checkpoint_file(path: Path, map_location: str | torch.device = "cpu"):
+    """Load one of our checkpoints from a local file (strict); returns the model in eval mode, ``.provenance`` set."""
     from safetensors.torch import load_file
 
     from chorustic.model.chorustic import ChorusTIC
-    from chorustic.model.official import CheckpointError
 
-    path = resolve_checkpoint(path)
+    path = Path(path)
     meta = read_checkpoint_metadata(path)
     if meta["format_version"] != FORMAT_VERSION:
         raise CheckpointError(
@@ -166,8 +169,6 @@ def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
         if tuple(state[k].shape) != tuple(own[k].shape)
     ]
     if missing or unexpected or shapes:
-        from chorustic.model.official import _mismatch_error
-
         raise _mismatch_error(str(path), missing, unexpected, shapes)
     model.load_state_dict(state, strict=True)
     model.to(map_location)
@@ -176,78 +177,9 @@ def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
     return model
 
 
-# ----------------------------------------------------------------------------- resolution
-def parse_hf_spec(spec: str) -> tuple[str, str, str | None]:
-    """``hf://OWNER/REPO[@REV]/PATH/IN/REPO`` -> ``(repo_id, filename, revision)``."""
-    if not spec.startswith("hf://"):
-        raise ValueError(f"not an hf:// spec: {spec!r}")
-    parts = spec[len("hf://") :].split("/")
-    if len(parts) < 3 or not all(parts):
-        raise ValueError(f"hf:// spec must be hf://OWNER/REPO/FILE, got {spec!r}")
-    owner, repo = parts[0], parts[1]
-    revision = None
-    if "@" in repo:
-        repo, revision = repo.split("@", 1)
-    return f"{owner}/{repo}", "/".join(parts[2:]), revision
-
-
-def _offline() -> bool:
-    return os.environ.get("HF_HUB_OFFLINE", "0").strip().lower() in ("1", "true", "yes", "on")
-
-
-def resolve_checkpoint(
-    spec: str | os.PathLike,
-    *,
-    local_files_only: bool | None = None,
-    cache_dir: str | os.PathLike | None = None,
-    endpoint: str | None = None,
-) -> Path:
-    """A local path for ``spec``: an existing file, or an ``hf://`` file from the Hugging Face cache
-    (downloaded unless offline). Raises :class:`CheckpointNotFoundError` with instructions otherwise."""
-    text = os.fspath(spec)
-    if not text.startswith("hf://"):
-        path = Path(text).expanduser()
-        if path.is_file():
-            return path
-        raise CheckpointNotFoundError(
-            f"checkpoint file {path} does not exist; put the file there or pass another path "
-            f"(the released weights: {DEFAULT_CHECKPOINT}, fetched with `chorustic fetch-weights chorustic`)"
-        )
-    repo_id, filename, revision = parse_hf_spec(text)
-    offline = _offline() if local_files_only is None else local_files_only
-    try:
-        from huggingface_hub import hf_hub_download
-
-        got = hf_hub_download(
-            repo_id=repo_id,
-            filename=filename,
-            revision=revision,
-            cache_dir=cache_dir,
-            local_files_only=offline,
-            endpoint=endpoint,
-        )
-        return Path(got)
-    except Exception as exc:  # offline, no network, missing file, auth: all end in the same advice
-        from huggingface_hub import constants
-
-        where = Path(cache_dir) if cache_dir else Path(constants.HF_HUB_CACHE)
-        reason = (
-            "HF_HUB_OFFLINE is set and the file is not cached" if offline else f"{type(exc).__name__}: {exc}"
-        )
-        raise CheckpointNotFoundError(
-            f"cannot get {filename} of the Hugging Face repository {repo_id} ({reason}).\n"
-            f"  Either download it on a connected machine: `hf download {repo_id} {filename}` "
-            f"(or `chorustic fetch-weights chorustic`) and copy the Hugging Face cache {where} to this machine,\n"
-            f"  or place the file anywhere (e.g. models/{repo_id.split('/')[-1]}/{filename}) and pass that path "
-            f"as the checkpoint."
-        ) from exc
-
-
 def _check_safetensors_readable(path: Path) -> None:
     """A damaged ``.safetensors`` file (random bytes, truncated) is an error naming the file and the fix."""
     from safetensors import safe_open
-
-    from chorustic.model.official import CheckpointError
 
     try:
         with safe_open(str(path), "pt") as f:
@@ -266,15 +198,26 @@ def load_model(
     hparams_json: str | os.PathLike | dict | None = None,
     map_location: str | torch.device = "cpu",
 ):
-    """Load a ChorusTIC from any supported checkpoint (our format or the released format)."""
-    from chorustic.model.official import load_official_checkpoint
+    """Load a ChorusTIC from any supported checkpoint (our format or the released format): ``spec`` and
+    ``hparams_json`` (a path, an ``hf://`` spec or a dict) are resolved here, then :func:`load_model_file`."""
+    if isinstance(hparams_json, (str, os.PathLike)):
+        hparams_json = resolve_checkpoint(hparams_json)
+    return load_model_file(resolve_checkpoint(spec), hparams_json, map_location=map_location)
 
-    path = resolve_checkpoint(spec)
+
+def load_model_file(
+    path: Path, hparams: Path | dict | None = None, map_location: str | torch.device = "cpu"
+):
+    """Load a ChorusTIC from a local checkpoint file of either format (nothing is resolved here).
+
+    ``hparams``: the released format's ``model_hparams_latest.json`` as a local file or a dict (default:
+    found next to the checkpoint)."""
+    path = Path(path)
     if path.suffix == ".safetensors":
         _check_safetensors_readable(path)
     if path.suffix == ".safetensors" and is_chorustic_checkpoint(path):
-        model = load_checkpoint(path, map_location=map_location)
+        model = load_checkpoint_file(path, map_location=map_location)
     else:
-        model = load_official_checkpoint(path, hparams_json, map_location=map_location)
+        model = load_official_file(path, hparams, map_location=map_location)
     model.provenance.setdefault("sha256", sha256_file(path))
     return model

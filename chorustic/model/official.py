@@ -38,6 +38,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from chorustic.hub import resolve_checkpoint
 from chorustic.model.config import MANTIS_SCALAR_SCALES, ChorusTICConfig
 
 __all__ = [
@@ -46,6 +47,7 @@ __all__ = [
     "config_from_official_hparams",
     "find_official_hparams",
     "load_official_checkpoint",
+    "load_official_file",
     "load_task_level_from_tabicl",
     "official_key_shapes",
     "official_to_ours",
@@ -358,16 +360,28 @@ def load_official_checkpoint(
 
     ``path_or_state_dict``: a path (``.ckpt``/``.pt`` pickle or ``.safetensors``), an ``hf://`` spec
     (resolved through the Hugging Face cache) or an in-memory state dict / ``{"state_dict": ...}``.
-    ``hparams_json``: path or dict of ``model_hparams_latest.json`` (default: looked up next to the
-    checkpoint, then one and two directories up; without it the paper configuration is assumed and
-    every shape is still checked). Returns the model in eval mode.
+    ``hparams_json``: path, ``hf://`` spec or dict of ``model_hparams_latest.json`` (default: looked up
+    next to the checkpoint, then one and two directories up; without it the paper configuration is
+    assumed and every shape is still checked). Returns the model in eval mode. Specs are resolved here,
+    then :func:`load_official_file` loads the local files.
     """
-    from chorustic.model.checkpoint import resolve_checkpoint
+    if isinstance(path_or_state_dict, (str, os.PathLike)):
+        path_or_state_dict = resolve_checkpoint(path_or_state_dict)
+    if isinstance(hparams_json, (str, os.PathLike)):
+        hparams_json = resolve_checkpoint(hparams_json)
+    return load_official_file(path_or_state_dict, hparams_json, map_location=map_location)
+
+
+def load_official_file(
+    path_or_state_dict, hparams_json=None, *, map_location: str | torch.device = "cpu"
+):
+    """:func:`load_official_checkpoint` on a local file (a :class:`~pathlib.Path`) or an in-memory state
+    dict; ``hparams_json`` a local JSON file, a dict or None. Nothing is resolved here."""
     from chorustic.model.chorustic import ChorusTIC
 
     path: Path | None = None
     if isinstance(path_or_state_dict, (str, os.PathLike)):
-        path = resolve_checkpoint(path_or_state_dict)
+        path = Path(path_or_state_dict)
         obj, source = read_checkpoint_file(path), str(path)
     else:
         obj, source = path_or_state_dict, "state dict"
@@ -379,7 +393,7 @@ def load_official_checkpoint(
     if isinstance(hparams_json, Mapping):
         hparams, hparams_src = hparams_json, "dict"
     elif hparams_json is not None:
-        hp = resolve_checkpoint(hparams_json)
+        hp = Path(hparams_json)
         hparams, hparams_src = json.loads(hp.read_text()), str(hp)
     elif path is not None:
         hp = find_official_hparams(path)
@@ -503,8 +517,6 @@ def load_task_level_from_tabicl(model, path_or_state_dict) -> dict[str, Any]:
     architecture and are rejected. Returns a summary dict (also recorded in ``model.provenance``).
     """
     if isinstance(path_or_state_dict, (str, os.PathLike)):
-        from chorustic.model.checkpoint import resolve_checkpoint
-
         path = resolve_checkpoint(path_or_state_dict)
         obj, source = read_checkpoint_file(path), str(path)
     else:

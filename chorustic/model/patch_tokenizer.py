@@ -34,21 +34,11 @@ from torch import Tensor
 from chorustic.model._mantis_adapter import MantisTokenGenerator
 from chorustic.model.config import ChorusTICConfig
 
+# The model's own length fix (the official model resamples inside its forward) is the harness's one App. C.2
+# resampler, so a series means the same numbers to the model as to the data preprocessing.
+from chorustic.resampling import resample_linear as resample_length
+
 __all__ = ["PatchTokenizer", "resample_length"]
-
-
-def resample_length(x: Tensor, length: int) -> Tensor:
-    """Linearly resample the last axis to ``length`` (half-pixel, ``align_corners=False``).
-
-    The official model does this inside its forward; a no-op when the length already matches.
-    """
-    if x.shape[-1] == length:
-        return x
-    lead = x.shape[:-1]
-    out = F.interpolate(
-        x.reshape(-1, 1, x.shape[-1]).float(), size=length, mode="linear", align_corners=False
-    )
-    return out.reshape(*lead, length)
 
 
 def _standardize(x: Tensor) -> Tensor:

@@ -9,7 +9,6 @@ __all__ = [
     "smooth_curves",
     "colored_noise",
     "gather_time",
-    "resample_linear",
     "place_window",
     "ChannelMixer",
     "loguniform",
@@ -67,21 +66,6 @@ def gather_time(x: np.ndarray, pos: np.ndarray) -> np.ndarray:
     a = np.take_along_axis(x, idx0, axis=-1)
     b = np.take_along_axis(x, idx1, axis=-1)
     return a + (b - a) * frac
-
-
-def resample_linear(x: np.ndarray, length: int) -> np.ndarray:
-    """Linear resampling along the last axis with ``align_corners=False`` semantics
-    (the same numbers as ``torch.nn.functional.interpolate(mode="linear", align_corners=False)``)."""
-    src = x.shape[-1]
-    if src == length:
-        return x
-    scale = src / length
-    pos = (np.arange(length) + 0.5) * scale - 0.5
-    pos = np.clip(pos, 0.0, src - 1)
-    i0 = np.floor(pos).astype(np.int64)
-    i1 = np.minimum(i0 + 1, src - 1)
-    frac = pos - i0
-    return x[..., i0] * (1.0 - frac) + x[..., i1] * frac
 
 
 def place_window(length: int, motif: np.ndarray, start: int) -> np.ndarray:

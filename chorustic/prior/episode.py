@@ -29,10 +29,11 @@ from typing import Any
 
 import numpy as np
 
-from chorustic.prior._ops import loguniform, resample_linear
+from chorustic.prior._ops import loguniform
 from chorustic.prior.backgrounds import BACKGROUND_FAMILIES, sample_process
 from chorustic.prior.nuisance import NuisanceConfig, apply_nuisance
 from chorustic.prior.rules import CROSS_CHANNEL_RULES, TEMPORAL_RULES, RuleContext, get_rule
+from chorustic.resampling import resample_linear
 
 __all__ = ["PriorConfig", "Omega", "Episode", "EpisodeBatch", "EpisodePrior", "label_counts"]
 

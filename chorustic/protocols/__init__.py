@@ -1,6 +1,15 @@
 """Evaluation protocols (paper Sec. 4.1, Appendix C.1): one module per protocol, plus context files."""
 
-from chorustic.protocols.base import ContextSpec, Ineligible, parse_protocol_id, protocol_id
+from chorustic.protocols.base import (
+    FAMILIES,
+    ContextSpec,
+    Ineligible,
+    parse_protocol_id,
+    parse_protocol_label,
+    protocol_id,
+    protocol_label,
+    protocol_sort_key,
+)
 from chorustic.protocols.contexts import (
     DEFAULT_PROTOCOLS,
     build_contexts,
@@ -14,10 +23,14 @@ from chorustic.protocols.full import full_context
 from chorustic.protocols.proportional import proportional_context
 
 __all__ = [
+    "FAMILIES",
     "ContextSpec",
     "Ineligible",
     "parse_protocol_id",
+    "parse_protocol_label",
     "protocol_id",
+    "protocol_label",
+    "protocol_sort_key",
     "DEFAULT_PROTOCOLS",
     "build_contexts",
     "context_specs",

@@ -11,7 +11,6 @@ Entry point: :func:`build_report` (the ``chorustic report`` command). Modules:
 * :mod:`~chorustic.reports.paper`        the paper's numbers (``results/reference``)
 * :mod:`~chorustic.reports.reproduction` the paper-table self-check and the comparison with the paper
 * :mod:`~chorustic.reports.writeup`      the reproduction report
-* :mod:`~chorustic.reports.synthetic`    synthetic ``accuracies.csv`` for tests and demos
 * :mod:`~chorustic.reports.build`        the whole report
 """
 

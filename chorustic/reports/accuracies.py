@@ -19,7 +19,6 @@ Semantics (paper Sec. 4.1 "Evaluation protocol"):
 from __future__ import annotations
 
 import dataclasses
-import math
 import re
 from pathlib import Path
 
@@ -27,8 +26,10 @@ import numpy as np
 import pandas as pd
 
 # The table's vocabulary has one home: the aggregate step that writes it.
-from chorustic.evaluation.aggregate import OPTIONAL_COLUMNS, REQUIRED_COLUMNS, checksum_path
+from chorustic.evaluation.aggregate import OPTIONAL_COLUMNS, REQUIRED_COLUMNS
+from chorustic.evaluation.integrity import checksum_path
 from chorustic.evaluation.job import RUN_STATUSES as STATUSES
+from chorustic.protocols.base import FAMILIES, protocol_sort_key
 
 __all__ = [
     "REQUIRED_COLUMNS",
@@ -39,12 +40,10 @@ __all__ = [
     "load_accuracies",
     "validate_accuracies",
     "method_metadata",
-    "protocol_sort_key",
     "AccuracyMatrix",
     "build_matrices",
 ]
 
-FAMILIES = ("full", "fixed_shot", "proportional")
 #: Archive order of every report (the paper's Table 1 is UEA, Table 2 UCR).
 ARCHIVES = ("UEA", "UCR")
 
@@ -61,13 +60,6 @@ def _parse_bool(series: pd.Series, column: str, source: str) -> pd.Series:
         rows = (np.flatnonzero(bad.to_numpy()) + 2).tolist()[:5]
         raise ResultsError(f"{source}: column {column!r} must be True/False; bad values on line(s) {rows}")
     return text.map(mapping).astype(bool)
-
-
-def protocol_sort_key(family: str, budget: float | None, protocol: str = "") -> tuple:
-    """full < fixed-shot (by k) < proportional (by %)."""
-    order = {f: i for i, f in enumerate(FAMILIES)}
-    b = -1.0 if budget is None or (isinstance(budget, float) and math.isnan(budget)) else float(budget)
-    return (order.get(family, len(order)), b, protocol)
 
 
 def validate_accuracies(df: pd.DataFrame, source: str = "accuracies.csv") -> pd.DataFrame:
@@ -352,6 +344,6 @@ def build_matrices(
     keys = df[["archive", "protocol", "family", "budget"]].drop_duplicates()
     keys = sorted(
         keys.itertuples(index=False),
-        key=lambda k: (ARCHIVES.index(k.archive), protocol_sort_key(k.family, k.budget, k.protocol)),
+        key=lambda k: (ARCHIVES.index(k.archive), protocol_sort_key(k.protocol, k.family, k.budget)),
     )
     return {(k.archive, k.protocol): _matrix(df, k.archive, k.protocol) for k in keys}

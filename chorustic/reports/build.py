@@ -39,6 +39,7 @@ from typing import Callable
 import pandas as pd
 
 from chorustic.io import atomic_write_json, atomic_write_text, sha256_file
+from chorustic.protocols.base import protocol_label
 from chorustic.reports import figures as figs
 from chorustic.reports.accuracies import (
     ARCHIVES,
@@ -56,7 +57,6 @@ from chorustic.reports.render import Table, html_page, to_markdown, write_table
 from chorustic.reports.reproduction import compare_with_paper, paper_self_check
 from chorustic.reports.tables import (
     ablation_table,
-    budget_label,
     budget_table,
     comparison_frame,
     cost_frame,
@@ -511,7 +511,7 @@ def _coverage(matrices, meta, exclude) -> pd.DataFrame:
         rows.append(
             {
                 "Archive": archive,
-                "Protocol": budget_label(mx.family, mx.budget),
+                "Protocol": protocol_label(mx.family, mx.budget),
                 "Methods": len(methods),
                 "Eligible datasets": len(mx.values),
                 "Common datasets": len(mx.common(have)),

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from chorustic.protocols.base import parse_protocol_label
 from chorustic.reports.accuracies import validate_accuracies
 from chorustic.reports.layout import DEFAULT_ABLATIONS, PAPER_COLUMN_TO_RUN_NAME
 
@@ -27,7 +28,6 @@ __all__ = [
     "default_reference_dir",
     "load_paper_reference",
     "parse_archive",
-    "parse_protocol",
     "paper_results_frame",
 ]
 
@@ -50,7 +50,9 @@ PAPER_GROUPS = {
 
 def default_reference_dir() -> Path:
     """``results/reference`` of this repository checkout."""
-    return Path(__file__).resolve().parents[2] / "results" / "reference"
+    from chorustic.paths import REPO_ROOT
+
+    return REPO_ROOT / "results" / "reference"
 
 
 def parse_archive(text: str) -> tuple[str, int | None]:
@@ -60,18 +62,6 @@ def parse_archive(text: str) -> tuple[str, int | None]:
         raise ValueError(f"cannot parse archive {text!r} (expected e.g. UEA30, UCR128, 'UEA30(28 eligible)')")
     n = m.group(3) or m.group(2)
     return m.group(1), int(n) if n else None
-
-
-def parse_protocol(text: str) -> str:
-    """Paper protocol labels -> run protocol names: full, 5-shot -> fixed5, 20% -> prop20."""
-    t = str(text).strip()
-    if t == "full":
-        return "full"
-    if m := re.fullmatch(r"(\d+)-shot", t):
-        return f"fixed{m.group(1)}"
-    if m := re.fullmatch(r"(\d+)%", t):
-        return f"prop{m.group(1)}"
-    raise ValueError(f"cannot parse protocol {text!r}")
 
 
 def _headline_method(label: str) -> str:
@@ -128,7 +118,7 @@ def load_paper_reference(directory: str | Path | None = None) -> PaperReference:
         parsed = headline["archive"].map(parse_archive)
         headline["archive_name"] = parsed.map(lambda t: t[0])
         headline["n_datasets"] = parsed.map(lambda t: t[1])
-        headline["run_protocol"] = headline["protocol"].map(parse_protocol)
+        headline["run_protocol"] = headline["protocol"].map(parse_protocol_label)
         headline["paper_method"] = headline["method"].map(_headline_method)
     wil = opt("paper_wilcoxon.csv")
     if wil is not None:
@@ -136,7 +126,7 @@ def load_paper_reference(directory: str | Path | None = None) -> PaperReference:
     gains = opt("paper_relative_gains.csv")
     if gains is not None:
         gains["archive_name"] = gains["archive"].map(lambda a: parse_archive(a)[0])
-        gains["run_protocol"] = gains["protocol"].map(parse_protocol)
+        gains["run_protocol"] = gains["protocol"].map(parse_protocol_label)
     sig = opt("paper_significant.csv")
     if sig is not None:
         sig["archive_name"] = sig["archive"].map(lambda a: parse_archive(a)[0])

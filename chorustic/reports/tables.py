@@ -16,6 +16,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
+from chorustic.protocols.base import protocol_label
 from chorustic.reports.accuracies import AccuracyMatrix
 from chorustic.reports.layout import archive_title, group_blocks, ordered_methods
 from chorustic.reports.render import DAGGER_NOTE, Cell, Table, fmt, mark_best
@@ -34,7 +35,6 @@ __all__ = [
     "ablation_table",
     "per_dataset_table",
     "stats_table",
-    "budget_label",
     "cost_frame",
     "cost_table",
     "format_seconds",
@@ -47,14 +47,6 @@ def _marked(text: str, mark: str | None, dagger: bool = False) -> Cell:
 
 def _method_cell(m: str, meta: pd.DataFrame, label: str | None = None) -> Cell:
     return Cell(label or str(meta.loc[m, "display_name"]), dagger=bool(meta.loc[m, "reported"]))
-
-
-def budget_label(family: str, budget: float | None) -> str:
-    if family == "fixed_shot":
-        return f"{budget:g}-shot"
-    if family == "proportional":
-        return f"{budget:g}%"
-    return "full"
 
 
 def _missing_note(matrix: AccuracyMatrix, methods: list[str]) -> str | None:
@@ -187,7 +179,7 @@ def main_table(
     n_elig = len(matrix.values)
     title = (
         f"Classification results on {archive_title(matrix.archive, n_elig)} "
-        f"({budget_label(matrix.family, matrix.budget)} protocol)"
+        f"({protocol_label(matrix.family, matrix.budget)} protocol)"
     )
     notes = [
         _common_note(matrix, have),
@@ -238,7 +230,7 @@ def budget_table(
     summaries = {
         mx.protocol: summary_frame(mx, meta, reference, methods).set_index("method") for mx in matrices
     }
-    header = ["Method", "Target fit"] + [budget_label(mx.family, mx.budget) for mx in matrices]
+    header = ["Method", "Target fit"] + [protocol_label(mx.family, mx.budget) for mx in matrices]
     align = "lc" + "r" * len(matrices)
     marks = {}
     for mx in matrices:
@@ -267,13 +259,13 @@ def budget_table(
         )
         sets = f"{len(mx.seeds)} context set{'s' if len(mx.seeds) != 1 else ''}"
         notes.append(
-            f"{budget_label(mx.family, mx.budget)}: averaged over {sets} and over the "
+            f"{protocol_label(mx.family, mx.budget)}: averaged over {sets} and over the "
             f"{len(mx.common(have))} datasets where all {len(have)} methods have a result "
             f"({len(mx.values)} eligible{inel})."
         )
         miss = _missing_note(mx, methods)
         if miss:
-            notes.append(f"{budget_label(mx.family, mx.budget)}: {miss}")
+            notes.append(f"{protocol_label(mx.family, mx.budget)}: {miss}")
     notes.append(
         "Within each budget all methods use the same datasets and the same context sets. "
         "Best and second-best in bold and underlined."
@@ -408,7 +400,7 @@ def per_dataset_table(
     return Table(
         name=name,
         caption=f"Per-dataset accuracy on {archive_title(matrix.archive, n)} "
-        f"({budget_label(matrix.family, matrix.budget)} protocol)",
+        f"({protocol_label(matrix.family, matrix.budget)} protocol)",
         header=header,
         align="l" + "r" * len(methods),
         body=body,
@@ -500,7 +492,7 @@ def stats_table(
         notes.append(dn)
     title = (
         f"Statistical comparison on {archive_title(matrix.archive, len(matrix.values))} "
-        f"({budget_label(matrix.family, matrix.budget)} protocol), reference {ref_name}"
+        f"({protocol_label(matrix.family, matrix.budget)} protocol), reference {ref_name}"
     )
     return Table(
         name=name, caption=title, header=header, align="lcrrrrcrr", body=body, data=comparison, notes=notes
@@ -621,7 +613,7 @@ def cost_table(cost: pd.DataFrame, matrix: AccuracyMatrix, meta: pd.DataFrame, n
     return Table(
         name=name,
         caption=f"Accuracy and cost on {archive_title(matrix.archive, len(matrix.values))} "
-        f"({budget_label(matrix.family, matrix.budget)} protocol)",
+        f"({protocol_label(matrix.family, matrix.budget)} protocol)",
         header=header,
         align="lllrrrrrr",
         body=body,

@@ -35,6 +35,18 @@ def reproduction_markdown(
     ref: PaperReference,
     threshold_pp: float,
 ) -> str:
+    """``reproduction.md``: the paper-table self-check (section 1) and these results against the paper
+    (section 2), one function per part."""
+    L = _header(ref)
+    for part in (_verdict, _averages, _ranks, _wtl, _wilcoxon, _significance, _gains):
+        L += part(check)
+    L += ["## 2. These results against the paper", ""]
+    L += _headline(comparison)
+    L += _per_method(comparison, threshold_pp)
+    return "\n".join(L)
+
+
+def _header(ref: PaperReference) -> list[str]:
     L = [
         "# Reproduction check against the paper",
         "",
@@ -44,7 +56,7 @@ def reproduction_markdown(
     ]
     if ref.missing_files:
         L += [f"Missing reference files (their checks are skipped): {', '.join(ref.missing_files)}.", ""]
-    L += [
+    return L + [
         "## 1. The paper's own per-dataset tables through this harness's statistics",
         "",
         "The per-dataset tables are printed with four decimals, so accuracies that differ in full precision can "
@@ -53,247 +65,246 @@ def reproduction_markdown(
         "allows (otherwise the paper would be inconsistent).",
         "",
     ]
-    v = check.get("verdict", pd.DataFrame())
-    if len(v):
-        L.append(
-            _table(
-                ["Check", "Passed", "Detail"],
-                [[r.check, "yes" if r.passed else "**NO**", r.detail] for r in v.itertuples()],
-            )
-        )
-    av = check.get("averages", pd.DataFrame())
-    if len(av):
-        L += [
-            "### Average accuracy (%)",
-            "",
-            _table(
-                ["Archive", "Method", "Computed", "Printed", "Diff (pp)", "Status"],
-                [
-                    [
-                        r.archive,
-                        r.method,
-                        _f(r.computed_pct, 4),
-                        _f(r.printed_pct),
-                        _f(r.diff_pp, 4, True),
-                        r.status,
-                    ]
-                    for r in av.itertuples()
-                ],
-            ),
-        ]
-    rk = check.get("ranks", pd.DataFrame())
-    if len(rk):
-        L += [
-            "### Average rank",
-            "",
-            _table(
-                ["Archive", "Method", "Computed", "Printed", "Reachable range", "Status"],
-                [
-                    [
-                        r.archive,
-                        r.method,
-                        _f(r.computed, 3),
-                        _f(r.printed),
-                        f"[{r.reachable_low:.3f}, {r.reachable_high:.3f}]",
-                        r.status,
-                    ]
-                    for r in rk.itertuples()
-                ],
-            ),
-        ]
-    wt = check.get("wtl", pd.DataFrame())
-    if len(wt):
-        L += [
-            "### W/T/L (ChorusTIC's perspective)",
-            "",
-            _table(
-                ["Archive", "Method", "Computed", "Printed", "Status"],
-                [[r.archive, r.method, r.computed, r.printed or "-", r.status] for r in wt.itertuples()],
-            ),
-        ]
-    wl = check.get("wilcoxon", pd.DataFrame())
-    if len(wl):
-        L += [
-            "### Wilcoxon signed-rank (exact, two-sided) and Holm",
-            "",
-            '"printed W/T/L imposed": the test recomputed with the table\'s rounding ties resolved into the wins '
-            "and losses the paper prints (the resolved differences get the smallest magnitudes).",
-            "",
-            _table(
-                [
-                    "Archive",
-                    "Method",
-                    "W/T/L",
-                    "n_eff",
-                    "W",
-                    "raw p",
-                    "Holm p",
-                    "raw p (printed W/T/L imposed)",
-                    "Holm p (printed W/T/L imposed)",
-                    "printed raw p",
-                    "printed Holm p",
-                    "Status",
-                ],
-                [
-                    [
-                        r.archive,
-                        r.method,
-                        r.computed_wtl
-                        + (
-                            f" (printed {r.printed_wtl})"
-                            if r.printed_wtl and r.printed_wtl != r.computed_wtl
-                            else ""
-                        ),
-                        r.n_eff,
-                        f"{r.W:g}",
-                        _p(r.p_raw),
-                        _p(r.p_holm),
-                        _p(r.p_raw_printed_wtl),
-                        _p(r.p_holm_printed_wtl),
-                        _p(r.printed_p_raw),
-                        _p(r.printed_p_holm),
-                        r.status,
-                    ]
-                    for r in wl.itertuples()
-                ],
-            ),
-        ]
-    sg = check.get("significance", pd.DataFrame())
-    if len(sg):
-        L += [
-            "### Significant after Holm (alpha = 0.05)",
-            "",
-            _table(
-                ["Archive", "Method", "Computed", "Paper", "Holm p", "Status"],
-                [
-                    [
-                        r.archive,
-                        r.method,
-                        "yes" if r.computed_significant else "no",
-                        "yes" if r.printed_significant else "no",
-                        _p(r.p_holm),
-                        r.status,
-                    ]
-                    for r in sg.itertuples()
-                ],
-            ),
-        ]
-    gn = check.get("gains", pd.DataFrame())
-    if len(gn):
-        L += [
-            "### Relative gains quoted in the text (%)",
-            "",
-            "The paper defines the gain from unrounded averages; where only the printed averages give the "
-            "quoted value, the status says so.",
-            "",
-            _table(
-                [
-                    "Archive",
-                    "Protocol",
-                    "Method",
-                    "Baseline",
-                    "From unrounded averages",
-                    "From printed averages",
-                    "Printed",
-                    "Status",
-                ],
-                [
-                    [
-                        r.archive,
-                        r.protocol,
-                        r.method,
-                        r.baseline,
-                        _f(r.from_unrounded_pct),
-                        _f(r.from_printed_averages_pct),
-                        _f(r.printed_pct),
-                        r.status,
-                    ]
-                    for r in gn.itertuples()
-                ],
-            ),
-        ]
 
-    L += ["## 2. These results against the paper", ""]
+
+def _verdict(check: dict[str, pd.DataFrame]) -> list[str]:
+    v = check.get("verdict", pd.DataFrame())
+    if not len(v):
+        return []
+    return [
+        _table(
+            ["Check", "Passed", "Detail"],
+            [[r.check, "yes" if r.passed else "**NO**", r.detail] for r in v.itertuples()],
+        )
+    ]
+
+
+def _averages(check: dict[str, pd.DataFrame]) -> list[str]:
+    av = check.get("averages", pd.DataFrame())
+    if not len(av):
+        return []
+    rows = [
+        [r.archive, r.method, _f(r.computed_pct, 4), _f(r.printed_pct), _f(r.diff_pp, 4, True), r.status]
+        for r in av.itertuples()
+    ]
+    return [
+        "### Average accuracy (%)",
+        "",
+        _table(["Archive", "Method", "Computed", "Printed", "Diff (pp)", "Status"], rows),
+    ]
+
+
+def _ranks(check: dict[str, pd.DataFrame]) -> list[str]:
+    rk = check.get("ranks", pd.DataFrame())
+    if not len(rk):
+        return []
+    rows = [
+        [
+            r.archive,
+            r.method,
+            _f(r.computed, 3),
+            _f(r.printed),
+            f"[{r.reachable_low:.3f}, {r.reachable_high:.3f}]",
+            r.status,
+        ]
+        for r in rk.itertuples()
+    ]
+    headers = ["Archive", "Method", "Computed", "Printed", "Reachable range", "Status"]
+    return ["### Average rank", "", _table(headers, rows)]
+
+
+def _wtl(check: dict[str, pd.DataFrame]) -> list[str]:
+    wt = check.get("wtl", pd.DataFrame())
+    if not len(wt):
+        return []
+    rows = [[r.archive, r.method, r.computed, r.printed or "-", r.status] for r in wt.itertuples()]
+    return [
+        "### W/T/L (ChorusTIC's perspective)",
+        "",
+        _table(["Archive", "Method", "Computed", "Printed", "Status"], rows),
+    ]
+
+
+def _wilcoxon(check: dict[str, pd.DataFrame]) -> list[str]:
+    wl = check.get("wilcoxon", pd.DataFrame())
+    if not len(wl):
+        return []
+    headers = [
+        "Archive",
+        "Method",
+        "W/T/L",
+        "n_eff",
+        "W",
+        "raw p",
+        "Holm p",
+        "raw p (printed W/T/L imposed)",
+        "Holm p (printed W/T/L imposed)",
+        "printed raw p",
+        "printed Holm p",
+        "Status",
+    ]
+    rows = [
+        [
+            r.archive,
+            r.method,
+            r.computed_wtl
+            + (f" (printed {r.printed_wtl})" if r.printed_wtl and r.printed_wtl != r.computed_wtl else ""),
+            r.n_eff,
+            f"{r.W:g}",
+            _p(r.p_raw),
+            _p(r.p_holm),
+            _p(r.p_raw_printed_wtl),
+            _p(r.p_holm_printed_wtl),
+            _p(r.printed_p_raw),
+            _p(r.printed_p_holm),
+            r.status,
+        ]
+        for r in wl.itertuples()
+    ]
+    return [
+        "### Wilcoxon signed-rank (exact, two-sided) and Holm",
+        "",
+        '"printed W/T/L imposed": the test recomputed with the table\'s rounding ties resolved into the wins '
+        "and losses the paper prints (the resolved differences get the smallest magnitudes).",
+        "",
+        _table(headers, rows),
+    ]
+
+
+def _significance(check: dict[str, pd.DataFrame]) -> list[str]:
+    sg = check.get("significance", pd.DataFrame())
+    if not len(sg):
+        return []
+    rows = [
+        [
+            r.archive,
+            r.method,
+            "yes" if r.computed_significant else "no",
+            "yes" if r.printed_significant else "no",
+            _p(r.p_holm),
+            r.status,
+        ]
+        for r in sg.itertuples()
+    ]
+    headers = ["Archive", "Method", "Computed", "Paper", "Holm p", "Status"]
+    return ["### Significant after Holm (alpha = 0.05)", "", _table(headers, rows)]
+
+
+def _gains(check: dict[str, pd.DataFrame]) -> list[str]:
+    gn = check.get("gains", pd.DataFrame())
+    if not len(gn):
+        return []
+    headers = [
+        "Archive",
+        "Protocol",
+        "Method",
+        "Baseline",
+        "From unrounded averages",
+        "From printed averages",
+        "Printed",
+        "Status",
+    ]
+    rows = [
+        [
+            r.archive,
+            r.protocol,
+            r.method,
+            r.baseline,
+            _f(r.from_unrounded_pct),
+            _f(r.from_printed_averages_pct),
+            _f(r.printed_pct),
+            r.status,
+        ]
+        for r in gn.itertuples()
+    ]
+    return [
+        "### Relative gains quoted in the text (%)",
+        "",
+        "The paper defines the gain from unrounded averages; where only the printed averages give the "
+        "quoted value, the status says so.",
+        "",
+        _table(headers, rows),
+    ]
+
+
+def _headline(comparison: dict[str, pd.DataFrame]) -> list[str]:
     hd = comparison.get("headline", pd.DataFrame())
-    if len(hd):
-        L += [
-            "### Headline averages side by side (%)",
-            "",
-            '"Paper, same datasets": the paper\'s per-dataset values averaged over exactly the datasets behind our '
-            'average (full protocol only); "Paper, printed": the published archive-level number, over the '
-            "paper's datasets (its count in the last column); comparable only when the counts agree.",
-            "",
-            _table(
-                [
-                    "Table",
-                    "Archive",
-                    "Protocol",
-                    "Method",
-                    "Ours",
-                    "Our datasets",
-                    "Paper, same datasets",
-                    "Diff (pp)",
-                    "Paper, printed",
-                    "Paper datasets",
-                ],
-                [
-                    [
-                        r.table,
-                        r.archive,
-                        r.protocol,
-                        r.display_name + (" \u2020" if r.reported else ""),
-                        _f(r.ours_pct),
-                        r.ours_n_datasets,
-                        _f(r.paper_same_datasets_pct),
-                        _f(r.diff_same_datasets_pp, 2, True),
-                        _f(r.paper_printed_pct),
-                        "-" if pd.isna(r.paper_n_datasets) else int(r.paper_n_datasets),
-                    ]
-                    for r in hd.itertuples()
-                ],
-            ),
+    if not len(hd):
+        return ["No method of these results matches a headline number of the paper.", ""]
+    headers = [
+        "Table",
+        "Archive",
+        "Protocol",
+        "Method",
+        "Ours",
+        "Our datasets",
+        "Paper, same datasets",
+        "Diff (pp)",
+        "Paper, printed",
+        "Paper datasets",
+    ]
+    rows = [
+        [
+            r.table,
+            r.archive,
+            r.protocol,
+            r.display_name + (" \u2020" if r.reported else ""),
+            _f(r.ours_pct),
+            r.ours_n_datasets,
+            _f(r.paper_same_datasets_pct),
+            _f(r.diff_same_datasets_pp, 2, True),
+            _f(r.paper_printed_pct),
+            "-" if pd.isna(r.paper_n_datasets) else int(r.paper_n_datasets),
         ]
-    else:
-        L += ["No method of these results matches a headline number of the paper.", ""]
+        for r in hd.itertuples()
+    ]
+    return [
+        "### Headline averages side by side (%)",
+        "",
+        '"Paper, same datasets": the paper\'s per-dataset values averaged over exactly the datasets behind our '
+        'average (full protocol only); "Paper, printed": the published archive-level number, over the '
+        "paper's datasets (its count in the last column); comparable only when the counts agree.",
+        "",
+        _table(headers, rows),
+    ]
+
+
+def _per_method(comparison: dict[str, pd.DataFrame], threshold_pp: float) -> list[str]:
     pm = comparison.get("per_method", pd.DataFrame())
-    if len(pm):
-        L += [
-            f"### Per-dataset agreement (full protocol; off = more than {threshold_pp:g} points apart)",
-            "",
-            _table(
-                [
-                    "Archive",
-                    "Method",
-                    "Datasets compared",
-                    "Mean abs. diff (pp)",
-                    "Mean diff (pp)",
-                    "Max abs. diff (pp)",
-                    "Off",
-                    "Datasets off (ours - paper, pp)",
-                    "Missing in ours",
-                ],
-                [
-                    [
-                        r.archive,
-                        r.display_name
-                        + (" \u2020 (paper values, identical by construction)" if r.reported else ""),
-                        r.n_compared,
-                        _f(r.mean_abs_diff_pp),
-                        _f(r.mean_diff_pp, 2, True),
-                        _f(r.max_abs_diff_pp),
-                        r.n_off,
-                        r.datasets_off or "-",
-                        r.n_missing_ours,
-                    ]
-                    for r in pm.itertuples()
-                ],
-            ),
-            "Every dataset: [per_dataset.csv](per_dataset.csv) (ours, paper, difference in points).",
-            "",
+    if not len(pm):
+        return ["No method of these results has a per-dataset column in the paper's tables.", ""]
+    headers = [
+        "Archive",
+        "Method",
+        "Datasets compared",
+        "Mean abs. diff (pp)",
+        "Mean diff (pp)",
+        "Max abs. diff (pp)",
+        "Off",
+        "Datasets off (ours - paper, pp)",
+        "Missing in ours",
+    ]
+    rows = [
+        [
+            r.archive,
+            r.display_name + (" \u2020 (paper values, identical by construction)" if r.reported else ""),
+            r.n_compared,
+            _f(r.mean_abs_diff_pp),
+            _f(r.mean_diff_pp, 2, True),
+            _f(r.max_abs_diff_pp),
+            r.n_off,
+            r.datasets_off or "-",
+            r.n_missing_ours,
         ]
-    else:
-        L += ["No method of these results has a per-dataset column in the paper's tables.", ""]
-    return "\n".join(L)
+        for r in pm.itertuples()
+    ]
+    return [
+        f"### Per-dataset agreement (full protocol; off = more than {threshold_pp:g} points apart)",
+        "",
+        _table(headers, rows),
+        "Every dataset: [per_dataset.csv](per_dataset.csv) (ours, paper, difference in points).",
+        "",
+    ]
 
 
 def write_reproduction(

@@ -12,5 +12,5 @@ rule aggregate:
         **cr.rule_resources(config, "aggregate"),
     log:
         f"{LOGS}/aggregate.log",
-    script:
-        "../scripts/aggregate.py"
+    shell:
+        "chorustic aggregate --config {RUN_CONFIG} --out {output[0]} > {log} 2>&1"

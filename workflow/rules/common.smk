@@ -1,15 +1,16 @@
-# Shared lists and helpers; all logic lives in the chorustic package (chorustic.config).
+# Shared lists and helpers; all logic lives in the chorustic package (chorustic.config). Every rule runs
+# one `chorustic` command (shell:), the command a user can also run by hand.
 import json
 from pathlib import Path
 
 from chorustic import config as cc
 from chorustic import resources as cr
-from chorustic.training.distributed import launch_prefix
-from chorustic.evaluation.integrity import set_aside_damaged
-from chorustic.evaluation.snakemake_glue import fingerprints
+from chorustic.evaluation.integrity import run_fingerprints, set_aside_damaged
 from chorustic.methods import discover
+from chorustic.training.distributed import launch_prefix
 
-cc.validate_config(config)  # a mistake in the config stops here with one message naming the key
+# The one validation of the configuration: a mistake stops here with one message naming the key.
+cc.validate_config(config)
 
 PATHS = config["paths"]
 DATA_DIR = PATHS["data_dir"]
@@ -32,7 +33,7 @@ for _file, _tb in sorted(_DISCOVERY.broken.items()):
 METHODS = cc.evaluated_methods(config)
 EVAL_JOBS = cc.evaluation_jobs(config)
 # The method runs' parameters and code (a params: of the evaluate rule; a change re-runs its jobs).
-FINGERPRINTS = fingerprints(config, _DISCOVERY)
+FINGERPRINTS = run_fingerprints(config, _DISCOVERY)
 _LOCK = cc.lock_file(config)
 # Where the data lock file is does not change any data: a shell argument, not a params (no re-run).
 DATA_LOCK_ARG = f"--lock-file {_LOCK}" if _LOCK else ""
@@ -41,6 +42,9 @@ ACCURACIES = f"{RESULTS}/accuracies.csv"
 REPORT_INDEX = f"{REPORTS}/README.md"
 SOURCE_RECORD = f"{CACHE_DIR}/sources/{{dataset}}.json"  # the download rule's output (never the data files)
 SOURCES = [SOURCE_RECORD.format(dataset=d) for d in DATASETS]
+# The configuration Snakemake merged, as the `chorustic evaluate` / `aggregate` commands read it (--config):
+# a file named by its content, so a shell argument, not a params (only the fingerprints re-run jobs).
+RUN_CONFIG = cc.write_config_record(config, LOGS)
 
 # A finished result that is damaged (a prediction file missing, truncated or edited, a manifest
 # unreadable, a dataset file edited after it was recorded, accuracies.csv changed after it was written)
@@ -75,19 +79,6 @@ def per_job(table, key):
     looking the job up by `key(wildcards)`. A name a job does not have evaluates to None (unset)."""
     names = sorted({n for res in table.values() for n in res} - {"threads"})
     return {n: (lambda w, n=n: table[key(w)].get(n)) for n in names}
-
-
-def method_checkpoint_inputs(wildcards):
-    """The checkpoint of a method run as an input: produced by a pretrain run, or an existing local file
-    (so a changed checkpoint re-runs the evaluation). A missing local file is not an input: the job runs
-    and records the method as failed with the reason, instead of the whole DAG refusing to start."""
-    entry = cc.method_entry(config, wildcards.method)
-    if cc.pretrain_run_of(entry) is not None:
-        return [cc.resolved_params(config, wildcards.method)["checkpoint"]]
-    ckpt = entry["params"].get("checkpoint")
-    if isinstance(ckpt, str) and ckpt and "://" not in ckpt and Path(ckpt).is_file():
-        return [ckpt]
-    return []
 
 
 def method_conda_env(method):

@@ -3,7 +3,7 @@ rule evaluate:
     input:
         contexts=rules.contexts.output,
         summary=rules.preprocess.output,
-        checkpoint=method_checkpoint_inputs,
+        checkpoint=lambda w: cc.checkpoint_inputs(config, w.method),
     output:
         f"{RESULTS}/runs/{{method}}/{{dataset}}.json",
     params:
@@ -19,5 +19,7 @@ rule evaluate:
     threads: lambda w: EVALUATE_RESOURCES[(w.method, w.dataset)]["threads"]
     resources:
         **per_job(EVALUATE_RESOURCES, lambda w: (w.method, w.dataset)),
-    script:
-        "../scripts/evaluate.py"
+    shell:
+        "chorustic evaluate --config {RUN_CONFIG} --method {wildcards.method} --dataset {wildcards.dataset} "
+        "--contexts {input.contexts} --threads {threads} --mem-mb {resources.mem_mb} --runtime {resources.runtime} "
+        "> {log} 2>&1"

@@ -16,26 +16,29 @@ import pandas as pd
 
 from chorustic.evaluation.aggregate import COLUMNS
 from chorustic.io import atomic_write_text
+from chorustic.protocols.base import parse_protocol_id
+from chorustic.protocols.contexts import DEFAULT_PROTOCOLS, context_specs
 
 __all__ = [
     "SyntheticMethod",
     "DEFAULT_SYNTHETIC_METHODS",
     "synthetic_accuracies",
     "write_synthetic_accuracies",
-    "PROTOCOLS",
+    "PAPER_PROTOCOLS",
+    "budget_penalty",
 ]
 
-#: protocol -> (family, budget, accuracy penalty)
-PROTOCOLS = {
-    "full": ("full", None, 0.0),
-    "fixed5": ("fixed_shot", 5, 0.10),
-    "fixed10": ("fixed_shot", 10, 0.06),
-    "prop20": ("proportional", 20, 0.07),
-    "prop30": ("proportional", 30, 0.055),
-    "prop40": ("proportional", 40, 0.04),
-    "prop50": ("proportional", 50, 0.03),
-    "prop60": ("proportional", 60, 0.02),
-}
+#: The protocol ids of the paper's settings (derived from :data:`chorustic.protocols.DEFAULT_PROTOCOLS`).
+PAPER_PROTOCOLS = tuple(dict.fromkeys(s.protocol for s in context_specs(DEFAULT_PROTOCOLS)))
+
+
+def budget_penalty(family: str, budget: int | None) -> float:
+    """How much accuracy a smaller label budget costs in the synthetic results (any k or %)."""
+    if family == "fixed_shot":
+        return float(np.interp(budget, [5, 10], [0.10, 0.06]))
+    if family == "proportional":
+        return float(np.interp(budget, [20, 30, 40, 50, 60], [0.07, 0.055, 0.04, 0.03, 0.02]))
+    return 0.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -113,7 +116,7 @@ def synthetic_accuracies(
     methods=DEFAULT_SYNTHETIC_METHODS,
     uea: tuple[str, ...] = DEFAULT_UEA,
     ucr: tuple[str, ...] = DEFAULT_UCR,
-    protocols: tuple[str, ...] = tuple(PROTOCOLS),
+    protocols: tuple[str, ...] = PAPER_PROTOCOLS,
     n_seeds: int = 5,
     seed: int = 0,
     failures: tuple[tuple[str, str, str, int], ...] = (),
@@ -138,7 +141,8 @@ def synthetic_accuracies(
                 for protocol in protocols:
                     if m.protocols is not None and protocol not in m.protocols:
                         continue
-                    family, budget, penalty = PROTOCOLS[protocol]
+                    family, budget = parse_protocol_id(protocol)
+                    penalty = budget_penalty(family, budget)
                     seeds = [0] if (family == "full" or m.reported) else list(range(n_seeds))
                     for s in seeds:
                         row = {

@@ -1,0 +1,96 @@
+"""How one evaluate job's peak memory and time grow with its dataset: a plugin's cost declaration.
+
+A plugin sets ``cost = CostModel(...)`` (:class:`chorustic.methods.base.Method`); the workflow turns the
+estimate for each job's :class:`JobSize` into the job's Snakemake resources (:mod:`chorustic.resources`,
+which adds the safety margins and the site's limits).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+__all__ = ["CostModel", "JobSize"]
+
+
+@dataclasses.dataclass(frozen=True)
+class JobSize:
+    """The size of one job's input, as the method sees it."""
+
+    n_train: int
+    n_test: int
+    n_channels: int
+    length: int
+    """The series length the method receives: 512 for ``resampled`` methods, the native (maximum) length otherwise."""
+    n_contexts: int = 1
+    """Protocol contexts the job evaluates (each is one fit on at most ``n_train`` series and one
+    prediction of the ``n_test`` series)."""
+
+    @property
+    def n_series(self) -> int:
+        return self.n_train + self.n_test
+
+    @property
+    def n_values(self) -> int:
+        """Input values: every series of both splits, every channel, every time point."""
+        return self.n_series * self.n_channels * self.length
+
+
+@dataclasses.dataclass(frozen=True)
+class CostModel:
+    """Peak memory and running time of one evaluate job as a function of its :class:`JobSize`.
+
+    With ``N = n_train + n_test`` series, ``V = N * n_channels * length`` input values and
+    ``P = n_train * N * n_channels`` (context series x all series, per channel: a Gram matrix, a
+    ridge/SVM fit, in-context attention)::
+
+        peak memory (MB) = mem_base_mb + mem_bytes_per_value * V / 2**20
+                           + mem_kb_per_series * N / 1024 + mem_bytes_per_pair * n_train * N / 2**20
+        time (s)         = time_job_s + n_contexts * (time_base_s + (time_ns_per_value * V
+                           + time_ns_per_value_channel * V * n_channels + time_ns_per_pair * P
+                           + time_ns_per_cell * n_train * n_test * n_channels * length * band) / 1e9)
+
+    ``band`` is the number of alignment cells per time point of an elastic distance (the whole length
+    for unconstrained DTW; see :meth:`estimate`). Each context fits on at most ``n_train`` series, so the
+    time is an upper bound per context. Times are for one CPU thread; more threads or a GPU only make
+    a job faster. Coefficients are measured with ``benchmarks/job_costs.py`` where the method runs
+    offline; a job adds :data:`chorustic.resources.MEM_SAFETY` / :data:`~chorustic.resources.TIME_SAFETY` on top.
+    """
+
+    mem_base_mb: float = 700.0
+    """The worker with its imports and model weights, before any data."""
+    mem_bytes_per_value: float = 16.0
+    """Per input value: the data itself (float32) and the method's working copies."""
+    mem_kb_per_series: float = 0.0
+    """Per series: features or embeddings the method holds for every series at once."""
+    mem_bytes_per_pair: float = 0.0
+    """Per (context series, series) pair: Gram, distance or attention matrices held at once."""
+    time_job_s: float = 10.0
+    """Once per job: imports, JIT compilation, loading weights."""
+    time_base_s: float = 1.0
+    """Per context: fit and predict overhead independent of the data size."""
+    time_ns_per_value: float = 500.0
+    """Per context and input value (transforms, encoders)."""
+    time_ns_per_value_channel: float = 0.0
+    """Per context, input value and channel: attention across the channels of each time step."""
+    time_ns_per_pair: float = 0.0
+    """Per context and (context series, series, channel): ridge/SVM fits, attention over the context."""
+    time_ns_per_cell: float = 0.0
+    """Per context and alignment cell of a pairwise elastic distance."""
+    model_length: int | None = None
+    """The length the method computes on whatever the input's (an encoder that resamples or pads every
+    series to 512): replaces the job's ``length``."""
+
+    def estimate(self, size: JobSize, *, band: float | None = None) -> tuple[float, float]:
+        """(peak memory in MB, time in seconds), without safety margins."""
+        if self.model_length is not None:
+            size = dataclasses.replace(size, length=self.model_length)
+        band = float(size.length if band is None else band)
+        pairs = size.n_train * size.n_series
+        cells = size.n_train * size.n_test * size.n_channels * size.length * band
+        mem = (self.mem_base_mb + self.mem_bytes_per_value * size.n_values / 2**20
+               + self.mem_kb_per_series * size.n_series / 1024 + self.mem_bytes_per_pair * pairs / 2**20)
+        per_context = self.time_base_s + (self.time_ns_per_value * size.n_values
+                                          + self.time_ns_per_value_channel * size.n_values * size.n_channels
+                                          + self.time_ns_per_pair * pairs * size.n_channels
+                                          + self.time_ns_per_cell * cells) / 1e9
+        return mem, self.time_job_s + size.n_contexts * per_context

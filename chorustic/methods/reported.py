@@ -1,0 +1,131 @@
+"""Reported methods: "reported, not reproduced" accuracies read from a CSV column (the paper's TiCT
+column, or any method a user cannot run)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+from chorustic.methods.base import MethodInfo, MethodNotReady, ReportedMethod
+from chorustic.paths import repo_path
+
+__all__ = ["CSVReportedMethod", "reported_method"]
+
+
+class CSVReportedMethod(ReportedMethod):
+    """A "reported, not reproduced" method: per-dataset accuracies read from CSV column(s).
+
+    Parameters (config ``params``): ``csv`` (a path or a list of paths, relative to the repository
+    root unless absolute; a file with a ``dataset`` column and one column per method), ``column``
+    (the column to read; default: the method's display name), ``protocol`` (default ``"full"``)
+    and ``seed`` (default 0). Accuracies must lie in [0, 1]; empty cells mean "not reported" and are
+    skipped. The result has the columns ``dataset, protocol, seed, accuracy``.
+
+    Subclass and set ``info`` (with ``reported=True``) and ``default_params``, or use
+    :func:`reported_method`.
+    """
+
+    default_params: ClassVar[dict[str, Any]] = {"csv": [], "column": None, "protocol": "full", "seed": 0}
+
+    def _paths(self, csv: Any) -> list[Path]:
+        items = [csv] if isinstance(csv, (str, os.PathLike)) else list(csv or [])
+        if not items:
+            raise MethodNotReady(
+                f"{self.info.display_name} ({self.info.name}): no `csv` parameter; set "
+                f"`params: {{csv: <file with columns dataset,{self.info.display_name}>}}`"
+            )
+        return [repo_path(item) for item in items]
+
+    def check_ready(self, **params: Any) -> None:
+        self.reported_accuracies(**params)
+
+    def reported_accuracies(self, **params: Any):
+        import pandas as pd
+
+        p = self.params(params)
+        column = p.get("column") or self.info.display_name
+        frames = []
+        for path in self._paths(p.get("csv")):
+            if not path.is_file():
+                raise MethodNotReady(
+                    f"{self.info.display_name} ({self.info.name}): reported-accuracy file {path} does not "
+                    f"exist. Put the CSV (columns: dataset,{column},...) there or set `csv` in the config."
+                )
+            table = pd.read_csv(path)
+            if "dataset" not in table.columns:
+                raise MethodNotReady(f"{path}: no `dataset` column (columns: {list(table.columns)})")
+            if column not in table.columns:
+                continue  # e.g. TiCT appears in the UCR table only
+            acc = pd.to_numeric(table[column], errors="coerce")
+            bad = table.loc[acc.notna() & ((acc < 0) | (acc > 1)), "dataset"].tolist()
+            if bad:
+                raise ValueError(
+                    f"{path}: column {column!r} has accuracies outside [0, 1] for {bad[:5]} "
+                    f"(give accuracies as fractions, not percentages)"
+                )
+            frames.append(
+                pd.DataFrame({"dataset": table["dataset"].astype(str), "accuracy": acc}).dropna(
+                    subset=["accuracy"]
+                )
+            )
+        if not frames:
+            raise MethodNotReady(
+                f"{self.info.display_name} ({self.info.name}): none of the CSV files "
+                f"{[str(x) for x in self._paths(p.get('csv'))]} has a column {column!r}"
+            )
+        out = pd.concat(frames, ignore_index=True)
+        dup = out["dataset"][out["dataset"].duplicated()].tolist()
+        if dup:
+            raise ValueError(f"{self.info.name}: datasets reported twice across the CSV files: {dup[:5]}")
+        out.insert(1, "protocol", str(p.get("protocol", "full")))
+        out.insert(2, "seed", int(p.get("seed", 0)))
+        return out[["dataset", "protocol", "seed", "accuracy"]].reset_index(drop=True)
+
+
+def reported_method(
+    *,
+    name: str,
+    display_name: str,
+    group: str,
+    csv: str | Sequence[str],
+    column: str | None = None,
+    fits_on_target: bool = False,
+    description: str = "",
+    reference: str = "",
+) -> type[CSVReportedMethod]:
+    """Make a reported-method plugin class; a user's whole plugin file is then::
+
+    from chorustic.methods import register
+    from chorustic.methods.reported import reported_method
+
+    register(reported_method(name="mymethod", display_name="MyMethod", group="Frozen TSFM",
+                             csv="results/reference/mymethod.csv"))
+    """
+    info = MethodInfo(
+        name=name,
+        display_name=display_name,
+        group=group,
+        fits_on_target=fits_on_target,
+        reported=True,
+        description=description or f"reported accuracies of {display_name}",
+        reference=reference,
+    )
+    params = {
+        "csv": list(csv) if not isinstance(csv, str) else csv,
+        "column": column,
+        "protocol": "full",
+        "seed": 0,
+    }
+    cls = type(
+        f"Reported_{name}",
+        (CSVReportedMethod,),
+        {
+            "info": info,
+            "default_params": params,
+            "__module__": sys._getframe(1).f_globals.get("__name__", __name__),
+        },
+    )
+    return cls
