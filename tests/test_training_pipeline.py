@@ -150,3 +150,37 @@ def test_plan_measures_flops_and_memory_of_the_real_step(tmp_path, capsys):
                  "--memory-gb", "16", "--target-device", "a100"]) == 0
     printed = json.loads(capsys.readouterr().out)
     assert printed["time"]["peak_tflops"] == 312.0 and printed["memory"]["budget_gb"] == 16
+
+
+def test_sigterm_to_the_process_group_saves_the_state_and_resume_continues(tmp_path):
+    """``kill`` of the whole process group (Ctrl-C, SLURM's time limit) reaches the prior workers too: they
+    leave the stop to the training process, which finishes its step, saves its state and exits cleanly."""
+    import signal
+    import time
+
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "chorustic", "pretrain", "--model-config", "tiny", "--train-config", "tiny",
+           "--device", "cpu", "--threads", "1", "--no-progress", "--workers", "1", "--steps", "100000",
+           "--log-every", "1", "--checkpoint-every", "100000", "--val-every", "100000", "--out", str(out)]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    log = out / "log.jsonl"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None:
+        if log.exists() and sum('"train"' in x for x in log.read_text().splitlines()) >= 2:
+            break
+        time.sleep(0.2)
+    assert proc.poll() is None, proc.communicate()[1][-3000:]
+    os.killpg(proc.pid, signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 0, stderr[-3000:]
+    assert "DataLoader worker" not in stderr
+    stopped = json.loads(stdout[: stdout.rindex("}") + 1])["step"]
+    assert stopped >= 2
+    states = sorted((out / "state").glob("step_*.pt"))
+    assert states and states[-1].name == f"step_{stopped:07d}.pt"  # the state of the step it stopped after
+    again = subprocess.run([*cmd[:cmd.index("--steps")], "--resume", "--steps", str(stopped + 2), "--out", str(out)],
+                           env=env, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert json.loads(again.stdout[: again.stdout.rindex("}") + 1])["step"] == stopped + 2

@@ -207,12 +207,23 @@ def _identity(x):
     return x
 
 
+def _ignore_stop_signals(_worker_id: int) -> None:
+    """Prior workers leave SIGINT/SIGTERM to the training process: Ctrl-C in a terminal, ``kill`` of the
+    process group, or SLURM's SIGTERM at a job's time limit reach every process, and a worker that died of
+    it would make the DataLoader raise in the middle of a step. The training process finishes its step,
+    saves its state and shuts the workers down itself (they also exit when their parent is gone)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
 def make_loader(stream: EpisodeStream, *, num_workers: int, pin_memory: bool, prefetch_factor: int = 4) -> DataLoader:
     """A DataLoader over ``stream``: ``num_workers`` processes (0 = in this process), each keeping
     ``prefetch_factor`` micro-batches ready, pinned for asynchronous host-to-device copies."""
     kw: dict[str, Any] = {}
     if num_workers > 0:
-        kw.update(prefetch_factor=prefetch_factor, persistent_workers=False,
+        kw.update(prefetch_factor=prefetch_factor, persistent_workers=False, worker_init_fn=_ignore_stop_signals,
                   multiprocessing_context="fork" if _fork_ok() else "spawn")
     return DataLoader(stream, batch_size=None, num_workers=num_workers, pin_memory=pin_memory,
                       collate_fn=_identity, **kw)
