@@ -13,12 +13,7 @@ from chorustic.model.patch_tokenizer import PatchTokenizer
 from chorustic.model.slot_readout import SlotReadout
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("torch_single_thread")  # tests/conftest.py
 
 
 def _series(n: int, length: int, seed: int = 0) -> torch.Tensor:

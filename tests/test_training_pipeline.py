@@ -27,12 +27,7 @@ MICRO = dataclasses.replace(ChorusTICConfig.tiny(), seq_len=32, num_patches=4, n
 PRIOR = PriorConfig(min_rows=12, max_rows=16, min_length=32, max_length=64, max_channels=4, max_classes=3)
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("torch_single_thread")  # tests/conftest.py
 
 
 def _stream(cfg: TrainConfig, world: int = 1, rank: int = 0, start: int = 0, stop: int = 3) -> EpisodeStream:

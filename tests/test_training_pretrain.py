@@ -31,13 +31,7 @@ def micro_train(**kw) -> TrainConfig:
     return TrainConfig(**base)
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Single-threaded torch: deterministic and far faster on a shared 2-core machine."""
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
+pytestmark = pytest.mark.usefixtures("torch_single_thread")  # tests/conftest.py
 
 
 def test_training_loss_falls_within_a_minute(tmp_path):
