@@ -132,13 +132,14 @@ def main() -> int:
               flush=True)
     # MiniRocket after every ChorusTIC run: once numba's thread pool has run in this process, torch's
     # intra-op threads compete with it (measured with --threads 2: RacketSports 1.9 s -> 103 s)
-    for row, ds in [] if args.no_minirocket else loaded:
-        try:
-            row["MiniRocket"], row["MiniRocket_s"] = run_minirocket(ds)
-        except Exception:
-            row["MiniRocket"] = np.nan
-            row["error"] = "minirocket: " + traceback.format_exc(limit=2).strip().splitlines()[-1]
-        print(f"{row['archive']} {row['dataset']}: MiniRocket {row['MiniRocket']:.4f}", flush=True)
+    if not args.no_minirocket:
+        for row, ds in loaded:
+            try:
+                row["MiniRocket"], row["MiniRocket_s"] = run_minirocket(ds)
+            except Exception:
+                row["MiniRocket"] = np.nan
+                row["error"] = "minirocket: " + traceback.format_exc(limit=2).strip().splitlines()[-1]
+            print(f"{row['archive']} {row['dataset']}: MiniRocket {row['MiniRocket']:.4f}", flush=True)
     table = pd.DataFrame(rows)
     if table.empty:
         print("no datasets found")
