@@ -8,9 +8,7 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
-import numpy as np
 import pytest
 import torch
 from safetensors.torch import load_file
@@ -168,14 +166,14 @@ def test_sigterm_to_the_process_group_saves_the_state_and_resume_continues(tmp_p
         time.sleep(0.2)
     assert proc.poll() is None, proc.communicate()[1][-3000:]
     os.killpg(proc.pid, signal.SIGTERM)
-    stdout, stderr = proc.communicate(timeout=300)
+    _, stderr = proc.communicate(timeout=300)
     assert proc.returncode == 0, stderr[-3000:]
     assert "DataLoader worker" not in stderr
     stopped = json.loads((out / "summary.json").read_text())["step"]
     assert stopped >= 2
     states = sorted((out / "state").glob("step_*.pt"))
     assert states and states[-1].name == f"step_{stopped:07d}.pt"  # the state of the step it stopped after
-    again = subprocess.run([*cmd[:cmd.index("--steps")], "--resume", "--steps", str(stopped + 2), "--out", str(out)],
-                           env=env, capture_output=True, text=True, timeout=600)
+    resume = [*cmd[:cmd.index("--steps")], "--resume", "--steps", str(stopped + 2), "--out", str(out)]
+    again = subprocess.run(resume, env=env, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stderr[-3000:]
     assert json.loads((out / "summary.json").read_text())["step"] == stopped + 2

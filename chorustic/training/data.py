@@ -223,7 +223,8 @@ def make_loader(stream: EpisodeStream, *, num_workers: int, pin_memory: bool, pr
     ``prefetch_factor`` micro-batches ready, pinned for asynchronous host-to-device copies."""
     kw: dict[str, Any] = {}
     if num_workers > 0:
-        kw.update(prefetch_factor=prefetch_factor, persistent_workers=False, worker_init_fn=_ignore_stop_signals,
+        kw.update(prefetch_factor=prefetch_factor, persistent_workers=False,
+                  worker_init_fn=_ignore_stop_signals,
                   multiprocessing_context="fork" if _fork_ok() else "spawn")
     return DataLoader(stream, batch_size=None, num_workers=num_workers, pin_memory=pin_memory,
                       collate_fn=_identity, **kw)
