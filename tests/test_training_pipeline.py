@@ -97,6 +97,7 @@ def test_torchrun_two_processes_train_the_same_model_as_one(tmp_path):
 def test_plan_measures_flops_and_memory_of_the_real_step(tmp_path, capsys):
     """--plan on fake tensors: FLOPs equal a real FlopCounterMode count of a real micro-batch, and the
     peak-memory estimate is close to the storages a real step keeps alive."""
+    from chorustic.model.attention import kernels_of
     from chorustic.training.plan import _LiveStorages, _plan_of, fit_flop_model, flop_counter, plan_pretraining
 
     mc = MICRO
@@ -131,7 +132,7 @@ def test_plan_measures_flops_and_memory_of_the_real_step(tmp_path, capsys):
     live = _LiveStorages()
     for p in model.parameters():
         p.grad = torch.zeros_like(p)  # as in training: gradients are accumulated in place
-    with live:
+    with live, kernels_of("cuda"):  # the kernels the plan traced for its GPU target
         model.episode_logits(X, y, plan=plan).float().logsumexp(-1).sum().backward()
     assert live.peak == pytest.approx(by_mb[2]["activation_peak_bytes"], rel=0.1)
 

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
-import torch.nn.functional as F
 from mantis.architecture.transformer_v1_utils.transformer import Attention
 from mantis.architecture.version1 import TokenGeneratorUnit, TransformerUnit
+
+from chorustic.model.attention import attention
 
 __all__ = ["MANTIS_VERSION", "MantisTokenGenerator", "MantisTransformerUnit", "SDPAAttention"]
 
@@ -31,19 +32,19 @@ class MantisTokenGenerator(TokenGeneratorUnit):
 
 
 class SDPAAttention(Attention):
-    """Mantis v1 ``Attention`` computed by ``F.scaled_dot_product_attention``.
+    """Mantis v1 ``Attention`` computed by :func:`chorustic.model.attention.attention`.
 
     Same parameters (``to_qkv`` without bias, ``to_out``), same function: softmax(Q K' / sqrt(d)) V with
-    dropout on the attention weights in training mode; the fused kernels (flash / memory-efficient on
-    CUDA, the flash kernel on CPU) never materialise the score tensor that the hand-written version keeps
-    for its backward pass.
+    dropout on the attention weights in training mode; on CUDA the fused SDPA kernels never materialise
+    the score tensor that the hand-written version keeps for its backward pass (on CPU the readout's
+    M + 1 tokens take the explicit form, see that module).
     """
 
     def forward(self, x):  # type: ignore[override]
         b, n, _ = x.shape
         q, k, v = self.to_qkv(x).view(b, n, 3, self.heads, -1).permute(2, 0, 3, 1, 4).unbind(0)
         p = self.dropout.p if self.training else 0.0
-        out = F.scaled_dot_product_attention(q, k, v, dropout_p=p, scale=self.scale)
+        out = attention(q, k, v, dropout_p=p, scale=self.scale)
         return self.to_out(out.transpose(1, 2).reshape(b, n, -1))
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from torch import Tensor, nn
 
+from chorustic.model.attention import PackedSelfAttention
 from chorustic.model.config import ChorusTICConfig
 
 __all__ = ["AxisBlock", "DualAxisEncoder"]
@@ -30,14 +31,15 @@ __all__ = ["AxisBlock", "DualAxisEncoder"]
 class AxisBlock(nn.Module):
     """Pre-norm self-attention + MLP block over the second-to-last axis of ``(batch, seq, P)``.
 
-    Parameter names follow the released checkpoint: ``norm1``, ``attn`` (``nn.MultiheadAttention``:
-    packed ``in_proj_weight``/``in_proj_bias``, ``out_proj``), ``norm2``, ``mlp.0``, ``mlp.3``.
+    Parameter names follow the released checkpoint: ``norm1``, ``attn`` (``nn.MultiheadAttention``'s
+    packed ``in_proj_weight``/``in_proj_bias``, ``out_proj``; computed by
+    :class:`~chorustic.model.attention.PackedSelfAttention`), ``norm2``, ``mlp.0``, ``mlp.3``.
     """
 
     def __init__(self, dim: int, heads: int, mlp_dim: int, dropout: float) -> None:
         super().__init__()
         self.norm1 = nn.LayerNorm(dim)
-        self.attn = nn.MultiheadAttention(dim, heads, dropout=dropout, batch_first=True)
+        self.attn = PackedSelfAttention(dim, heads, dropout=dropout)
         self.norm2 = nn.LayerNorm(dim)
         self.mlp = nn.Sequential(
             nn.Linear(dim, mlp_dim),
@@ -50,8 +52,7 @@ class AxisBlock(nn.Module):
     def forward(self, x: Tensor, key_bias: Tensor | None = None) -> Tensor:
         """``key_bias``: ``(batch, seq)`` float, added to the attention logits of each key."""
         h = self.norm1(x)
-        a = self.attn(h, h, h, key_padding_mask=key_bias, need_weights=False)[0]
-        x = x + a
+        x = x + self.attn(h, key_bias)
         return x + self.mlp(self.norm2(x))
 
 

@@ -22,7 +22,8 @@ devices without storage), so a laptop plans a GPU run in seconds to a minute:
 * the micro-batch size and gradient accumulation that fit ``memory_gb`` (10 % kept for the allocator),
   and the time of the configured budget at a stated model-FLOPs utilisation of the target device.
 
-Autocast follows the CPU's rules on fake tensors (the same matmul/attention ops run in bf16 as on CUDA);
+Autocast follows the CPU's rules on fake tensors (the same matmul/attention ops run in bf16 as on CUDA),
+attention the target's kernels (``chorustic.model.attention.kernels_of``: SDPA on a GPU target);
 the CUDA caching allocator's fragmentation is not modelled beyond the 10 % headroom.
 """
 
@@ -308,7 +309,20 @@ def fit_flop_model(model_config, train_config: TrainConfig, amp_dtype: str | Non
 def plan_pretraining(model_config, train_config: TrainConfig, *, memory_gb: float = 32.0,
                      target_device: str = "h100", peak_tflops: float | None = None, mfu: float = 0.4,
                      world_size: int = 1, amp_dtype: str | None = "bfloat16") -> dict[str, Any]:
-    """The plan of a pretraining run (see the module docstring); a JSON-serialisable dict."""
+    """The plan of a pretraining run (see the module docstring); a JSON-serialisable dict.
+
+    Traced with the attention kernels of the target (``target_device="cpu"``: the CPU's, otherwise
+    CUDA's: see chorustic/model/attention.py).
+    """
+    from chorustic.model.attention import kernels_of
+
+    with kernels_of("cpu" if target_device.lower() == "cpu" else "cuda"):
+        return _plan_pretraining(model_config, train_config, memory_gb=memory_gb, target_device=target_device,
+                                 peak_tflops=peak_tflops, mfu=mfu, world_size=world_size, amp_dtype=amp_dtype)
+
+
+def _plan_pretraining(model_config, train_config: TrainConfig, *, memory_gb: float, target_device: str,
+                      peak_tflops: float | None, mfu: float, world_size: int, amp_dtype: str | None) -> dict[str, Any]:
     from chorustic.model import ChorusTIC
     from chorustic.training.data import StreamLayout
 

@@ -1,0 +1,100 @@
+"""Multi-head attention of the signal encoder: one function, one kernel choice.
+
+Every attention of the signal encoder (the dual-axis temporal and channel blocks, the slot readout)
+computes ``softmax(Q K' * scale + bias) V`` with dropout on the attention weights in training mode,
+heads laid out ``(batch, heads, seq, head_dim)``. :func:`attention` is that function, and it picks the
+kernel:
+
+* ``F.scaled_dot_product_attention`` (flash / memory-efficient kernels on CUDA, the flash kernel on
+  CPU) everywhere, except
+* on CPU, sequences of at most :data:`CPU_EXPLICIT_MAX_SEQ` keys (16 patches, 17 readout tokens, a few
+  channels): the same formula as two batched matrix products and a softmax. The CPU flash kernel works
+  in tiles of 32+ queries, so on such short sequences most of its time is per-tile overhead; the
+  explicit form is 1.5-2x faster forward+backward (``python benchmarks/attention_kernels.py``: e.g.
+  2812 x 4 heads x 16 tokens x 16 dims, 35 ms flash vs 17 ms explicit on one thread) and its score
+  tensor (``B x H x L x L``, L <= 32) is at most twice the size of Q. Longer sequences (row
+  interaction over the columns, column embedding, ICL) stay on SDPA, which is faster there.
+
+The two forms agree to float rounding (tests/test_model_attention.py).
+
+:class:`PackedSelfAttention` is the self-attention layer of the dual-axis blocks: the parameters of
+``nn.MultiheadAttention`` (``in_proj_weight``/``in_proj_bias`` packed Q/K/V, ``out_proj``; the released
+checkpoint's names and torch's initialisation), computed by one packed projection and
+:func:`attention`, without the input transposes, copies and per-head reshapes of
+``F.multi_head_attention_forward`` (whose backward also zero-fills a ``3 x`` buffer for each of Q, K, V).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+__all__ = ["CPU_EXPLICIT_MAX_SEQ", "PackedSelfAttention", "attention", "kernels_of"]
+
+#: On CPU, sequences of at most this many keys use the explicit matmul-softmax form.
+CPU_EXPLICIT_MAX_SEQ = 32
+
+_kernel_device: str | None = None
+
+
+@contextlib.contextmanager
+def kernels_of(device_type: str) -> Iterator[None]:
+    """Choose the attention kernels of ``device_type`` ("cpu", "cuda") whatever the tensors' device.
+
+    The pretraining planner traces a GPU run on CPU fake tensors; inside ``kernels_of("cuda")`` it
+    measures the memory of the kernels the GPU will run (SDPA everywhere).
+    """
+    global _kernel_device
+    previous, _kernel_device = _kernel_device, device_type
+    try:
+        yield
+    finally:
+        _kernel_device = previous
+
+
+def attention(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    *,
+    bias: Tensor | None = None,
+    dropout_p: float = 0.0,
+    scale: float | None = None,
+) -> Tensor:
+    """``softmax(q k' * scale + bias) v`` over ``(..., heads, seq, head_dim)`` tensors.
+
+    ``bias``: additive logits broadcastable to ``(..., heads, q_seq, k_seq)`` (e.g. ``(B, 1, 1, L)``
+    key biases: ``-inf`` removes a key). ``dropout_p`` applies to the attention weights (pass 0 in eval).
+    """
+    if (_kernel_device or q.device.type) == "cpu" and k.shape[-2] <= CPU_EXPLICIT_MAX_SEQ:
+        s = q.shape[-1] ** -0.5 if scale is None else scale
+        scores = (q * s) @ k.transpose(-1, -2)
+        if bias is not None:
+            scores = scores + bias
+        weights = scores.softmax(dim=-1)
+        if dropout_p > 0.0:
+            weights = F.dropout(weights, p=dropout_p)
+        return weights @ v
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=dropout_p, scale=scale)
+
+
+class PackedSelfAttention(nn.MultiheadAttention):
+    """Batch-first multi-head self-attention with ``nn.MultiheadAttention``'s parameters.
+
+    ``forward(x, key_bias=None)``: ``x (B, L, E) -> (B, L, E)``; ``key_bias (B, L)`` is added to the
+    logits of each key (what a float ``key_padding_mask`` does in ``nn.MultiheadAttention``).
+    """
+
+    def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0) -> None:
+        super().__init__(embed_dim, num_heads, dropout=dropout, batch_first=True)
+
+    def forward(self, x: Tensor, key_bias: Tensor | None = None) -> Tensor:  # type: ignore[override]
+        b, n, e = x.shape
+        qkv = F.linear(x, self.in_proj_weight, self.in_proj_bias)
+        q, k, v = qkv.view(b, n, 3, self.num_heads, e // self.num_heads).permute(2, 0, 3, 1, 4).unbind(0)
+        bias = None if key_bias is None else key_bias.to(q.dtype)[:, None, None, :]
+        out = attention(q, k, v, bias=bias, dropout_p=self.dropout if self.training else 0.0)
+        return self.out_proj(out.transpose(1, 2).reshape(b, n, e))
