@@ -14,10 +14,11 @@ from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
+import torch.nn.functional as F
 from mantis.architecture.transformer_v1_utils.transformer import Attention
 from mantis.architecture.version1 import TokenGeneratorUnit, TransformerUnit
 
-from chorustic.model.attention import attention
+from chorustic.model.attention import attention, scale_query_rows
 
 __all__ = ["MANTIS_VERSION", "MantisTokenGenerator", "MantisTransformerUnit", "SDPAAttention"]
 
@@ -42,9 +43,10 @@ class SDPAAttention(Attention):
 
     def forward(self, x):  # type: ignore[override]
         b, n, _ = x.shape
-        q, k, v = self.to_qkv(x).view(b, n, 3, self.heads, -1).permute(2, 0, 3, 1, 4).unbind(0)
+        w, _ = scale_query_rows(self.to_qkv.weight, None, self.scale)
+        q, k, v = F.linear(x, w).view(b, n, 3, self.heads, -1).permute(2, 0, 3, 1, 4).unbind(0)
         p = self.dropout.p if self.training else 0.0
-        out = attention(q, k, v, dropout_p=p, scale=self.scale)
+        out = attention(q, k, v, dropout_p=p, scale=1.0)
         return self.to_out(out.transpose(1, 2).reshape(b, n, -1))
 
 

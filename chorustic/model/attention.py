@@ -29,10 +29,11 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
+import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-__all__ = ["CPU_EXPLICIT_MAX_SEQ", "PackedSelfAttention", "attention", "kernels_of"]
+__all__ = ["CPU_EXPLICIT_MAX_SEQ", "PackedSelfAttention", "attention", "kernels_of", "scale_query_rows"]
 
 #: On CPU, sequences of at most this many keys use the explicit matmul-softmax form.
 CPU_EXPLICIT_MAX_SEQ = 32
@@ -71,7 +72,7 @@ def attention(
     """
     if (_kernel_device or q.device.type) == "cpu" and k.shape[-2] <= CPU_EXPLICIT_MAX_SEQ:
         s = q.shape[-1] ** -0.5 if scale is None else scale
-        scores = (q * s) @ k.transpose(-1, -2)
+        scores = (q if s == 1.0 else q * s) @ k.transpose(-1, -2)
         if bias is not None:
             scores = scores + bias
         weights = scores.softmax(dim=-1)
@@ -93,8 +94,20 @@ class PackedSelfAttention(nn.MultiheadAttention):
 
     def forward(self, x: Tensor, key_bias: Tensor | None = None) -> Tensor:  # type: ignore[override]
         b, n, e = x.shape
-        qkv = F.linear(x, self.in_proj_weight, self.in_proj_bias)
-        q, k, v = qkv.view(b, n, 3, self.num_heads, e // self.num_heads).permute(2, 0, 3, 1, 4).unbind(0)
+        w, w_b = scale_query_rows(self.in_proj_weight, self.in_proj_bias, (e // self.num_heads) ** -0.5)
+        q, k, v = F.linear(x, w, w_b).view(b, n, 3, self.num_heads, -1).permute(2, 0, 3, 1, 4).unbind(0)
         bias = None if key_bias is None else key_bias.to(q.dtype)[:, None, None, :]
-        out = attention(q, k, v, bias=bias, dropout_p=self.dropout if self.training else 0.0)
+        out = attention(q, k, v, bias=bias, dropout_p=self.dropout if self.training else 0.0, scale=1.0)
         return self.out_proj(out.transpose(1, 2).reshape(b, n, e))
+
+
+def scale_query_rows(weight: Tensor, bias: Tensor | None, scale: float) -> tuple[Tensor, Tensor | None]:
+    """The packed Q/K/V projection ``(3E, E)`` (and bias) with its query rows multiplied by ``scale``.
+
+    ``softmax((x W_q' s) (x W_k')')`` is the attention of ``scale=s``; scaling the ``E x E`` weight instead
+    of the ``(batch, seq, E)`` queries saves a pass over the activations forward and backward."""
+    e = weight.shape[0] // 3
+    weight = torch.cat((weight[:e] * scale, weight[e:]))
+    if bias is not None:
+        bias = torch.cat((bias[:e] * scale, bias[e:]))
+    return weight, bias
