@@ -8,10 +8,10 @@ kernel:
 * ``F.scaled_dot_product_attention`` (flash / memory-efficient kernels on CUDA, the flash kernel on
   CPU) everywhere, except
 * on CPU, sequences of at most :data:`CPU_EXPLICIT_MAX_SEQ` keys (16 patches, 17 readout tokens, a few
-  channels): the same formula as two batched matrix products and a softmax. The CPU flash kernel works
-  in tiles of 32+ queries, so on such short sequences most of its time is per-tile overhead; the
-  explicit form is 1.5-2x faster forward+backward (``python benchmarks/attention_kernels.py``: e.g.
-  2812 x 4 heads x 16 tokens x 16 dims, 35 ms flash vs 17 ms explicit on one thread) and its score
+  channels): the same formula as two batched matrix products and a softmax. At 8-32 keys the explicit
+  form is 1.2-2x faster forward+backward than the CPU flash kernel (``python
+  benchmarks/attention_kernels.py``, one thread: 1953 x 4 heads x 16 tokens x 16 dims, 41 ms SDPA vs 26
+  ms explicit; 17 tokens, 48 vs 23 ms; from 48-64 keys on SDPA is as fast or faster), and its score
   tensor (``B x H x L x L``, L <= 32) is at most twice the size of Q. Longer sequences (row
   interaction over the columns, column embedding, ICL) stay on SDPA, which is faster there.
 
