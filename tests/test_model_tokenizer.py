@@ -7,6 +7,7 @@ import dataclasses
 import pytest
 import torch
 from mantis.architecture.transformer_v1_utils.transformer import Attention
+from mantis.architecture.version1 import TransformerUnit
 
 from chorustic.model import ChorusTICConfig
 from chorustic.model.patch_tokenizer import PatchTokenizer
@@ -59,12 +60,28 @@ def test_tokenizer_statistics_stay_float32_under_bf16_autocast():
     assert torch.allclose(out.float(), tok(x), atol=0.05)
 
 
-def test_sdpa_readout_equals_mantis_attention_in_eval_and_train():
+@pytest.mark.parametrize("depth", [1, 2, 3])
+def test_readout_equals_mantis_transformer_unit_values_and_gradients(depth):
+    """Our readout (SDPA/explicit attention, last layer for the summary token only) vs Mantis's own
+    ``TransformerUnit.forward`` with Mantis's hand-written attention, on the same parameters."""
     torch.manual_seed(0)
-    ro = SlotReadout(ChorusTICConfig.tiny()).double()
-    x = torch.randn(5, 32, 16, dtype=torch.double)
-    ro.eval()
-    ours = ro(x)
-    for attn, _ in ro.transformer.layers:
+    cfg = dataclasses.replace(ChorusTICConfig.tiny(), readout_depth=depth)
+    ro = SlotReadout(cfg).double()
+    mantis = SlotReadout(cfg).double()
+    mantis.load_state_dict(ro.state_dict())
+    for attn, _ in mantis.transformer.layers:
         attn.fn.__class__ = Attention
-    assert torch.allclose(ours, ro(x), atol=1e-12)
+    x = torch.randn(5, cfg.num_patches, cfg.hidden_dim, dtype=torch.double)
+    xs = [x.clone().requires_grad_(), x.clone().requires_grad_()]
+    ours = ro(xs[0])
+    ref = TransformerUnit.forward(mantis, xs[1], output_token="cls_token")
+    torch.testing.assert_close(ours, ref, atol=1e-12, rtol=0)
+    w = torch.linspace(-1, 1, ours.numel(), dtype=torch.double).view_as(ours)
+    (ours * w).sum().backward()
+    (ref * w).sum().backward()
+    torch.testing.assert_close(xs[0].grad, xs[1].grad, atol=1e-12, rtol=0)
+    for (name, p), q in zip(ro.named_parameters(), mantis.parameters()):
+        torch.testing.assert_close(p.grad, q.grad, atol=1e-12, rtol=0, msg=name)
+    ro.eval(), mantis.eval()
+    with torch.no_grad():
+        torch.testing.assert_close(ro(x), TransformerUnit.forward(mantis, x, output_token="cls_token"), atol=1e-12, rtol=0)

@@ -41,13 +41,21 @@ class SDPAAttention(Attention):
     M + 1 tokens take the explicit form, see that module).
     """
 
-    def forward(self, x):  # type: ignore[override]
+    def forward(self, x, n_queries: int | None = None):  # type: ignore[override]
+        """``x (B, N, P) -> (B, N, P)``; with ``n_queries``, the outputs of the first ``n_queries`` tokens
+        only (every token is still a key and a value), ``(B, n_queries, P)``."""
         b, n, _ = x.shape
-        w, _ = scale_query_rows(self.to_qkv.weight, None, self.scale)
-        q, k, v = F.linear(x, w).view(b, n, 3, self.heads, -1).permute(2, 0, 3, 1, 4).unbind(0)
         p = self.dropout.p if self.training else 0.0
+        if n_queries is None:
+            w, _ = scale_query_rows(self.to_qkv.weight, None, self.scale)
+            q, k, v = F.linear(x, w).view(b, n, 3, self.heads, -1).permute(2, 0, 3, 1, 4).unbind(0)
+        else:
+            inner = self.to_qkv.weight.shape[0] // 3
+            w_q, w_kv = self.to_qkv.weight.split((inner, 2 * inner))
+            q = F.linear(x[:, :n_queries], w_q * self.scale).view(b, n_queries, self.heads, -1).transpose(1, 2)
+            k, v = F.linear(x, w_kv).view(b, n, 2, self.heads, -1).permute(2, 0, 3, 1, 4).unbind(0)
         out = attention(q, k, v, dropout_p=p, scale=1.0)
-        return self.to_out(out.transpose(1, 2).reshape(b, n, -1))
+        return self.to_out(out.transpose(1, 2).reshape(b, q.shape[2], -1))
 
 
 class MantisTransformerUnit(TransformerUnit):

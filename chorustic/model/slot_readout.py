@@ -35,7 +35,19 @@ class SlotReadout(MantisTransformerUnit):
         )
 
     def forward(self, tokens: Tensor) -> Tensor:  # type: ignore[override]
-        return super().forward(tokens, output_token="cls_token")
+        """Mantis's ``forward(tokens, output_token="cls_token")``, with the last layer computed for the
+        summary token only: its attention reads every token as key and value, but no other token's
+        output of that layer is used, so their queries, attention outputs, output projection, second
+        LayerNorm and MLP are skipped (exact; about a third of the readout's FLOPs at M = 16)."""
+        b = tokens.shape[0]
+        x = torch.cat((self.cls_token.expand(b, 1, -1), tokens), dim=1)
+        x = self.pos_encoder(x.transpose(0, 1)).transpose(0, 1)
+        *layers, (attn, ff) = self.transformer.layers
+        for a, f in layers:
+            x = a(x) + x
+            x = f(x) + x
+        z = attn.fn(attn.norm(x), n_queries=1) + x[:, :1]
+        return (ff(z) + z)[:, 0]
 
     def readout_chunked(self, tokens: Tensor, chunk: int | None) -> Tensor:
         if chunk is None or tokens.shape[0] <= chunk:
