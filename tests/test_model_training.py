@@ -142,8 +142,29 @@ def test_episode_logits_is_the_forward_function(channels):
         ref = model(X, y, group_idx=gi, return_all_classes=True)
         for dedupe in (False, True):
             plan = plan_slots(gi[:, None], dedupe)
-            out = model.episode_logits(X, y, plan=plan, signal_rows=6, cdm_columns=7, interaction_rows=5)
+            out = model.episode_logits(X, y, plan=plan, signal_rows=6, cdm_columns=7, interaction_rows=5,
+                                       group_chunk=3)
             assert torch.allclose(out, ref, atol=1e-5), (dedupe, (out - ref).abs().max())
+
+
+def test_cache_sized_chunks_give_the_same_gradients_as_one_pass():
+    """The CPU layout of a training step (``TrainConfig.forward_kwargs("cpu")``: the signal encoder in calls of
+    a few groups, column distribution modeling and the row interaction in slices) is the one-pass function."""
+    from chorustic.training import TrainConfig
+
+    model = _randomized(TINY).train()
+    X, y, gi = _episode_inputs(c=5, seed=4)
+    chunked = {**TrainConfig.tiny().forward_kwargs("cpu"), "group_chunk": 3, "cdm_columns": 7, "interaction_rows": 5}
+    grads, outs = [], []
+    for kw in (TrainConfig.tiny().forward_kwargs("cuda"), chunked):
+        model.zero_grad()
+        out = model.episode_logits(X, y, gi, **kw)
+        out.square().sum().backward()
+        outs.append(out.detach())
+        grads.append(torch.cat([p.grad.flatten() for p in model.parameters() if p.grad is not None]))
+    assert torch.allclose(outs[0], outs[1], atol=1e-5)
+    assert grads[0].abs().max() > 0
+    assert torch.allclose(grads[0], grads[1], rtol=1e-4, atol=1e-6), (grads[0] - grads[1]).abs().max()
 
 
 def test_activation_checkpointing_gives_the_same_gradients_with_dropout():

@@ -72,6 +72,24 @@ def test_layout_errors_name_the_fix():
     assert StreamLayout(36, 12, 3, 4).accumulation_steps == 3
 
 
+def test_step_layout_by_device():
+    """A GPU runs each stage in one pass unless checkpointing chunks it; a CPU always runs cache-sized chunks
+    (the smaller of those and the checkpointing chunks)."""
+    from chorustic.model.signal_encoder import GROUP_CHUNK
+    from chorustic.training.config import CPU_CHUNKS
+
+    plain = TrainConfig.small()
+    assert plain.forward_kwargs("cuda") == {"recompute": False, "signal_rows": None, "cdm_columns": None,
+                                            "interaction_rows": None, "group_chunk": None}
+    assert plain.forward_kwargs("cpu") == {"recompute": False, "signal_rows": None, "group_chunk": GROUP_CHUNK,
+                                           **CPU_CHUNKS}
+    ckpt = TrainConfig.paper()
+    assert ckpt.forward_kwargs("cuda") == {"recompute": True, "signal_rows": 64, "cdm_columns": 1024,
+                                           "interaction_rows": 512, "group_chunk": None}
+    cpu = ckpt.forward_kwargs("cpu")
+    assert cpu["cdm_columns"] == min(1024, CPU_CHUNKS["cdm_columns"]) and cpu["group_chunk"] == GROUP_CHUNK
+
+
 @pytest.mark.slow
 def test_torchrun_two_processes_train_the_same_model_as_one(tmp_path):
     """DDP (gloo) over 2 processes, the global batch split across ranks, equals one process."""

@@ -15,6 +15,8 @@ from typing import TypeVar
 
 import torch
 
+from chorustic.model.signal_encoder import GROUP_CHUNK
+
 __all__ = ["BatchSizes", "is_oom_error", "run_with_oom_retry"]
 
 T = TypeVar("T")
@@ -28,7 +30,7 @@ class BatchSizes:
     """Rows per column/row-stage chunk and queries per ICL chunk."""
     icl_tables: int = 8
     """Label-shift tables per ICL call."""
-    group_chunk: int = 256
+    group_chunk: int = GROUP_CHUNK
     """Group instances per dual-axis/readout call."""
 
     MINIMUM = 1

@@ -33,7 +33,7 @@ from chorustic.model.icl import InContextLearning
 from chorustic.model.patch_tokenizer import resample_length
 from chorustic.model.row_interaction import RowInteraction
 from chorustic.model.rssc import RSSC, check_group_idx
-from chorustic.model.signal_encoder import SignalEncoder, SlotPlan, plan_slots
+from chorustic.model.signal_encoder import GROUP_CHUNK, SignalEncoder, SlotPlan, plan_slots
 
 __all__ = ["ChorusTIC"]
 
@@ -160,7 +160,7 @@ class ChorusTIC(nn.Module):
         *,
         dedupe: bool | None = None,
         row_chunk: int | None = None,
-        group_chunk: int | None = 256,
+        group_chunk: int | None = GROUP_CHUNK,
         token_chunk: int | None = 256,
         return_intermediates: bool = False,
     ):
@@ -274,6 +274,7 @@ class ChorusTIC(nn.Module):
         signal_rows: int | None = 64,
         cdm_columns: int | None = 1024,
         interaction_rows: int | None = 512,
+        group_chunk: int | None = None,
     ) -> Tensor:
         """Decoder outputs ``(B, n_query, K_max)`` of a pretraining micro-batch.
 
@@ -290,12 +291,15 @@ class ChorusTIC(nn.Module):
         interaction, and of each ICL block: only the chunk inputs and outputs stay in memory, and the
         chunk sizes bound the transient memory of one recomputation independently of B. The chunks are
         processed the same way with or without ``recompute`` (same dropout draws, so the gradients of
-        both are identical); ``None`` = one chunk.
+        both are identical); ``None`` = one chunk. ``group_chunk``: group instances per dual-axis/readout
+        call inside a signal chunk (a cache knob: see :data:`~chorustic.model.signal_encoder.GROUP_CHUNK`;
+        ``None`` = one call per slot-count bucket).
         """
         if plan is None:
             gi = group_idx if group_idx.ndim == 4 else group_idx[:, None]
             plan = plan_slots(gi, dedupe=not self.signal_encoder.dropout_active()).to(X.device)
-        H = self.signal_representations(X, plan, recompute=recompute, signal_rows=signal_rows)
+        H = self.signal_representations(X, plan, recompute=recompute, signal_rows=signal_rows,
+                                        group_chunk=group_chunk)
         return self.task_logits(H, y_context, recompute=recompute, cdm_columns=cdm_columns,
                                 interaction_rows=interaction_rows)
 
@@ -309,20 +313,21 @@ class ChorusTIC(nn.Module):
         return run, use_ckpt
 
     def signal_representations(self, X: Tensor, plan: SlotPlan, *, recompute: bool = False,
-                               signal_rows: int | None = 64) -> Tensor:
+                               signal_rows: int | None = 64, group_chunk: int | None = None) -> Tensor:
         """The signal level of :meth:`episode_logits`: ``X (B, T, C, L_0)`` -> ``H (B, T, d_h)`` (one draw)."""
         b, t = X.shape[:2]
         run, _ = self._runner(recompute)
 
         def encode(x_rows: Tensor) -> Tensor:  # rows are independent (the plan is per episode)
-            return self.rssc(self.signal_encoder.encode_with_plan(x_rows, plan)[:, 0])  # (B, rows, d_h)
+            z = self.signal_encoder.encode_with_plan(x_rows, plan, group_chunk=group_chunk)
+            return self.rssc(z[:, 0])  # (B, rows, d_h)
 
         step = max(1, signal_rows // b) if signal_rows else t
         hs = []
         for r0 in range(0, t, step):
             if self._signal_encoder_frozen:
                 with torch.no_grad():
-                    z = self.signal_encoder.encode_with_plan(X[:, r0 : r0 + step], plan)[:, 0]
+                    z = self.signal_encoder.encode_with_plan(X[:, r0 : r0 + step], plan, group_chunk=group_chunk)[:, 0]
                 hs.append(self.rssc(z))
             else:
                 hs.append(run(encode, X[:, r0 : r0 + step]))

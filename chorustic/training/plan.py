@@ -133,7 +133,8 @@ def _plan_of(cfg, b: int, t: int, c: int, dedupe: bool):
 class _Fake:
     """A fake copy of a real (CPU) model and runners of a training micro-batch (or of one stage) on it."""
 
-    def __init__(self, real_model, train_config: TrainConfig, autocast_dtype: torch.dtype | None) -> None:
+    def __init__(self, real_model, train_config: TrainConfig, autocast_dtype: torch.dtype | None,
+                 device_type: str = "cpu") -> None:
         from torch._subclasses.fake_tensor import FakeCopyMode, FakeTensorMode
 
         self.mode = FakeTensorMode(allow_non_fake_inputs=True)
@@ -142,6 +143,7 @@ class _Fake:
         self.model.train()
         self.tc = train_config
         self.dtype = autocast_dtype
+        self.device_type = device_type  # whose layout (chunking) the traced step follows
         self.dedupe = not self.model.config.signal_dropout_in_training
 
     def _amp(self):
@@ -187,7 +189,7 @@ class _Fake:
             hooks = torch.autograd.graph.saved_tensors_hooks(pack, lambda x: x) if saved else contextlib.nullcontext()
             with counter, tracker:
                 with hooks, self._amp():
-                    kw = {**tc.forward_kwargs(), "recompute": recompute}
+                    kw = {**tc.forward_kwargs(self.device_type), "recompute": recompute}
                     logits = self.model.episode_logits(X, y, plan=plan, **kw)
                 if saved:
                     out["saved_bytes"] = float(sum(saved_storages.values()))
@@ -295,7 +297,7 @@ def _fit(fake: "_Fake") -> FlopModel:
     per_series = fake.stage_flops(lambda: tok(2)) - tok1
     return FlopModel(tokenize=per_series, encode=tuple(slope(enc(u)) for u in range(1, cfg.group_size + 1)),
                      compose=slope(compose), task=tuple(float(c) for c in coef), tokenize_call=tok1 - per_series,
-                     signal_rows=fake.tc.forward_kwargs()["signal_rows"])
+                     signal_rows=fake.tc.forward_kwargs(fake.device_type)["signal_rows"])
 
 
 def fit_flop_model(model_config, train_config: TrainConfig, amp_dtype: str | None = None) -> FlopModel:
@@ -338,7 +340,8 @@ def _plan_pretraining(model_config, train_config: TrainConfig, *, memory_gb: flo
     n_train = sum(v["trainable"] for v in counts.values())
     n_all = n_train + sum(v["frozen"] for v in counts.values())
     dtype = getattr(torch, amp_dtype) if amp_dtype else None
-    fake = _Fake(real, tc, dtype)
+    device_type = "cpu" if target_device.lower() == "cpu" else "cuda"
+    fake = _Fake(real, tc, dtype, device_type)
     prior = tc.prior
     k_max = min(prior.max_classes, mc.max_classes)
     T_max = prior.max_rows
@@ -401,7 +404,7 @@ def _plan_pretraining(model_config, train_config: TrainConfig, *, memory_gb: flo
                   "signal_encoder_frozen": bool(mc.freeze_signal_encoder)},
         "train": {"name": tc.name, "steps": tc.steps, "batch_size": tc.batch_size, "shape_group_size": group,
                   "activation_checkpointing": tc.activation_checkpointing,
-                  "chunks": {k: v for k, v in tc.forward_kwargs().items() if k != "recompute"},
+                  "chunks": {k: v for k, v in tc.forward_kwargs(device_type).items() if k != "recompute"},
                   "autocast": amp_dtype},
         "largest_episode": {"rows": T_max, "context_rows": n_ctx_max, "channels": C_max, "length": mc.seq_len,
                             "classes": k_max},

@@ -103,10 +103,10 @@ class PriorSchedule:
 class _PretrainForward(nn.Module):
     """The module DDP / torch.compile wrap: one micro-batch -> decoder outputs."""
 
-    def __init__(self, model: nn.Module, cfg: TrainConfig) -> None:
+    def __init__(self, model: nn.Module, cfg: TrainConfig, device_type: str) -> None:
         super().__init__()
         self.model = model
-        self.kw = cfg.forward_kwargs()
+        self.kw = cfg.forward_kwargs(device_type)
 
     def forward(self, X: torch.Tensor, y_context: torch.Tensor, plan) -> torch.Tensor:
         return self.model.episode_logits(X, y_context, plan=plan, **self.kw)
@@ -180,7 +180,7 @@ class Trainer:
             torch.backends.cuda.matmul.allow_tf32 = True
             torch.backends.cudnn.allow_tf32 = True
 
-        forward = _PretrainForward(self.model, self.cfg)
+        forward = _PretrainForward(self.model, self.cfg, self.device.type)
         if self.dist.distributed:
             from torch.nn.parallel import DistributedDataParallel
 
