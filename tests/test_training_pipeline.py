@@ -72,6 +72,20 @@ def test_layout_errors_name_the_fix():
     assert StreamLayout(36, 12, 3, 4).accumulation_steps == 3
 
 
+def test_prior_workers_by_device_and_processes_per_node(monkeypatch):
+    from chorustic.training.data import auto_workers
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: set(range(16)), raising=False)
+    monkeypatch.delenv("LOCAL_WORLD_SIZE", raising=False)
+    assert auto_workers(torch.device("cuda")) == 15
+    assert auto_workers(torch.device("cpu")) == 1
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "4")  # torchrun: 4 processes share the node's cores
+    assert auto_workers(torch.device("cuda")) == 3
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: set(range(256)), raising=False)
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "1")
+    assert auto_workers(torch.device("cuda")) == 32
+
+
 def test_step_layout_by_device():
     """A GPU runs each stage in one pass unless checkpointing chunks it; a CPU always runs cache-sized chunks
     (the smaller of those and the checkpointing chunks)."""

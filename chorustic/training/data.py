@@ -238,12 +238,18 @@ def _fork_ok() -> bool:
 
 
 def auto_workers(device: torch.device, threads: int | None = None) -> int:
-    """Default number of prior workers: on CUDA, up to 8 (or the CPU count minus one); on CPU one worker
-    when at least 2 cores are available (the training math uses the rest)."""
+    """Default number of prior workers of one training process.
+
+    On CUDA, the CPU cores of this process's share of the node (``LOCAL_WORLD_SIZE`` processes under
+    torchrun) minus one for the process itself, at most 32: one worker makes 60-90 micro-batch episodes
+    of the paper prior per second (RSSC draws and slot plans included; measured on the development
+    machine), and the ``base`` model consumes 240 per second on one H100 at 20 % MFU
+    (``tools/gpu/plans/base_h100_80gb_mfu20.json``), so a cap of 8 workers could leave the GPU waiting. On CPU one worker when at least 2 cores
+    are available (the training math uses the rest)."""
     import os
 
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     if device.type == "cuda":
-        return max(1, min(8, cpus - 1))
+        per_process = cpus // max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
+        return max(1, min(32, per_process - 1))
     return 1 if cpus >= 2 else 0
-
