@@ -16,7 +16,7 @@
 # At most 8 files come back from $OUT: session.log, bench_CONFIG.json, train_RUN.log and the run's
 # model.safetensors, log.jsonl, run.json, summary.json, curve.png.
 # Settings (environment): DEVICE (cuda; cpu to rehearse), CALL_SECONDS (a waiting call returns after this
-# many seconds of the call, default 540), BENCH_STEPS ("--warmup 2 --steps 6"), BENCH_TIMEOUT (300 s),
+# many seconds of the call, default 540), BENCH_STEPS ("--warmup 2 --steps 6"), BENCH_TIMEOUT (180 s),
 # RUNS (/tmp/chorustic-runs).
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit
@@ -29,7 +29,7 @@ fi
 DEVICE=${DEVICE:-cuda}
 CALL_SECONDS=${CALL_SECONDS:-540}
 BENCH_STEPS=${BENCH_STEPS:---warmup 2 --steps 6}
-BENCH_TIMEOUT=${BENCH_TIMEOUT:-300}
+BENCH_TIMEOUT=${BENCH_TIMEOUT:-180}
 RUNS=${RUNS:-/tmp/chorustic-runs}
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
 mkdir -p "$RUNS"
