@@ -4,7 +4,8 @@
 # after a call, so a waiting call keeps it busy until the run ends or the call's time is up.
 #
 #   tools/gpu/session.sh first [RUN] [MIN] [ARGS] # call 1: install, nvidia-smi, short benchmark of RUN (default
-#                                               # base), start RUN's pretraining for MIN minutes (default 20), wait
+#                                               # base), start RUN's pretraining for MIN minutes (default 20; its
+#                                               # --steps cut to what fits at the measured speed), wait
 #   tools/gpu/session.sh wait RUN                # later calls: wait until RUN ends or the call's time is up
 #   tools/gpu/session.sh status RUN              # one look: state, last log lines; copies the run's files to $OUT
 #   tools/gpu/session.sh start RUN MIN [ARGS]    # start only (ARGS: more `chorustic pretrain` options)
@@ -63,6 +64,23 @@ bench() {  # a failed or slow benchmark never stops what follows
       $BENCH_STEPS > "$OUT/bench_$c.json" || say "benchmark $c failed (exit $?); going on"
     cat "$OUT/bench_$c.json"
   done
+}
+
+fit_steps() {  # RUN MIN: the steps of preset RUN that fit in MIN minutes at the benchmark's speed (85 %: validation,
+  # checkpoints, data wait), when fewer than the preset's: the learning-rate schedule then ends with the run
+  # instead of being cut in the middle by --max-minutes. Prints nothing without a benchmark figure.
+  python3 - "$OUT/bench_$1.json" "$1" "$2" << 'EOF'
+import json, sys
+from chorustic.training import TrainConfig
+try:
+    eps = float(json.load(open(sys.argv[1]))["episodes_per_s"])
+except (OSError, ValueError, KeyError, TypeError):
+    sys.exit(0)
+tc = TrainConfig.preset(sys.argv[2])
+steps = int(float(sys.argv[3]) * 60 * 0.85 * eps / tc.batch_size)
+if steps < tc.steps:
+    print(max(steps, 1))
+EOF
 }
 
 alive() { [ -f "$RUNS/$1.pid" ] && kill -0 "$(cat "$RUNS/$1.pid")" 2> /dev/null; }
@@ -140,7 +158,10 @@ case "$cmd" in
     install
     timeout 20 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv || true
     bench "$name"
-    launch start "$name" "$minutes" "${@:3}" || exit 1
+    steps=$(fit_steps "$name" "$minutes")
+    [ -n "$steps" ] && say "at the benchmark's speed $minutes min hold $steps steps: --steps $steps"
+    # shellcheck disable=SC2086
+    launch start "$name" "$minutes" ${steps:+--steps $steps} "${@:3}" || exit 1
     wait_run "$name" ;;
   wait) wait_run "${1:?run name}" ;;
   status) status "${1:?run name}" ;;
