@@ -5,8 +5,10 @@
         --device cuda [--micro-batch-size 12] [--compile]
 
 Runs ``--warmup`` optimizer steps, then ``--steps`` timed steps of the real trainer (prior workers,
-autocast, activation checkpointing, fused AdamW: whatever the configs say). FLOPs are model FLOPs
-(forward + backward, no recomputation) of exactly the micro-batches trained, from the model's exact FLOP
+autocast, activation checkpointing, fused AdamW, ``--compile``: whatever the configs say). With
+``--compile`` the warm-up steps compile the stages (minutes on a CPU); a stage variant first met in a
+timed step compiles inside the timing (``graphs_compiled_while_timed`` > 0: raise ``--warmup``).
+FLOPs are model FLOPs (forward + backward, no recomputation) of exactly the micro-batches trained, from the model's exact FLOP
 formula (``chorustic.training.plan.fit_flop_model``: ``torch.utils.flop_counter`` on fake tensors). MFU
 is achieved model FLOP/s over the device's dense matmul peak *measured in the same run* in the training
 dtype (CPU: float32, or bf16 with --cpu-amp; CUDA: the autocast dtype), on square matrices of
@@ -104,8 +106,13 @@ def main(argv=None) -> int:
                 yield mb
 
         tr._batches = spy()
+        from torch._dynamo.utils import counters
+
+        t_warm = time.perf_counter()
         for _ in range(args.warmup):
             tr.train_step()
+        warmup_s = time.perf_counter() - t_warm
+        graphs_before = counters["stats"]["unique_graphs"]
         if dev.type == "cuda":
             torch.cuda.synchronize(dev)
             torch.cuda.reset_peak_memory_stats(dev)
@@ -116,6 +123,7 @@ def main(argv=None) -> int:
         if dev.type == "cuda":
             torch.cuda.synchronize(dev)
         elapsed = time.perf_counter() - t0
+        graphs_timed = counters["stats"]["unique_graphs"] - graphs_before
         tr.close()
     first = args.warmup
     measured = [s for s in shapes if first <= s[0] < first + args.steps]
@@ -134,7 +142,8 @@ def main(argv=None) -> int:
         "model_config": args.model_config, "train_config": tcfg.name, "device": device_name,
         "dtype": str(dtype).replace("torch.", ""), "threads": torch.get_num_threads(), "data_workers": tr.num_workers,
         "micro_batch_size": tcfg.micro_batch_size or tcfg.group_size, "activation_checkpointing": tcfg.activation_checkpointing,
-        "compile": tcfg.compile, "steps": args.steps, "episodes": episodes, "seconds": round(elapsed, 2),
+        "compile": tcfg.compile, "warmup_steps": args.warmup, "warmup_seconds": round(warmup_s, 1),
+        "graphs_compiled_while_timed": graphs_timed, "steps": args.steps, "episodes": episodes, "seconds": round(elapsed, 2),
         "episodes_per_s": round(episodes / elapsed, 3),
         "gflop_per_episode": round(flops / max(episodes, 1) / 1e9, 2),
         "achieved_tflops": round(achieved / 1e12, 4),

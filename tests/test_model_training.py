@@ -188,3 +188,45 @@ def test_signal_dropout_in_training_selects_the_full_slot_schedule():
     assert not dataclasses.replace(TINY, readout_dropout=0.1, freeze_signal_encoder=True).signal_dropout_in_training
     assert ChorusTICConfig.paper().signal_dropout_in_training is False  # frozen (released configuration)
     assert dataclasses.replace(ChorusTICConfig.paper(), freeze_signal_encoder=False).signal_dropout_in_training
+
+
+@pytest.mark.slow
+def test_compiled_stages_give_the_same_gradients_and_leave_the_module_unchanged():
+    """``compile_stages`` (what ``TrainConfig.compile`` uses): the stages are captured by dynamo with dynamic
+    sizes and differentiated by AOTAutograd (``aot_eager``: the graphs inductor would compile, run by
+    eager kernels, so the test needs no C++ toolchain), over episodes of different shapes and slot plans:
+    the same outputs and gradients as the eager stages; the state dict and the eager path are untouched."""
+    from chorustic.training import TrainConfig
+
+    torch._dynamo.reset()
+    model = _randomized(TINY).train()
+    keys = list(model.state_dict())
+    stages = model.compile_stages(backend="aot_eager")
+    assert set(stages) == {"tokenize", "encode_chunk", "column_embedding", "row_interaction", "icl"}
+    kw = {**TrainConfig.tiny().forward_kwargs("cpu"), "group_chunk": 3, "cdm_columns": 7, "interaction_rows": 5}
+    for c, t, n, seed in ((5, 10, 6, 4), (1, 9, 4, 5), (3, 12, 7, 6)):
+        X, y, gi = _episode_inputs(c=c, seed=seed, t=t, n=n)
+        grads, outs = [], []
+        for st in (None, stages):
+            model.zero_grad()
+            out = model.episode_logits(X, y, gi, stages=st, **kw)
+            out.square().sum().backward()
+            outs.append(out.detach())
+            grads.append(torch.cat([p.grad.flatten() for p in model.parameters() if p.grad is not None]))
+        assert torch.allclose(outs[0], outs[1], atol=1e-5)
+        assert grads[0].abs().max() > 0
+        assert torch.allclose(grads[0], grads[1], rtol=1e-4, atol=1e-6), (grads[0] - grads[1]).abs().max()
+    assert list(model.state_dict()) == keys
+    torch._dynamo.reset()
+
+
+def test_train_config_compile_routes_the_step_through_the_compiled_stages():
+    """``TrainConfig.compile`` compiles the stages (lazily), not the whole step; off by default."""
+    from chorustic.training import TrainConfig
+    from chorustic.training.trainer import _PretrainForward
+
+    model = _randomized(TINY)
+    assert _PretrainForward(model, TrainConfig.tiny(), "cpu").stages is None
+    fwd = _PretrainForward(model, dataclasses.replace(TrainConfig.tiny(), compile=True), "cpu")
+    assert set(fwd.stages) == {"tokenize", "encode_chunk", "column_embedding", "row_interaction", "icl"}
+    assert not any(name.startswith("stages") for name in fwd.state_dict())

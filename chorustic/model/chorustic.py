@@ -19,6 +19,7 @@ Children (state-dict prefixes): ``signal_encoder`` (``patch_tokenizer``, ``dual_
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
@@ -275,6 +276,7 @@ class ChorusTIC(nn.Module):
         cdm_columns: int | None = 1024,
         interaction_rows: int | None = 512,
         group_chunk: int | None = None,
+        stages: Mapping[str, Callable[..., Tensor]] | None = None,
     ) -> Tensor:
         """Decoder outputs ``(B, n_query, K_max)`` of a pretraining micro-batch.
 
@@ -293,15 +295,39 @@ class ChorusTIC(nn.Module):
         processed the same way with or without ``recompute`` (same dropout draws, so the gradients of
         both are identical); ``None`` = one chunk. ``group_chunk``: group instances per dual-axis/readout
         call inside a signal chunk (a cache knob: see :data:`~chorustic.model.signal_encoder.GROUP_CHUNK`;
-        ``None`` = one call per slot-count bucket).
+        ``None`` = one call per slot-count bucket). ``stages``: compiled versions of the stages
+        (:meth:`compile_stages`), the same function.
         """
         if plan is None:
             gi = group_idx if group_idx.ndim == 4 else group_idx[:, None]
             plan = plan_slots(gi, dedupe=not self.signal_encoder.dropout_active()).to(X.device)
         H = self.signal_representations(X, plan, recompute=recompute, signal_rows=signal_rows,
-                                        group_chunk=group_chunk)
+                                        group_chunk=group_chunk, stages=stages)
         return self.task_logits(H, y_context, recompute=recompute, cdm_columns=cdm_columns,
-                                interaction_rows=interaction_rows)
+                                interaction_rows=interaction_rows, stages=stages)
+
+    def compile_stages(self, **options: Any) -> dict[str, Callable[..., Tensor]]:
+        """``torch.compile`` the stages of :meth:`episode_logits` whose code does not depend on the episode
+        shapes (regional compilation): the patch tokenizer, one dual-axis + readout call
+        (``encode_chunk``), column distribution modeling, the row interaction and the ICL transformer.
+
+        Returns the ``stages`` mapping :meth:`episode_logits` takes; the module itself is unchanged (its
+        state dict, inference and validation stay eager). Sizes are dynamic from the first call
+        (``dynamic=True``; override with ``options``): rows, context sizes, slot counts and chunk tails
+        reuse a handful of graphs instead of recompiling per episode shape, as compiling the whole
+        micro-batch computation would (its slot plan changes the code path every micro-batch). Each
+        compiled stage computes the same function (tests/test_model_training.py); inductor fuses the
+        layout copies, normalisations, activations and small attentions between the matrix products.
+        """
+        se = self.signal_encoder
+        opts = {"dynamic": True, **options}
+        return {
+            "tokenize": torch.compile(se.patch_tokenizer.forward, **opts),
+            "encode_chunk": torch.compile(se.encode_chunk, **opts),
+            "column_embedding": torch.compile(self.column_distribution_modeling.forward, **opts),
+            "row_interaction": torch.compile(self.row_interaction.forward, **opts),
+            "icl": torch.compile(self.icl.forward, **opts),
+        }
 
     @staticmethod
     def _runner(recompute: bool):
@@ -313,13 +339,14 @@ class ChorusTIC(nn.Module):
         return run, use_ckpt
 
     def signal_representations(self, X: Tensor, plan: SlotPlan, *, recompute: bool = False,
-                               signal_rows: int | None = 64, group_chunk: int | None = None) -> Tensor:
+                               signal_rows: int | None = 64, group_chunk: int | None = None,
+                               stages: Mapping[str, Callable[..., Tensor]] | None = None) -> Tensor:
         """The signal level of :meth:`episode_logits`: ``X (B, T, C, L_0)`` -> ``H (B, T, d_h)`` (one draw)."""
         b, t = X.shape[:2]
         run, _ = self._runner(recompute)
 
         def encode(x_rows: Tensor) -> Tensor:  # rows are independent (the plan is per episode)
-            z = self.signal_encoder.encode_with_plan(x_rows, plan, group_chunk=group_chunk)
+            z = self.signal_encoder.encode_with_plan(x_rows, plan, group_chunk=group_chunk, stages=stages)
             return self.rssc(z[:, 0])  # (B, rows, d_h)
 
         step = max(1, signal_rows // b) if signal_rows else t
@@ -334,15 +361,19 @@ class ChorusTIC(nn.Module):
         return torch.cat(hs, dim=1)
 
     def task_logits(self, H: Tensor, y_context: Tensor, *, recompute: bool = False, cdm_columns: int | None = 1024,
-                    interaction_rows: int | None = 512) -> Tensor:
+                    interaction_rows: int | None = 512,
+                    stages: Mapping[str, Callable[..., Tensor]] | None = None) -> Tensor:
         """The task level of :meth:`episode_logits`: ``H (B, T, d_h)`` -> decoder outputs ``(B, q, K_max)``."""
+        stages = stages or {}
         b, t, d_h = H.shape
         n = y_context.shape[1]
         cfg = self.config
         run, use_ckpt = self._runner(recompute)
         if cfg.context_standardization:
             H = standardize_by_context(H, n)
-        cdm = self.column_distribution_modeling
+        cdm = stages.get("column_embedding", self.column_distribution_modeling)
+        interact = stages.get("row_interaction", self.row_interaction)
+        icl = stages.get("icl", self.icl)
 
         def embed_columns(h_cols: Tensor) -> Tensor:  # (N, T, 1) -> (N, T, d_e): one feature axis each
             return cdm(h_cols, n)[:, :, 0]
@@ -352,13 +383,13 @@ class ChorusTIC(nn.Module):
         E = torch.cat([run(embed_columns, cols[c0 : c0 + step]) for c0 in range(0, b * d_h, step)], dim=0)
         E_rows = E.view(b, d_h, t, -1).transpose(1, 2).reshape(b * t, 1, d_h, -1)
         step = interaction_rows or b * t  # row-episodes are independent
-        R = torch.cat([run(self.row_interaction, E_rows[r0 : r0 + step]) for r0 in range(0, b * t, step)], dim=0)
+        R = torch.cat([run(interact, E_rows[r0 : r0 + step]) for r0 in range(0, b * t, step)], dim=0)
         R = R.view(b, t, cfg.d_u)
         tf_icl = self.icl.tf_icl
         before = tf_icl.recompute
         tf_icl.recompute = use_ckpt
         try:
-            return self.icl(R, y_context)
+            return icl(R, y_context)
         finally:
             tf_icl.recompute = before
 

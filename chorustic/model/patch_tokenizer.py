@@ -27,6 +27,8 @@ convolution maps were 2 x 512 x 512 values per series, now 2 x 512 x 17), forwar
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor
@@ -142,8 +144,10 @@ class PatchTokenizer(MantisTokenGenerator):
             feats = torch.cat(pieces, dim=-1)
         return self.linear_encoder(feats.to(self.linear_encoder.linear.weight.dtype))
 
-    def tokenize_chunked(self, x: Tensor, chunk: int | None) -> Tensor:
-        """Tokenize ``(N, L_0)`` in chunks of ``chunk`` series (a memory knob only)."""
+    def tokenize_chunked(self, x: Tensor, chunk: int | None, tokenize: Callable[[Tensor], Tensor] | None = None) -> Tensor:
+        """Tokenize ``(N, L_0)`` in chunks of ``chunk`` series (a memory knob only) with this module (or
+        ``tokenize``: a compiled version of its forward)."""
+        tokenize = tokenize or self
         if chunk is None or x.shape[0] <= chunk:
-            return self(x)
-        return torch.cat([self(x[i : i + chunk]) for i in range(0, x.shape[0], chunk)], dim=0)
+            return tokenize(x)
+        return torch.cat([tokenize(x[i : i + chunk]) for i in range(0, x.shape[0], chunk)], dim=0)

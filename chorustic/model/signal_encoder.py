@@ -26,6 +26,7 @@ may process rows in chunks with the same plan.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Mapping
 
 import torch
 from torch import Tensor, nn
@@ -146,33 +147,44 @@ class SignalEncoder(nn.Module):
                 return True
         return False
 
-    def encode_groups(
-        self, tokens: Tensor, channel_bias: Tensor | None = None, chunk: int | None = None
-    ) -> Tensor:
-        """``tokens (N, U, M, P)`` of N group instances -> slot representations ``(N, U, P)``."""
+    def encode_chunk(self, tokens: Tensor, channel_bias: Tensor | None = None) -> Tensor:
+        """Dual-axis encoder and slot readout of ``tokens (N, U, M, P)`` in one call -> ``(N, U, P)``."""
         n, u, m, p = tokens.shape
+        x = self.dual_axis_encoder(tokens, channel_bias)
+        return self.slot_readout(x.reshape(n * u, m, p)).view(n, u, p)
+
+    def encode_groups(
+        self, tokens: Tensor, channel_bias: Tensor | None = None, chunk: int | None = None,
+        encode_chunk: Callable[..., Tensor] | None = None,
+    ) -> Tensor:
+        """``tokens (N, U, M, P)`` of N group instances -> slot representations ``(N, U, P)``, in calls of
+        ``chunk`` groups of :meth:`encode_chunk` (or ``encode_chunk``: a compiled version of it)."""
+        encode = encode_chunk or self.encode_chunk
+        n = tokens.shape[0]
         if chunk is None or n <= chunk:
-            x = self.dual_axis_encoder(tokens, channel_bias)
-            return self.slot_readout(x.reshape(n * u, m, p)).view(n, u, p)
+            return encode(tokens, channel_bias)
         outs = []
         for i in range(0, n, chunk):
-            bias = None if channel_bias is None else channel_bias[i : i + chunk]
-            outs.append(self.encode_groups(tokens[i : i + chunk], bias, None))
+            outs.append(encode(tokens[i : i + chunk], None if channel_bias is None else channel_bias[i : i + chunk]))
         return torch.cat(outs, dim=0)
 
     # ------------------------------------------------------------------------------------------
     def encode_with_plan(
-        self, X: Tensor, plan: SlotPlan, *, group_chunk: int | None = None, token_chunk: int | None = None
+        self, X: Tensor, plan: SlotPlan, *, group_chunk: int | None = None, token_chunk: int | None = None,
+        stages: Mapping[str, Callable[..., Tensor]] | None = None,
     ) -> Tensor:
         """``X (B, T, C, L_0)`` and a :class:`SlotPlan` of ``(B, E, G, S)`` -> ``z (B, E, T, G, S, P)``.
 
         ``group_chunk``: group instances per dual-axis/readout call; ``token_chunk``: series per
-        tokenizer call (memory knobs only)."""
+        tokenizer call (memory knobs only). ``stages``: compiled stages
+        (:meth:`chorustic.model.ChorusTIC.compile_stages`: ``"tokenize"``, ``"encode_chunk"``)."""
         if X.ndim != 4:
             raise ValueError(f"X must be (B, T, C, L), got {tuple(X.shape)}")
+        stages = stages or {}
         t, length = X.shape[1], X.shape[3]
         series = X[plan.pair_b, :, plan.pair_c]  # (n_pairs, T, L)
-        tokens = self.patch_tokenizer.tokenize_chunked(series.reshape(-1, length), token_chunk)
+        tokens = self.patch_tokenizer.tokenize_chunked(series.reshape(-1, length), token_chunk,
+                                                       stages.get("tokenize"))
         m, p = tokens.shape[-2:]
         tokens = tokens.view(plan.n_pairs, t, m, p)
         tables = []
@@ -180,7 +192,7 @@ class SignalEncoder(nn.Module):
             n = items.shape[0]
             tok = tokens[items].transpose(1, 2).reshape(n * t, u_count, m, p)  # (N*T, U, M, P)
             row_bias = None if bias is None else bias.to(tok.dtype).repeat_interleave(t, dim=0)
-            zb = self.encode_groups(tok, row_bias, group_chunk).view(n, t, u_count, p)
+            zb = self.encode_groups(tok, row_bias, group_chunk, stages.get("encode_chunk")).view(n, t, u_count, p)
             tables.append(zb.transpose(1, 2).reshape(n * u_count, t, p))
         table = torch.cat(tables, dim=0)
         z = table[plan.slot_src]  # (B, E, G, S, T, P)

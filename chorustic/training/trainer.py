@@ -101,15 +101,17 @@ class PriorSchedule:
 
 
 class _PretrainForward(nn.Module):
-    """The module DDP / torch.compile wrap: one micro-batch -> decoder outputs."""
+    """The module DDP wraps: one micro-batch -> decoder outputs (with ``compile``: through the model's
+    compiled stages, :meth:`chorustic.model.ChorusTIC.compile_stages`)."""
 
     def __init__(self, model: nn.Module, cfg: TrainConfig, device_type: str) -> None:
         super().__init__()
         self.model = model
         self.kw = cfg.forward_kwargs(device_type)
+        self.stages = model.compile_stages() if cfg.compile else None
 
     def forward(self, X: torch.Tensor, y_context: torch.Tensor, plan) -> torch.Tensor:
-        return self.model.episode_logits(X, y_context, plan=plan, **self.kw)
+        return self.model.episode_logits(X, y_context, plan=plan, stages=self.stages, **self.kw)
 
 
 class Trainer:
@@ -190,7 +192,7 @@ class Trainer:
             # buffer sets that differ between rank 0 (which validates) and the others
             forward = DistributedDataParallel(forward, device_ids=ids, broadcast_buffers=False)
         self._ddp = forward if self.dist.distributed else None
-        self._forward = torch.compile(forward) if self.cfg.compile else forward
+        self._forward = forward
 
         self.val_set = None
         self.val_references: dict[str, float] = {}
