@@ -155,10 +155,15 @@ def test_cache_sized_chunks_give_the_same_gradients_as_one_pass():
     model = _randomized(TINY).train()
     X, y, gi = _episode_inputs(c=5, seed=4)
     chunked = {**TrainConfig.tiny().forward_kwargs("cpu"), "group_chunk": 3, "cdm_columns": 7, "interaction_rows": 5}
+    _assert_same_step(model, (X, y, gi), TrainConfig.tiny().forward_kwargs("cuda"), chunked)
+
+
+def _assert_same_step(model, inputs, kw_a: dict, kw_b: dict) -> None:
+    """``episode_logits(*inputs, **kw_a)`` and ``(**kw_b)``: the same outputs and parameter gradients."""
     grads, outs = [], []
-    for kw in (TrainConfig.tiny().forward_kwargs("cuda"), chunked):
+    for kw in (kw_a, kw_b):
         model.zero_grad()
-        out = model.episode_logits(X, y, gi, **kw)
+        out = model.episode_logits(*inputs, **kw)
         out.square().sum().backward()
         outs.append(out.detach())
         grads.append(torch.cat([p.grad.flatten() for p in model.parameters() if p.grad is not None]))
@@ -205,17 +210,7 @@ def test_compiled_stages_give_the_same_gradients_and_leave_the_module_unchanged(
     assert set(stages) == {"tokenize", "encode_chunk", "column_embedding", "row_interaction", "icl"}
     kw = {**TrainConfig.tiny().forward_kwargs("cpu"), "group_chunk": 3, "cdm_columns": 7, "interaction_rows": 5}
     for c, t, n, seed in ((5, 10, 6, 4), (1, 9, 4, 5), (3, 12, 7, 6)):
-        X, y, gi = _episode_inputs(c=c, seed=seed, t=t, n=n)
-        grads, outs = [], []
-        for st in (None, stages):
-            model.zero_grad()
-            out = model.episode_logits(X, y, gi, stages=st, **kw)
-            out.square().sum().backward()
-            outs.append(out.detach())
-            grads.append(torch.cat([p.grad.flatten() for p in model.parameters() if p.grad is not None]))
-        assert torch.allclose(outs[0], outs[1], atol=1e-5)
-        assert grads[0].abs().max() > 0
-        assert torch.allclose(grads[0], grads[1], rtol=1e-4, atol=1e-6), (grads[0] - grads[1]).abs().max()
+        _assert_same_step(model, _episode_inputs(c=c, seed=seed, t=t, n=n), kw, {**kw, "stages": stages})
     assert list(model.state_dict()) == keys
     torch._dynamo.reset()
 
