@@ -8,8 +8,8 @@ Runs ``--warmup`` optimizer steps, then ``--steps`` timed steps of the real trai
 autocast, activation checkpointing, fused AdamW, ``--compile``: whatever the configs say). With
 ``--compile`` the warm-up steps compile the stages (minutes on a CPU); a stage variant first met in a
 timed step compiles inside the timing (``graphs_compiled_while_timed`` > 0: raise ``--warmup``).
-FLOPs are model FLOPs (forward + backward, no recomputation) of exactly the micro-batches trained, from the model's exact FLOP
-formula (``chorustic.training.plan.fit_flop_model``: ``torch.utils.flop_counter`` on fake tensors). MFU
+FLOPs are model FLOPs (forward + backward, no recomputation) of exactly the micro-batches trained, from
+the model's exact FLOP formula (``chorustic.training.plan.fit_flop_model``: ``torch.utils.flop_counter`` on fake tensors). MFU
 is achieved model FLOP/s over the device's dense matmul peak *measured in the same run* in the training
 dtype (CPU: float32, or bf16 with --cpu-amp; CUDA: the autocast dtype), on square matrices of
 ``--peak-size`` with the same threads. Data wait = time the training loop waited for the next
@@ -143,7 +143,8 @@ def main(argv=None) -> int:
         "dtype": str(dtype).replace("torch.", ""), "threads": torch.get_num_threads(), "data_workers": tr.num_workers,
         "micro_batch_size": tcfg.micro_batch_size or tcfg.group_size, "activation_checkpointing": tcfg.activation_checkpointing,
         "compile": tcfg.compile, "warmup_steps": args.warmup, "warmup_seconds": round(warmup_s, 1),
-        "graphs_compiled_while_timed": graphs_timed, "steps": args.steps, "episodes": episodes, "seconds": round(elapsed, 2),
+        "graphs_compiled_while_timed": graphs_timed, "steps": args.steps, "episodes": episodes,
+        "seconds": round(elapsed, 2),
         "episodes_per_s": round(episodes / elapsed, 3),
         "gflop_per_episode": round(flops / max(episodes, 1) / 1e9, 2),
         "achieved_tflops": round(achieved / 1e12, 4),

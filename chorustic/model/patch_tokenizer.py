@@ -144,7 +144,9 @@ class PatchTokenizer(MantisTokenGenerator):
             feats = torch.cat(pieces, dim=-1)
         return self.linear_encoder(feats.to(self.linear_encoder.linear.weight.dtype))
 
-    def tokenize_chunked(self, x: Tensor, chunk: int | None, tokenize: Callable[[Tensor], Tensor] | None = None) -> Tensor:
+    def tokenize_chunked(
+        self, x: Tensor, chunk: int | None, tokenize: Callable[[Tensor], Tensor] | None = None
+    ) -> Tensor:
         """Tokenize ``(N, L_0)`` in chunks of ``chunk`` series (a memory knob only) with this module (or
         ``tokenize``: a compiled version of its forward)."""
         tokenize = tokenize or self

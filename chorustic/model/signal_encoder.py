@@ -165,7 +165,8 @@ class SignalEncoder(nn.Module):
             return encode(tokens, channel_bias)
         outs = []
         for i in range(0, n, chunk):
-            outs.append(encode(tokens[i : i + chunk], None if channel_bias is None else channel_bias[i : i + chunk]))
+            bias = None if channel_bias is None else channel_bias[i : i + chunk]
+            outs.append(encode(tokens[i : i + chunk], bias))
         return torch.cat(outs, dim=0)
 
     # ------------------------------------------------------------------------------------------
@@ -192,7 +193,8 @@ class SignalEncoder(nn.Module):
             n = items.shape[0]
             tok = tokens[items].transpose(1, 2).reshape(n * t, u_count, m, p)  # (N*T, U, M, P)
             row_bias = None if bias is None else bias.to(tok.dtype).repeat_interleave(t, dim=0)
-            zb = self.encode_groups(tok, row_bias, group_chunk, stages.get("encode_chunk")).view(n, t, u_count, p)
+            zb = self.encode_groups(tok, row_bias, group_chunk, stages.get("encode_chunk"))
+            zb = zb.view(n, t, u_count, p)
             tables.append(zb.transpose(1, 2).reshape(n * u_count, t, p))
         table = torch.cat(tables, dim=0)
         z = table[plan.slot_src]  # (B, E, G, S, T, P)

@@ -67,7 +67,7 @@ class TrainConfig:
     interaction_chunk_rows: int | None = 512
     num_workers: int | None = None  # prior worker processes; None = automatic (chorustic.training.data.auto_workers)
     prefetch_factor: int = 4  # micro-batches each worker keeps ready
-    compile: bool = False  # torch.compile the model's shape-stable stages (chorustic.model.ChorusTIC.compile_stages)
+    compile: bool = False  # torch.compile the shape-stable stages (chorustic.model.ChorusTIC.compile_stages)
     fused_optimizer: bool = True  # fused AdamW kernel where the device has one
     export_dtype: str = "float32"  # precision of the exported model.safetensors (float16: half the file)
     mask_unused_classes: bool = True  # logits of labels >= K are excluded from the softmax (as at inference)
