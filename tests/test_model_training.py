@@ -200,7 +200,8 @@ def test_compiled_stages_give_the_same_gradients_and_leave_the_module_unchanged(
     """``compile_stages`` (what ``TrainConfig.compile`` uses): the stages are captured by dynamo with dynamic
     sizes and differentiated by AOTAutograd (``aot_eager``: the graphs inductor would compile, run by
     eager kernels, so the test needs no C++ toolchain), over episodes of different shapes and slot plans:
-    the same outputs and gradients as the eager stages; the state dict and the eager path are untouched."""
+    the same outputs and gradients as the eager stages, with the signal encoder trained or frozen; the state
+    dict and the eager path are untouched."""
     from chorustic.training import TrainConfig
 
     torch._dynamo.reset()
@@ -212,6 +213,12 @@ def test_compiled_stages_give_the_same_gradients_and_leave_the_module_unchanged(
     for c, t, n, seed in ((5, 10, 6, 4), (1, 9, 4, 5), (3, 12, 7, 6)):
         _assert_same_step(model, _episode_inputs(c=c, seed=seed, t=t, n=n), kw, {**kw, "stages": stages})
     assert list(model.state_dict()) == keys
+    model.freeze_signal_encoder(True)  # the frozen encoder (no-grad signal level) runs its stages compiled too
+    from torch._dynamo.utils import counters
+
+    graphs = counters["stats"]["unique_graphs"]
+    _assert_same_step(model, _episode_inputs(c=4, seed=7), kw, {**kw, "stages": stages})
+    assert counters["stats"]["unique_graphs"] > graphs  # no-grad graphs of the signal stages
     torch._dynamo.reset()
 
 

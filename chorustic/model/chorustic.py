@@ -309,7 +309,8 @@ class ChorusTIC(nn.Module):
     def compile_stages(self, **options: Any) -> dict[str, Callable[..., Tensor]]:
         """``torch.compile`` the stages of :meth:`episode_logits` whose code does not depend on the episode
         shapes (regional compilation): the patch tokenizer, one dual-axis + readout call
-        (``encode_chunk``), column distribution modeling, the row interaction and the ICL transformer.
+        (``encode_chunk``), column distribution modeling, the row interaction and the ICL transformer
+        (a frozen signal encoder runs its stages compiled too, as no-grad graphs).
 
         Returns the ``stages`` mapping :meth:`episode_logits` takes; the module itself is unchanged (its
         state dict, inference and validation stay eager). Sizes are dynamic from the first call
@@ -354,7 +355,8 @@ class ChorusTIC(nn.Module):
         for r0 in range(0, t, step):
             if self._signal_encoder_frozen:
                 with torch.no_grad():
-                    z = self.signal_encoder.encode_with_plan(X[:, r0 : r0 + step], plan, group_chunk=group_chunk)[:, 0]
+                    z = self.signal_encoder.encode_with_plan(X[:, r0 : r0 + step], plan, group_chunk=group_chunk,
+                                                             stages=stages)[:, 0]
                 hs.append(self.rssc(z))
             else:
                 hs.append(run(encode, X[:, r0 : r0 + step]))
