@@ -3,6 +3,7 @@
     python benchmarks/pretrain_throughput.py --model-config small --train-config small --device cpu --threads 2
     python benchmarks/pretrain_throughput.py --model-config paper --train-config paper --train-signal-encoder \\
         --device cuda [--micro-batch-size 12] [--compile]
+    torchrun --standalone --nproc-per-node 2 benchmarks/pretrain_throughput.py --device cpu --threads 1 ...
 
 Runs ``--warmup`` optimizer steps, then ``--steps`` timed steps of the real trainer (prior workers,
 autocast, activation checkpointing, fused AdamW, ``--compile``: whatever the configs say). With
@@ -14,7 +15,10 @@ is achieved model FLOP/s over the device's dense matmul peak *measured in the sa
 dtype (CPU: float32, or bf16 with --cpu-amp; CUDA: the autocast dtype), on square matrices of
 ``--peak-size`` with the same threads. Data wait = time the training loop waited for the next
 micro-batch / step time. Peak memory: CUDA ``max_memory_allocated``; CPU the process's peak RSS.
-Prints one JSON object (and a summary line on stderr).
+Under ``torchrun`` (data-parallel processes, as ``chorustic pretrain`` runs): episodes and FLOPs summed
+over the processes, the slowest process's time, the peak the sum of the processes' peaks measured at
+the same time (on one machine they share its cores), peak memory that of the largest process.
+Prints one JSON object (and a summary line on stderr; rank 0 only).
 """
 
 from __future__ import annotations
@@ -130,17 +134,34 @@ def main(argv=None) -> int:
     flops = sum(flop_model.micro_batch(b, t, n, plan) for _, b, t, n, plan in measured)
     episodes = sum(s[1] for s in measured)
     size = args.peak_size or (8192 if dev.type == "cuda" else 2048)
+    world = tr.dist.world_size
+    tr.dist.barrier()  # every process measures its peak at the same time: on one CPU they share the cores
     peak = matmul_peak(dev, dtype, size)
-    achieved = flops / elapsed
     if dev.type == "cuda":
         peak_mem = torch.cuda.max_memory_allocated(dev) / 2**30
         device_name = torch.cuda.get_device_name(dev)
     else:
         peak_mem = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
         device_name = f"{platform.processor() or platform.machine()} CPU, {torch.get_num_threads()} threads"
+    if world > 1:  # torchrun: sums over the processes (the peak too), the slowest process's time
+        sums = tr.dist.all_reduce_sum(torch.tensor([flops, episodes, wait, peak], dtype=torch.float64, device=dev))
+        flops, episodes, wait, peak = sums.tolist()
+        wait /= world
+        import torch.distributed as dist
+
+        most = torch.tensor([elapsed, peak_mem], dtype=torch.float64, device=dev)
+        dist.all_reduce(most, op=dist.ReduceOp.MAX)
+        elapsed, peak_mem = most.tolist()
+        device_name = f"{world} processes x {device_name}"
+        episodes = int(episodes)
+    tr.dist.shutdown()
+    if not tr.dist.is_main:
+        return 0
+    achieved = flops / elapsed
     out = {
         "model_config": args.model_config, "train_config": tcfg.name, "device": device_name,
-        "dtype": str(dtype).replace("torch.", ""), "threads": torch.get_num_threads(), "data_workers": tr.num_workers,
+        "dtype": str(dtype).replace("torch.", ""), "processes": world, "threads": torch.get_num_threads(),
+        "data_workers": tr.num_workers,
         "micro_batch_size": tcfg.micro_batch_size or tcfg.group_size, "activation_checkpointing": tcfg.activation_checkpointing,
         "compile": tcfg.compile, "warmup_steps": args.warmup, "warmup_seconds": round(warmup_s, 1),
         "graphs_compiled_while_timed": graphs_timed, "steps": args.steps, "episodes": episodes,
@@ -151,7 +172,7 @@ def main(argv=None) -> int:
         "matmul_peak_tflops": round(peak / 1e12, 4), "matmul_peak_size": size,
         "mfu": round(achieved / peak, 4),
         "data_wait_share": round(wait / elapsed, 4),
-        "peak_memory_gb": round(peak_mem, 2),
+        "peak_memory_gb": round(peak_mem, 2),  # of one process
         "date": time.strftime("%Y-%m-%d"), "torch": torch.__version__,
     }
     print(json.dumps(out, indent=2))

@@ -1,0 +1,71 @@
+"""benchmarks/representation_probes.py: its per-episode probes measure what they say they measure."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from chorustic.inference import ChorusTICClassifier
+from chorustic.model import ChorusTIC, ChorusTICConfig
+
+pytestmark = pytest.mark.usefixtures("torch_single_thread")  # tests/conftest.py
+
+_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "representation_probes.py"
+
+
+@pytest.fixture(scope="module")
+def probes():
+    spec = importlib.util.spec_from_file_location("representation_probes", _PATH)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def model():
+    torch.manual_seed(0)
+    m = ChorusTIC(ChorusTICConfig.tiny())
+    with torch.no_grad():  # random weights everywhere (TabICL's init makes blocks identities)
+        for p in m.parameters():
+            if p.requires_grad:
+                p.add_(0.2 * torch.randn_like(p))
+    return m.eval()
+
+
+def _episode(k=3, n_ctx=12, n_query=9, channels=2, length=64, seed=0):
+    """Classes that differ by a large per-class offset: any 1-NN on the raw series separates them."""
+    rng = np.random.default_rng(seed)
+    y = np.concatenate([np.arange(n_ctx) % k, rng.integers(0, k, n_query)])
+    X = rng.normal(size=(len(y), channels, length)).astype(np.float32) * 0.1 + 5.0 * y[:, None, None]
+    return X, y[:n_ctx], y[n_ctx:]
+
+
+def test_probes_of_a_separable_episode(probes, model):
+    X, y_ctx, y_q = _episode()
+    out = probes.probe_episode(model, X, y_ctx, y_q)
+    assert set(out) == {"member", "offset_min", "offset_max", *probes.PROBES}
+    assert out["raw_1nn"] == 1.0  # the probes score the queries against the context labels
+    assert 0.0 <= out["offset_min"] <= out["member"] <= out["offset_max"] <= 1.0
+    for name in probes.PROBES:
+        assert 0.0 <= out[name] <= 1.0
+
+
+def test_member_is_the_classifiers_single_member(probes, model):
+    """``member`` (label offset 0, RSSC draw of seed 0) is what the classifier predicts with one member."""
+    X, y_ctx, y_q = _episode(k=4, n_ctx=16, n_query=11, channels=3, seed=1)
+    out = probes.probe_episode(model, X, y_ctx, y_q)
+    n = len(y_ctx)
+    clf = ChorusTICClassifier(model=model, n_label_shifts=1, n_rssc_draws=1, seed=0).fit(X[:n], y_ctx)
+    assert out["member"] == pytest.approx(float(np.mean(clf.predict(X[n:]) == y_q)))
+
+
+def test_offsets_are_skipped_beyond_the_native_classes(probes, model):
+    k = model.config.max_classes + 2
+    X, y_ctx, y_q = _episode(k=k, n_ctx=2 * k, n_query=5, channels=1, seed=2)
+    out = probes.probe_episode(model, X, y_ctx, y_q)
+    assert np.isnan(out["offset_min"]) and np.isnan(out["offset_max"])
+    assert 0.0 <= out["member"] <= 1.0
