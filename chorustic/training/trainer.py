@@ -111,7 +111,15 @@ class _PretrainForward(nn.Module):
         self.stages = model.compile_stages() if cfg.compile else None
 
     def forward(self, X: torch.Tensor, y_context: torch.Tensor, plan) -> torch.Tensor:
-        return self.model.episode_logits(X, y_context, plan=plan, stages=self.stages, **self.kw)
+        if self.stages is None:
+            return self.model.episode_logits(X, y_context, plan=plan, **self.kw)
+        # Under DDP, dynamo would hand every stage graph to its DDP optimizer, which splits a graph at
+        # DDP's gradient buckets so that compiling the *whole* DDP-wrapped module keeps communication
+        # overlapped. The stages are regions inside the module (DDP's hooks run outside them), so there
+        # is nothing to split, and on stage graphs with size outputs it fails (torch 2.13:
+        # "'int' object has no attribute 'meta'"): off while the stages are traced.
+        with torch._dynamo.config.patch(optimize_ddp=False):
+            return self.model.episode_logits(X, y_context, plan=plan, stages=self.stages, **self.kw)
 
 
 class Trainer:
