@@ -9,20 +9,15 @@ from sklearn.base import clone
 
 from chorustic.inference import ChorusTICClassifier, label_shift_offsets
 from chorustic.inference import classifier as clf_module
-from chorustic.model import ChorusTIC, ChorusTICConfig
+from chorustic.model import ChorusTICConfig
+from chorustic.testing.checkpoints import randomized_chorustic
 
 pytestmark = pytest.mark.usefixtures("torch_single_thread")  # tests/conftest.py
 
 
 @pytest.fixture(scope="module")
 def model():
-    torch.manual_seed(0)
-    m = ChorusTIC(ChorusTICConfig.tiny())
-    with torch.no_grad():  # random weights everywhere (TabICL's init makes blocks identities)
-        for p in m.parameters():
-            if p.requires_grad:
-                p.add_(0.2 * torch.randn_like(p))
-    return m.eval()
+    return randomized_chorustic(ChorusTICConfig.tiny(), scale=0.2).eval()
 
 
 def _data(n_ctx=12, n_query=7, channels=3, k=3, seed=0, length=64):

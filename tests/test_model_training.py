@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from chorustic.model import ChorusTIC, ChorusTICConfig
+from chorustic.testing.checkpoints import randomized_chorustic
 
 pytestmark = pytest.mark.usefixtures("torch_single_thread")  # tests/conftest.py
 
@@ -23,15 +24,7 @@ def _batch(b: int = 2, t: int = 10, n: int = 6, c: int = 3, k: int = 3, seed: in
 
 
 def _randomized(config: ChorusTICConfig) -> ChorusTIC:
-    """TabICL's init zeroes every attention output and second FF layer (blocks start as the identity,
-    so at step 0 no gradient reaches the layers below); give every weight a random value instead."""
-    torch.manual_seed(0)
-    model = ChorusTIC(config)
-    with torch.no_grad():
-        for p in model.parameters():
-            if p.requires_grad:
-                p.add_(0.1 * torch.randn_like(p))
-    return model
+    return randomized_chorustic(config, scale=0.1)
 
 
 def test_train_forward_returns_all_classes_and_gradients_reach_every_trainable_parameter():

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 
 from chorustic.inference import ChorusTICClassifier
-from chorustic.model import ChorusTIC, ChorusTICConfig
+from chorustic.model import ChorusTICConfig
+from chorustic.testing.checkpoints import randomized_chorustic
 
 pytestmark = pytest.mark.usefixtures("torch_single_thread")  # tests/conftest.py
 
@@ -27,13 +27,7 @@ def probes():
 
 @pytest.fixture(scope="module")
 def model():
-    torch.manual_seed(0)
-    m = ChorusTIC(ChorusTICConfig.tiny())
-    with torch.no_grad():  # random weights everywhere (TabICL's init makes blocks identities)
-        for p in m.parameters():
-            if p.requires_grad:
-                p.add_(0.2 * torch.randn_like(p))
-    return m.eval()
+    return randomized_chorustic(ChorusTICConfig.tiny(), scale=0.2).eval()
 
 
 def _episode(k=3, n_ctx=12, n_query=9, channels=2, length=64, seed=0):

@@ -130,20 +130,17 @@ _DDP_COMPILE_SCRIPT = """
 import copy, dataclasses, json, sys
 import torch
 from torch.nn.parallel import DistributedDataParallel
-from chorustic.model import ChorusTIC, ChorusTICConfig
+from chorustic.model import ChorusTICConfig
 from chorustic.model.signal_encoder import plan_slots
+from chorustic.testing.checkpoints import randomized_chorustic
 from chorustic.training import TrainConfig
 from chorustic.training.distributed import context_from_env
 from chorustic.training.trainer import _PretrainForward
 
 torch.set_num_threads(1)
 ctx = context_from_env(torch.device("cpu"))
-torch.manual_seed(0)
 cfg = dataclasses.replace(ChorusTICConfig.small(), seq_len=32, num_patches=4, icl_num_blocks=1)
-model = ChorusTIC(cfg).train()
-with torch.no_grad():
-    for p in model.parameters():
-        p.add_(0.05 * torch.randn_like(p))
+model = randomized_chorustic(cfg, scale=0.05).train()
 reference = copy.deepcopy(model)
 
 def inputs(rank):

@@ -16,6 +16,7 @@ from typing import Any
 
 __all__ = [
     "baseline_assets",
+    "randomized_chorustic",
     "write_chorustic",
     "write_mantis",
     "write_moment",
@@ -424,6 +425,24 @@ def write_ticfm(root: Path) -> Path:
 
 
 TICFM_SCRIPT = "scripts/eval_TSEncoder_orion_icl_classifier_ucr_full.py"
+
+
+def randomized_chorustic(config=None, *, scale: float = 0.1, seed: int = 0):
+    """A ChorusTIC (default ``ChorusTICConfig.tiny()``) whose every trainable weight is moved by
+    ``scale * N(0, 1)``: TabICL's initialisation zeroes each attention output and second feed-forward
+    layer (blocks start as the identity, no gradient reaches the layers below at step 0, and outputs
+    hardly depend on the inputs), which would hide what a test compares."""
+    import torch
+
+    from chorustic.model import ChorusTIC, ChorusTICConfig
+
+    torch.manual_seed(seed)
+    model = ChorusTIC(config if config is not None else ChorusTICConfig.tiny())
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.requires_grad:
+                p.add_(scale * torch.randn_like(p))
+    return model
 
 
 def write_chorustic(path: Path) -> Path:
