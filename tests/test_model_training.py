@@ -23,12 +23,8 @@ def _batch(b: int = 2, t: int = 10, n: int = 6, c: int = 3, k: int = 3, seed: in
     return X, y
 
 
-def _randomized(config: ChorusTICConfig) -> ChorusTIC:
-    return randomized_chorustic(config, scale=0.1)
-
-
 def test_train_forward_returns_all_classes_and_gradients_reach_every_trainable_parameter():
-    model = _randomized(TINY).train()
+    model = randomized_chorustic(TINY).train()
     X, y = _batch()
     out = model(X, y, return_all_classes=True, generator=torch.Generator().manual_seed(0))
     assert out.shape == (2, 4, TINY.max_classes)
@@ -65,7 +61,7 @@ def test_frozen_signal_encoder():
 
 def test_queries_never_reach_other_queries_even_through_gradients():
     """d logits[query j] / d X[query k] == 0 for k != j; context rows do influence every query."""
-    model = _randomized(TINY).train()
+    model = randomized_chorustic(TINY).train()
     X, y = _batch(b=1, t=9, n=6)
     X.requires_grad_(True)
     gi = torch.randint(0, 3, (1, 4, 4), generator=torch.Generator().manual_seed(1))
@@ -129,7 +125,7 @@ def test_episode_logits_is_the_forward_function(channels):
     """The pretraining computation (static shapes, slot plan, chunks) equals the reference forward."""
     from chorustic.model.signal_encoder import plan_slots
 
-    model = _randomized(TINY).eval()
+    model = randomized_chorustic(TINY).eval()
     X, y, gi = _episode_inputs(c=channels)
     with torch.no_grad():
         ref = model(X, y, group_idx=gi, return_all_classes=True)
@@ -145,7 +141,7 @@ def test_cache_sized_chunks_give_the_same_gradients_as_one_pass():
     a few groups, column distribution modeling and the row interaction in slices) is the one-pass function."""
     from chorustic.training import TrainConfig
 
-    model = _randomized(TINY).train()
+    model = randomized_chorustic(TINY).train()
     X, y, gi = _episode_inputs(c=5, seed=4)
     chunked = {**TrainConfig.tiny().forward_kwargs("cpu"), "group_chunk": 3, "cdm_columns": 7, "interaction_rows": 5}
     _assert_same_step(model, (X, y, gi), TrainConfig.tiny().forward_kwargs("cuda"), chunked)
@@ -167,7 +163,7 @@ def _assert_same_step(model, inputs, kw_a: dict, kw_b: dict) -> None:
 
 def test_activation_checkpointing_gives_the_same_gradients_with_dropout():
     """Non-reentrant checkpointing of every chunk replays the dropout masks: gradients are identical."""
-    model = _randomized(dataclasses.replace(TINY, dual_axis_dropout=0.2, readout_dropout=0.2)).train()
+    model = randomized_chorustic(dataclasses.replace(TINY, dual_axis_dropout=0.2, readout_dropout=0.2)).train()
     X, y, gi = _episode_inputs(c=5, seed=3)
     grads = []
     for recompute in (False, True):
@@ -198,7 +194,7 @@ def test_compiled_stages_give_the_same_gradients_and_leave_the_module_unchanged(
     from chorustic.training import TrainConfig
 
     torch._dynamo.reset()
-    model = _randomized(TINY).train()
+    model = randomized_chorustic(TINY).train()
     keys = list(model.state_dict())
     stages = model.compile_stages(backend="aot_eager")
     assert set(stages) == {"tokenize", "encode_chunk", "column_embedding", "row_interaction", "icl"}
@@ -220,7 +216,7 @@ def test_train_config_compile_routes_the_step_through_the_compiled_stages():
     from chorustic.training import TrainConfig
     from chorustic.training.trainer import _PretrainForward
 
-    model = _randomized(TINY)
+    model = randomized_chorustic(TINY)
     assert _PretrainForward(model, TrainConfig.tiny(), "cpu").stages is None
     fwd = _PretrainForward(model, dataclasses.replace(TrainConfig.tiny(), compile=True), "cpu")
     assert set(fwd.stages) == {"tokenize", "encode_chunk", "column_embedding", "row_interaction", "icl"}
