@@ -9,6 +9,7 @@ correlation pattern) depends on the class.
 
 from __future__ import annotations
 
+import functools
 import itertools
 
 import numpy as np
@@ -164,8 +165,9 @@ class PhaseRule(_CrossRule):
                           params={"offsets": offsets, "cycles": cycles}, stochastic=True)
 
 
-def correlation_patterns(m: int) -> list[np.ndarray]:
-    """Distinct channel correlation structures over ``m`` channels, one loading vector each.
+@functools.cache
+def correlation_patterns(m: int) -> tuple[np.ndarray, ...]:
+    """Distinct channel correlation structures over ``m`` channels, one loading vector each (read-only).
 
     A loading vector ``l`` in {-1, 0, 1}^m couples the channels with ``l_c != 0`` to one common factor
     (sign = direction); the implied pattern is ``sign(l_c l_c')`` for coupled pairs and 0 otherwise.
@@ -180,8 +182,9 @@ def correlation_patterns(m: int) -> list[np.ndarray]:
         np.fill_diagonal(pattern, 0.0)
         key = pattern.tobytes()
         if key not in seen:
+            v.setflags(write=False)
             seen[key] = v
-    return list(seen.values())
+    return tuple(seen.values())  # cached: every episode of a multivariate rule asks for it
 
 
 class CorrelationRule(_CrossRule):
