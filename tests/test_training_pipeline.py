@@ -202,7 +202,10 @@ def test_plan_measures_flops_and_memory_of_the_real_step(tmp_path, capsys):
     sdpa = [k for k in counter.get_flop_counts()["Global"] if "scaled_dot_product" in str(k)]
     assert sdpa, "attention FLOPs must be counted on CPU too"
 
-    plan_json = plan_pretraining(mc, tc, memory_gb=1.0, amp_dtype=None)  # float32, as the real step below
+    # float32, as the real step below; the measurements on 2 worker processes, then all in this process
+    plan_json = plan_pretraining(mc, tc, memory_gb=1.0, amp_dtype=None, workers=2)
+    serial = plan_pretraining(mc, tc, memory_gb=1.0, amp_dtype=None, workers=1)
+    assert {**serial, "plan_seconds": None} == {**plan_json, "plan_seconds": None}
     assert plan_json["model"]["parameters_total"] == sum(p.numel() for p in model.parameters())
     assert plan_json["flops_per_episode"]["fit_relative_error_at_largest"] < 1e-3
     mem = plan_json["memory"]
