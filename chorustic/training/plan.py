@@ -352,30 +352,33 @@ def _worker_init() -> None:
     torch.set_num_threads(1)
 
 
-def _start_measurements(model_config, train_config: TrainConfig, amp_dtype: str | None, device_type: str,
-                        workers: int):
-    """Start the measurements: on ``workers`` processes (forked where the platform allows, as the prior's
-    data-loader workers are), or, with ``workers <= 1``, lazily in this process. Returns ``collect()``,
-    which returns ``{name: result}`` (identical either way: fake tensors have no values)."""
-    args = (model_config, train_config, amp_dtype, device_type)
-    if workers <= 1:
-        return lambda: {name: _measure(name, *args) for name in _MEASUREMENTS}
-    import multiprocessing as mp
-    from concurrent.futures import ProcessPoolExecutor
+class _Measurements:
+    """The plan's measurements, started at construction: on ``workers`` processes (forked where the
+    platform allows, as the prior's data-loader workers are) or, with ``workers <= 1``, in this process when
+    :meth:`results` is called. The results are identical either way: fake tensors have no values."""
 
-    from chorustic.training.data import _fork_ok
+    def __init__(self, model_config, train_config: TrainConfig, amp_dtype: str | None, device_type: str,
+                 workers: int) -> None:
+        self.args = (model_config, train_config, amp_dtype, device_type)
+        self.pool = self.futures = None
+        if workers > 1:
+            import multiprocessing as mp
+            from concurrent.futures import ProcessPoolExecutor
 
-    pool = ProcessPoolExecutor(min(workers, len(_MEASUREMENTS)), initializer=_worker_init,
-                               mp_context=mp.get_context("fork" if _fork_ok() else "spawn"))
-    futures = {name: pool.submit(_measure, name, *args) for name in _MEASUREMENTS}
+            from chorustic.training.data import _fork_ok
 
-    def collect():
-        try:
-            return {name: f.result() for name, f in futures.items()}
-        finally:
-            pool.shutdown(cancel_futures=True)
+            self.pool = ProcessPoolExecutor(min(workers, len(_MEASUREMENTS)), initializer=_worker_init,
+                                            mp_context=mp.get_context("fork" if _fork_ok() else "spawn"))
+            self.futures = {name: self.pool.submit(_measure, name, *self.args) for name in _MEASUREMENTS}
 
-    return collect
+    def results(self) -> dict[str, Any]:
+        if self.futures is None:
+            return {name: _measure(name, *self.args) for name in _MEASUREMENTS}
+        return {name: f.result() for name, f in self.futures.items()}
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=False, cancel_futures=True)
 
 
 def default_plan_workers() -> int:
@@ -401,22 +404,24 @@ def plan_pretraining(model_config, train_config: TrainConfig, *, memory_gb: floa
 
     device_type = "cpu" if target_device.lower() == "cpu" else "cuda"
     t_start = time.perf_counter()
-    collect = _start_measurements(model_config, train_config, amp_dtype, device_type,
-                                  default_plan_workers() if workers is None else workers)
-    with kernels_of(device_type):
-        return _plan_pretraining(model_config, train_config, collect, t_start=t_start, memory_gb=memory_gb,
-                                 target_device=target_device, peak_tflops=peak_tflops, mfu=mfu,
-                                 world_size=world_size, amp_dtype=amp_dtype)
+    measurements = _Measurements(model_config, train_config, amp_dtype, device_type,
+                                 default_plan_workers() if workers is None else workers)
+    try:
+        with kernels_of(device_type):
+            return _plan_pretraining(model_config, train_config, measurements, device_type=device_type,
+                                     t_start=t_start, memory_gb=memory_gb, target_device=target_device,
+                                     peak_tflops=peak_tflops, mfu=mfu, world_size=world_size, amp_dtype=amp_dtype)
+    finally:
+        measurements.close()
 
 
-def _plan_pretraining(model_config, train_config: TrainConfig, collect, *, t_start: float, memory_gb: float,
-                      target_device: str, peak_tflops: float | None, mfu: float, world_size: int,
-                      amp_dtype: str | None) -> dict[str, Any]:
+def _plan_pretraining(model_config, train_config: TrainConfig, measurements: _Measurements, *, device_type: str,
+                      t_start: float, memory_gb: float, target_device: str, peak_tflops: float | None, mfu: float,
+                      world_size: int, amp_dtype: str | None) -> dict[str, Any]:
     from chorustic.model import ChorusTIC
     from chorustic.training.data import StreamLayout
 
     tc, mc = train_config, model_config
-    device_type = "cpu" if target_device.lower() == "cpu" else "cuda"
     torch.manual_seed(0)
     real = ChorusTIC(mc)
     counts = {}
@@ -430,7 +435,7 @@ def _plan_pretraining(model_config, train_config: TrainConfig, collect, *, t_sta
     del real
     T_max, n_ctx_max, C_max, k_max = _largest_shape(mc, tc)
     episodes_drawn = _prior_episodes(tc, mc)  # while the workers measure
-    measured = collect()
+    measured = measurements.results()
 
     # FLOPs: exact in (T, T*C, N_c, T*N_c); fit on small fake episodes, check at the largest one
     flop_model, largest = measured["flop_model"], measured["largest"]
