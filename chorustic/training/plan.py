@@ -410,14 +410,16 @@ def plan_pretraining(model_config, train_config: TrainConfig, *, memory_gb: floa
         with kernels_of(device_type):
             return _plan_pretraining(model_config, train_config, measurements, device_type=device_type,
                                      t_start=t_start, memory_gb=memory_gb, target_device=target_device,
-                                     peak_tflops=peak_tflops, mfu=mfu, world_size=world_size, amp_dtype=amp_dtype)
+                                     peak_tflops=peak_tflops, mfu=mfu, world_size=world_size,
+                                     amp_dtype=amp_dtype)
     finally:
         measurements.close()
 
 
-def _plan_pretraining(model_config, train_config: TrainConfig, measurements: _Measurements, *, device_type: str,
-                      t_start: float, memory_gb: float, target_device: str, peak_tflops: float | None, mfu: float,
-                      world_size: int, amp_dtype: str | None) -> dict[str, Any]:
+def _plan_pretraining(model_config, train_config: TrainConfig, measurements: _Measurements, *,
+                      device_type: str, t_start: float, memory_gb: float, target_device: str,
+                      peak_tflops: float | None, mfu: float, world_size: int,
+                      amp_dtype: str | None) -> dict[str, Any]:
     from chorustic.model import ChorusTIC
     from chorustic.training.data import StreamLayout
 
