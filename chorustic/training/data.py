@@ -35,7 +35,7 @@ from chorustic.prior import EpisodePrior, PriorConfig, collate
 from chorustic.training.config import TrainConfig
 
 __all__ = ["MicroBatch", "EpisodeStream", "StreamLayout", "auto_workers", "dropout_seed", "generate_micro_batch",
-           "make_loader"]
+           "make_loader", "usable_cpus", "worker_start_method"]
 
 _EPISODE, _SHAPE, _RSSC, _DROPOUT = 1, 2, 3, 4
 
@@ -225,16 +225,24 @@ def make_loader(stream: EpisodeStream, *, num_workers: int, pin_memory: bool, pr
     if num_workers > 0:
         kw.update(prefetch_factor=prefetch_factor, persistent_workers=False,
                   worker_init_fn=_ignore_stop_signals,
-                  multiprocessing_context="fork" if _fork_ok() else "spawn")
+                  multiprocessing_context=worker_start_method())
     return DataLoader(stream, batch_size=None, num_workers=num_workers, pin_memory=pin_memory,
                       collate_fn=_identity, **kw)
 
 
-def _fork_ok() -> bool:
+def worker_start_method() -> str:
+    """How worker processes start: forked on Linux (no re-import), spawned elsewhere."""
     import multiprocessing as mp
     import sys
 
-    return sys.platform.startswith("linux") and "fork" in mp.get_all_start_methods()
+    return "fork" if sys.platform.startswith("linux") and "fork" in mp.get_all_start_methods() else "spawn"
+
+
+def usable_cpus() -> int:
+    """The CPU cores this process may run on (its affinity mask where the platform has one)."""
+    import os
+
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 def auto_workers(device: torch.device, threads: int | None = None) -> int:
@@ -248,7 +256,7 @@ def auto_workers(device: torch.device, threads: int | None = None) -> int:
     are available (the training math uses the rest)."""
     import os
 
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    cpus = usable_cpus()
     if device.type == "cuda":
         per_process = cpus // max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
         return max(1, min(32, per_process - 1))

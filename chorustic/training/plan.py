@@ -305,12 +305,19 @@ def _fit(fake: "_Fake") -> FlopModel:
                      signal_rows=fake.tc.forward_kwargs(fake.device_type)["signal_rows"])
 
 
-def fit_flop_model(model_config, train_config: TrainConfig, amp_dtype: str | None = None) -> FlopModel:
-    """The exact FLOP model of ``model_config`` (its stages counted on small fake inputs; seconds)."""
+def _fake_model(model_config, train_config: TrainConfig, amp_dtype: str | None,
+                device_type: str = "cpu") -> _Fake:
+    """A fake copy of a freshly initialised ``ChorusTIC(model_config)`` (``amp_dtype``: e.g. "bfloat16")."""
     from chorustic.model import ChorusTIC
 
     torch.manual_seed(0)
-    return _fit(_Fake(ChorusTIC(model_config), train_config, getattr(torch, amp_dtype) if amp_dtype else None))
+    return _Fake(ChorusTIC(model_config), train_config, getattr(torch, amp_dtype) if amp_dtype else None,
+                 device_type)
+
+
+def fit_flop_model(model_config, train_config: TrainConfig, amp_dtype: str | None = None) -> FlopModel:
+    """The exact FLOP model of ``model_config`` (its stages counted on small fake inputs; seconds)."""
+    return _fit(_fake_model(model_config, train_config, amp_dtype))
 
 
 def _largest_shape(model_config, train_config: TrainConfig) -> tuple[int, int, int, int]:
@@ -328,13 +335,10 @@ _MEASUREMENTS = ("micro_batch_2", "flop_model", "largest", "micro_batch_1")
 
 def _measure(name: str, model_config, train_config: TrainConfig, amp_dtype: str | None, device_type: str):
     """One of the independent fake-tensor measurements of a plan (in a worker process or in this one)."""
-    from chorustic.model import ChorusTIC
     from chorustic.model.attention import kernels_of
 
     with kernels_of(device_type):
-        torch.manual_seed(0)
-        fake = _Fake(ChorusTIC(model_config), train_config, getattr(torch, amp_dtype) if amp_dtype else None,
-                     device_type)
+        fake = _fake_model(model_config, train_config, amp_dtype, device_type)
         if name == "flop_model":
             return _fit(fake)
         shape = _largest_shape(model_config, train_config)
@@ -365,10 +369,10 @@ class _Measurements:
             import multiprocessing as mp
             from concurrent.futures import ProcessPoolExecutor
 
-            from chorustic.training.data import _fork_ok
+            from chorustic.training.data import worker_start_method
 
             self.pool = ProcessPoolExecutor(min(workers, len(_MEASUREMENTS)), initializer=_worker_init,
-                                            mp_context=mp.get_context("fork" if _fork_ok() else "spawn"))
+                                            mp_context=mp.get_context(worker_start_method()))
             self.futures = {name: self.pool.submit(_measure, name, *self.args) for name in _MEASUREMENTS}
 
     def results(self) -> dict[str, Any]:
@@ -383,10 +387,9 @@ class _Measurements:
 
 def default_plan_workers() -> int:
     """Processes for the plan's measurements: the cores this process may use, at most 4 (one each)."""
-    import os
+    from chorustic.training.data import usable_cpus
 
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(1, min(len(_MEASUREMENTS), cpus))
+    return max(1, min(len(_MEASUREMENTS), usable_cpus()))
 
 
 def plan_pretraining(model_config, train_config: TrainConfig, *, memory_gb: float = 32.0,
@@ -433,7 +436,6 @@ def _plan_pretraining(model_config, train_config: TrainConfig, measurements: _Me
         counts[name] = {"trainable": tr, "frozen": fr}
     n_train = sum(v["trainable"] for v in counts.values())
     n_all = n_train + sum(v["frozen"] for v in counts.values())
-    dtype = getattr(torch, amp_dtype) if amp_dtype else None
     del real
     T_max, n_ctx_max, C_max, k_max = _largest_shape(mc, tc)
     episodes_drawn = _prior_episodes(tc, mc)  # while the workers measure
@@ -459,7 +461,7 @@ def _plan_pretraining(model_config, train_config: TrainConfig, measurements: _Me
     transient = m1["peak_bytes"] - per_episode
     param_bytes = 4.0 * n_all
     static = param_bytes + 4.0 * n_train * 3  # fp32 weights, gradients, AdamW exp_avg and exp_avg_sq
-    if dtype is not None:
+    if amp_dtype:
         static += 2.0 * n_all  # the autocast cache of low-precision weight copies
     budget = memory_gb * 2**30 * 0.9
     candidates = []
@@ -514,7 +516,8 @@ def _plan_pretraining(model_config, train_config: TrainConfig, measurements: _Me
             "recomputation_transient": round(transient / gb, 3),
         },
         "memory": {"budget_gb": memory_gb, "static_gb": round(static / gb, 3),
-                   "static": "fp32 weights, gradients and AdamW moments" + (" + autocast weight copies" if dtype else ""),
+                   "static": ("fp32 weights, gradients and AdamW moments"
+                              + (" + autocast weight copies" if amp_dtype else "")),
                    "world_size": world_size,
                    "micro_batch_size": chosen["micro_batch_size"] if chosen else None,
                    "gradient_accumulation": chosen["gradient_accumulation"] if chosen else None,
