@@ -8,6 +8,7 @@ vs a stratified random 48-row subset (one series of every class, the rest at ran
 """
 
 import argparse
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -17,8 +18,12 @@ from chorustic.data import load_dataset
 from chorustic.inference import ChorusTICClassifier
 from chorustic.model import load_model
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
+
 
 def main() -> None:
+    from dev_accuracy import discover
+
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--checkpoint", default=str(Path(__file__).resolve().parents[1] / "model.safetensors"))
     ap.add_argument("--data-dir", type=Path, default=Path("../shared/data"))
@@ -28,24 +33,23 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     model = load_model(args.checkpoint)
     rows = []
-    for archive in ("UCR", "UEA"):
-        for folder in sorted(p for p in (args.data_dir / archive).iterdir() if p.is_dir()):
-            ds = load_dataset(folder.name, args.data_dir / archive, offline=True)
-            n = len(ds.y_train)
-            if n <= 64:
-                continue
-            full = ChorusTICClassifier(model=model, seed=0).fit(ds.X_train, ds.y_train).predict(ds.X_test)
-            sub = []
-            for r in range(3):
-                rng = np.random.default_rng(r)
-                idx = [rng.choice(np.flatnonzero(ds.y_train == c)) for c in np.unique(ds.y_train)]
-                rest = rng.permutation(np.setdiff1d(np.arange(n), idx))[: max(0, args.rows - len(idx))]
-                idx = np.concatenate([idx, rest])
-                clf = ChorusTICClassifier(model=model, seed=0).fit(ds.X_train[idx], ds.y_train[idx])
-                sub.append(float(np.mean(clf.predict(ds.X_test) == ds.y_test)))
-            rows.append((float(np.mean(full == ds.y_test)), float(np.mean(sub))))
-            print(f"{archive} {folder.name} (n_train {n}): whole context {rows[-1][0]:.3f}, "
-                  f"{args.rows} rows {rows[-1][1]:.3f}", flush=True)
+    for archive, name, parent in discover(args.data_dir):
+        ds = load_dataset(name, parent, offline=True)
+        n = len(ds.y_train)
+        if n <= 64:
+            continue
+        full = ChorusTICClassifier(model=model, seed=0).fit(ds.X_train, ds.y_train).predict(ds.X_test)
+        sub = []
+        for r in range(3):
+            rng = np.random.default_rng(r)
+            idx = [rng.choice(np.flatnonzero(ds.y_train == c)) for c in np.unique(ds.y_train)]
+            rest = rng.permutation(np.setdiff1d(np.arange(n), idx))[: max(0, args.rows - len(idx))]
+            idx = np.concatenate([idx, rest])
+            clf = ChorusTICClassifier(model=model, seed=0).fit(ds.X_train[idx], ds.y_train[idx])
+            sub.append(float(np.mean(clf.predict(ds.X_test) == ds.y_test)))
+        rows.append((float(np.mean(full == ds.y_test)), float(np.mean(sub))))
+        print(f"{archive} {name} (n_train {n}): whole context {rows[-1][0]:.3f}, "
+              f"{args.rows} rows {rows[-1][1]:.3f}", flush=True)
     a = np.array(rows)
     print(f"mean over {len(a)} datasets: whole context {a[:, 0].mean():.4f}, {args.rows} rows {a[:, 1].mean():.4f}")
 
