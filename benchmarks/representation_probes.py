@@ -15,7 +15,12 @@ prior, with one RSSC draw (seed 0):
   ``raw_1nn`` (1-nearest-neighbour, Euclidean, on the resampled series), ``H_1nn`` / ``H_logreg`` on the
   RSSC representations H (context-standardized when the model standardizes), ``R_1nn`` / ``R_logreg``
   on the row representations R (after column distribution modeling and row interaction), the input of
-  the ICL transformer. ``logreg``: scikit-learn ``LogisticRegression`` on context-standardized features.
+  the ICL transformer. ``logreg``: scikit-learn ``LogisticRegression`` on context-standardized features;
+* ``H_rank`` / ``R_rank``: how many directions the context rows of H (before the context standardization)
+  and of R vary in: the singular values of the centered matrix above 1e-3 of the largest. For a univariate
+  series every RSSC slot holds the same channel and the slots of H differ only through their group and
+  slot embeddings, so H can vary in far fewer than ``d_h`` directions (in the small model about
+  ``slot_dim``).
 
 A probe well above ``member`` says the information is in that representation and a later stage does not
 use it. Prints the table and the means per archive; ``--out`` writes the CSV. CPU, seconds per dataset.
@@ -38,6 +43,15 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 PROBES = ("raw_1nn", "H_1nn", "H_logreg", "R_1nn", "R_logreg")
+RANKS = ("H_rank", "R_rank")
+
+
+def effective_rank(features: np.ndarray, rtol: float = 1e-3) -> int:
+    """Directions the rows of ``features`` vary in: singular values of the centered matrix above ``rtol``
+    times the largest (0 when all rows are equal)."""
+    f = np.asarray(features, dtype=np.float64)
+    s = np.linalg.svd(f - f.mean(axis=0), compute_uv=False)
+    return int((s > rtol * s[0]).sum()) if s.size and s[0] > 0 else 0
 
 
 def _one_nn(train, y_train, test, y_test) -> float:
@@ -72,6 +86,7 @@ def probe_episode(model, X: np.ndarray, y_context: np.ndarray, y_query: np.ndarr
         g = model.sample_assignment(mask, n_draws=1, generator=torch.Generator().manual_seed(seed))
         H = model.encode_signal(Xp, g)[:, 0]
         R = model.row_representations(H, n)
+        ranks = {f"{name}_rank": effective_rank(f[0, :n].float().numpy()) for name, f in (("H", H), ("R", R))}
         accs = []
         for off in range(min(k, max_offsets) if k <= model.config.max_classes else 1):
             logits = unshift_logits(model.icl_logits(R, shift_labels(y, off, k)), off)[0]
@@ -81,7 +96,7 @@ def probe_episode(model, X: np.ndarray, y_context: np.ndarray, y_query: np.ndarr
     raw = Xp[0].reshape(Xp.shape[1], -1).numpy()
     h, r = H[0].float().numpy(), R[0].float().numpy()
     out = {"member": accs[0], "offset_min": min(accs) if len(accs) > 1 else np.nan,
-           "offset_max": max(accs) if len(accs) > 1 else np.nan}
+           "offset_max": max(accs) if len(accs) > 1 else np.nan, **ranks}
     for name, feats in (("raw", raw), ("H", h), ("R", r)):
         out[f"{name}_1nn"] = _one_nn(feats[:n], y_context, feats[n:], y_query)
         if name != "raw":
@@ -151,7 +166,7 @@ def main() -> int:
         print("nothing probed: no datasets found under --data-dir and --synthetic 0")
         return 2
     table = pd.DataFrame(rows)
-    cols = [c for c in ("ensemble", "member", "offset_min", "offset_max", *PROBES) if c in table]
+    cols = [c for c in ("ensemble", "member", "offset_min", "offset_max", *PROBES, *RANKS) if c in table]
     with pd.option_context("display.max_rows", None, "display.width", 220, "display.float_format", "{:.3f}".format):
         real = table[table["archive"] != "synthetic"]
         if not real.empty:

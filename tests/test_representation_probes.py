@@ -41,7 +41,7 @@ def _episode(k=3, n_ctx=12, n_query=9, channels=2, length=64, seed=0):
 def test_probes_of_a_separable_episode(probes, model):
     X, y_ctx, y_q = _episode()
     out = probes.probe_episode(model, X, y_ctx, y_q)
-    assert set(out) == {"member", "offset_min", "offset_max", *probes.PROBES}
+    assert set(out) == {"member", "offset_min", "offset_max", *probes.PROBES, *probes.RANKS}
     assert out["raw_1nn"] == 1.0  # the probes score the queries against the context labels
     assert 0.0 <= out["offset_min"] <= out["member"] <= out["offset_max"] <= 1.0
     for name in probes.PROBES:
@@ -63,3 +63,23 @@ def test_offsets_are_skipped_beyond_the_native_classes(probes, model):
     out = probes.probe_episode(model, X, y_ctx, y_q)
     assert np.isnan(out["offset_min"]) and np.isnan(out["offset_max"])
     assert 0.0 <= out["member"] <= 1.0
+
+
+def test_effective_rank_counts_the_directions_rows_vary_in(probes):
+    rng = np.random.default_rng(0)
+    rows = rng.normal(size=(40, 3)) @ rng.normal(size=(3, 20)) + 7.0  # 3 directions around an offset
+    assert probes.effective_rank(rows) == 3
+    assert probes.effective_rank(np.ones((5, 4))) == 0
+
+
+def test_univariate_h_varies_in_fewer_directions_than_multichannel_h(probes, model):
+    """Every RSSC slot of a univariate series holds the same channel, so its slots differ only through their
+    embeddings; distinct channels in the slots make H vary in more directions."""
+    uni, y_ctx, y_q = _episode(k=4, n_ctx=24, n_query=4, channels=1, seed=3)
+    multi, _, _ = _episode(k=4, n_ctx=24, n_query=4, channels=model.config.num_slots, seed=3)
+    rng = np.random.default_rng(3)
+    uni = uni + rng.normal(size=uni.shape).astype(np.float32)  # rows that differ in many directions
+    multi = multi + rng.normal(size=multi.shape).astype(np.float32)
+    uni_rank = probes.probe_episode(model, uni, y_ctx, y_q)["H_rank"]
+    multi_rank = probes.probe_episode(model, multi, y_ctx, y_q)["H_rank"]
+    assert 1 <= uni_rank < multi_rank <= len(y_ctx) - 1
