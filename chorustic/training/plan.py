@@ -403,18 +403,14 @@ def plan_pretraining(model_config, train_config: TrainConfig, *, memory_gb: floa
     largest episode, micro-batches of 1 and 2 episodes) are independent: they run on ``workers`` processes
     (default :func:`default_plan_workers`; 1 = all in this process, the same numbers).
     """
-    from chorustic.model.attention import kernels_of
-
     device_type = "cpu" if target_device.lower() == "cpu" else "cuda"
     t_start = time.perf_counter()
     measurements = _Measurements(model_config, train_config, amp_dtype, device_type,
                                  default_plan_workers() if workers is None else workers)
-    try:
-        with kernels_of(device_type):
-            return _plan_pretraining(model_config, train_config, measurements, device_type=device_type,
-                                     t_start=t_start, memory_gb=memory_gb, target_device=target_device,
-                                     peak_tflops=peak_tflops, mfu=mfu, world_size=world_size,
-                                     amp_dtype=amp_dtype)
+    try:  # every traced step is one of the measurements, which choose their attention kernels themselves
+        return _plan_pretraining(model_config, train_config, measurements, device_type=device_type,
+                                 t_start=t_start, memory_gb=memory_gb, target_device=target_device,
+                                 peak_tflops=peak_tflops, mfu=mfu, world_size=world_size, amp_dtype=amp_dtype)
     finally:
         measurements.close()
 
