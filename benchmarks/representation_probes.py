@@ -71,6 +71,17 @@ def _logreg(train, y_train, test, y_test) -> float:
     return float(clf.score(scaler.transform(test), y_test))
 
 
+def rssc_features(model, X: np.ndarray, *, seed: int = 0):
+    """The model's inputs ``(1, T, C, L)`` and RSSC features H ``(1, T, d_h)`` of one episode ``X (T, C, L)``,
+    one RSSC draw (``seed``), no gradients."""
+    import torch
+
+    Xp, mask = model.prepare_inputs(torch.as_tensor(X)[None])
+    with torch.no_grad():
+        g = model.sample_assignment(mask, n_draws=1, generator=torch.Generator().manual_seed(seed))
+        return Xp, model.encode_signal(Xp, g)[:, 0]
+
+
 def probe_episode(model, X: np.ndarray, y_context: np.ndarray, y_query: np.ndarray, *, max_offsets: int = 8,
                   seed: int = 0) -> dict[str, float]:
     """Member accuracies and representation probes of one episode ``X (T, C, L)``, context rows first."""
@@ -80,11 +91,9 @@ def probe_episode(model, X: np.ndarray, y_context: np.ndarray, y_query: np.ndarr
     from chorustic.model.context_standardization import standardize_by_context
 
     n, k = len(y_context), int(y_context.max()) + 1
-    Xp, mask = model.prepare_inputs(torch.as_tensor(X)[None])
+    Xp, H = rssc_features(model, X, seed=seed)
     y = torch.as_tensor(y_context, dtype=torch.long)[None]
     with torch.no_grad():
-        g = model.sample_assignment(mask, n_draws=1, generator=torch.Generator().manual_seed(seed))
-        H = model.encode_signal(Xp, g)[:, 0]
         R = model.row_representations(H, n)
         ranks = {f"{name}_rank": effective_rank(f[0, :n].float().numpy()) for name, f in (("H", H), ("R", R))}
         accs = []

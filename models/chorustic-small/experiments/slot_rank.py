@@ -19,7 +19,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 
 def main() -> None:
-    from representation_probes import effective_rank
+    from representation_probes import effective_rank, rssc_features
 
     from chorustic.data import load_dataset
     from chorustic.model import ChorusTIC
@@ -30,14 +30,11 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
-    X = torch.as_tensor(load_dataset("GunPoint", offline=True).X_train[:40])[None]
+    X = load_dataset("GunPoint", offline=True).X_train[:40]
     for name in args.configs:
         torch.manual_seed(0)
         model = ChorusTIC(MODEL_PRESETS[name]()).eval()
-        Xp, mask = model.prepare_inputs(X)
-        with torch.no_grad():
-            g = model.sample_assignment(mask, n_draws=1, generator=torch.Generator().manual_seed(0))
-            H = model.encode_signal(Xp, g)[0, 0]
+        H = rssc_features(model, X)[1][0]
         c = model.config
         print(f"{name}: rank of H {effective_rank(H.numpy())} (slot_dim {c.slot_dim}, d_h {c.d_h})", flush=True)
 
