@@ -8,7 +8,8 @@
 Runs ``--warmup`` optimizer steps, then ``--steps`` timed steps of the real trainer (prior workers,
 autocast, activation checkpointing, fused AdamW, ``--compile``: whatever the configs say). With
 ``--compile`` the warm-up steps compile the stages (minutes on a CPU); a stage variant first met in a
-timed step compiles inside the timing (``graphs_compiled_while_timed`` > 0: raise ``--warmup``).
+timed step compiles inside the timing (``graphs_compiled_while_timed`` > 0: raise ``--warmup``;
+``graphs_compiled``: all the stages' graphs of the run).
 FLOPs are model FLOPs (forward + backward, no recomputation) of exactly the micro-batches trained, from
 the model's exact FLOP formula (``chorustic.training.plan.fit_flop_model``: ``torch.utils.flop_counter`` on fake tensors). MFU
 is achieved model FLOP/s over the device's dense matmul peak *measured in the same run* in the training
@@ -127,7 +128,8 @@ def main(argv=None) -> int:
         if dev.type == "cuda":
             torch.cuda.synchronize(dev)
         elapsed = time.perf_counter() - t0
-        graphs_timed = counters["stats"]["unique_graphs"] - graphs_before
+        graphs_total = counters["stats"]["unique_graphs"]
+        graphs_timed = graphs_total - graphs_before
         tr.close()
     first = args.warmup
     measured = [s for s in shapes if first <= s[0] < first + args.steps]
@@ -164,7 +166,8 @@ def main(argv=None) -> int:
         "data_workers": tr.num_workers,
         "micro_batch_size": tcfg.micro_batch_size or tcfg.group_size, "activation_checkpointing": tcfg.activation_checkpointing,
         "compile": tcfg.compile, "warmup_steps": args.warmup, "warmup_seconds": round(warmup_s, 1),
-        "graphs_compiled_while_timed": graphs_timed, "steps": args.steps, "episodes": episodes,
+        "graphs_compiled": graphs_total, "graphs_compiled_while_timed": graphs_timed,
+        "steps": args.steps, "episodes": episodes,
         "seconds": round(elapsed, 2),
         "episodes_per_s": round(episodes / elapsed, 3),
         "gflop_per_episode": round(flops / max(episodes, 1) / 1e9, 2),

@@ -211,6 +211,33 @@ def test_compiled_stages_give_the_same_gradients_and_leave_the_module_unchanged(
     torch._dynamo.reset()
 
 
+def test_compiled_stages_keep_compiling_past_torchs_recompile_limit():
+    """A stage meets more variants than torch's default limit of 8 graphs (size-1 slot counts, optional
+    channel bias, grad modes, input layouts): each stage may hold ``STAGE_RECOMPILE_LIMIT`` graphs
+    whatever the global limit, so a new variant compiles instead of silently running eager."""
+    from torch._dynamo.testing import CompileCounter
+
+    from chorustic.model.chorustic import STAGE_RECOMPILE_LIMIT
+
+    torch._dynamo.reset()
+    model = randomized_chorustic(TINY).train()
+    counter = CompileCounter()
+    encode = model.compile_stages(backend=counter)["encode_chunk"]
+    g = torch.Generator().manual_seed(0)
+    m, p = 4, TINY.hidden_dim
+    with torch._dynamo.config.patch(recompile_limit=1):
+        for u, with_bias in ((1, False), (3, False), (3, True)):  # three variants, one allowed globally
+            tokens = torch.randn(5, u, m, p, generator=g)
+            bias = torch.zeros(5, u) if with_bias else None
+            before = counter.frame_count
+            out = encode(tokens, bias)
+            assert counter.frame_count == before + 1, (u, with_bias)  # compiled, not run eager
+            torch.testing.assert_close(out, model.signal_encoder.encode_chunk(tokens, bias))
+        assert torch._dynamo.config.recompile_limit == 1  # the limit is scoped to the stage calls
+    assert STAGE_RECOMPILE_LIMIT > 8
+    torch._dynamo.reset()
+
+
 def test_train_config_compile_routes_the_step_through_the_compiled_stages():
     """``TrainConfig.compile`` compiles the stages (lazily), not the whole step; off by default."""
     from chorustic.training import TrainConfig

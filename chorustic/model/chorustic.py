@@ -38,6 +38,13 @@ from chorustic.model.signal_encoder import GROUP_CHUNK, SignalEncoder, SlotPlan,
 
 __all__ = ["ChorusTIC"]
 
+#: Graphs one compiled stage (:meth:`ChorusTIC.compile_stages`) may hold. Its sizes are dynamic, yet a
+#: stage still meets a bounded set of variants: a slot count of 1 (dynamo specializes sizes of 1), a channel
+#: bias or none, grad or no-grad, inductor's size thresholds and the layouts of its input views. The
+#: signal encoder's chunk alone holds 12 graphs after 18 steps of the ``small`` prior; at torch's default
+#: (``torch._dynamo.config.recompile_limit``, 8) every later variant would run eager, with a warning.
+STAGE_RECOMPILE_LIMIT = 64
+
 #: Offset inside the hierarchical "logits" T * log(p + eps) (official value).
 HIERARCHICAL_EPS = 1e-6
 
@@ -316,18 +323,24 @@ class ChorusTIC(nn.Module):
         state dict, inference and validation stay eager). Sizes are dynamic from the first call
         (``dynamic=True``; override with ``options``): rows, context sizes, slot counts and chunk tails
         reuse a handful of graphs instead of recompiling per episode shape, as compiling the whole
-        micro-batch computation would (its slot plan changes the code path every micro-batch). Each
-        compiled stage computes the same function (tests/test_model_training.py); inductor fuses the
-        layout copies, normalisations, activations and small attentions between the matrix products.
+        micro-batch computation would (its slot plan changes the code path every micro-batch); each
+        stage may hold up to :data:`STAGE_RECOMPILE_LIMIT` graphs. Each compiled stage computes the
+        same function (tests/test_model_training.py); inductor fuses the layout copies,
+        normalisations, activations and small attentions between the matrix products.
         """
         se = self.signal_encoder
         opts = {"dynamic": True, **options}
+        # the limit is read when a call misses every cached graph: scope it to the calls of the stages
+        limit = torch._dynamo.config.patch(recompile_limit=STAGE_RECOMPILE_LIMIT)
         return {
-            "tokenize": torch.compile(se.patch_tokenizer.forward, **opts),
-            "encode_chunk": torch.compile(se.encode_chunk, **opts),
-            "column_embedding": torch.compile(self.column_distribution_modeling.forward, **opts),
-            "row_interaction": torch.compile(self.row_interaction.forward, **opts),
-            "icl": torch.compile(self.icl.forward, **opts),
+            name: limit(torch.compile(fn, **opts))
+            for name, fn in (
+                ("tokenize", se.patch_tokenizer.forward),
+                ("encode_chunk", se.encode_chunk),
+                ("column_embedding", self.column_distribution_modeling.forward),
+                ("row_interaction", self.row_interaction.forward),
+                ("icl", self.icl.forward),
+            )
         }
 
     @staticmethod
