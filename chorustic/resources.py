@@ -44,6 +44,8 @@ __all__ = [
     "job_size",
     "n_contexts",
     "rule_resources",
+    "evaluate_estimate",
+    "job_request",
     "evaluate_resources",
     "pretrain_resources",
     "pretrain_gpus",
@@ -177,14 +179,39 @@ def _plugin(plugin: str):
     return discover().methods.get(plugin)
 
 
-def evaluate_resources(cfg: Mapping[str, Any], method: str, dataset: str, plugin_obj: Any = None) -> dict[str, Any]:
+def job_request(mem_mb: float, seconds: float) -> tuple[int, int]:
+    """What a job with a cost-model estimate of ``mem_mb`` and ``seconds`` asks for: ``(mem_mb, runtime in
+    minutes)`` with the safety margins, the job's other processes and its start-up (before the plugin's caps)."""
+    return _round_mem(JOB_OVERHEAD_MB + MEM_SAFETY * mem_mb), _round_min(STARTUP_MIN + TIME_SAFETY * seconds / 60)
+
+
+def evaluate_estimate(cfg: Mapping[str, Any], method: str, dataset: str, plugin_obj: Any = None, *,
+                      params: Mapping[str, Any] | None = None) -> tuple[JobSize | None, float, float]:
+    """``(size, peak MB, seconds on one CPU thread)`` of the evaluate job of method run ``method`` on
+    ``dataset``: its method's cost model (:meth:`Method.job_cost`) at the dataset's shape, without the
+    safety margins of the request. A reported method (it computes nothing) or a plugin that failed to
+    import: no size, and what such a job needs."""
+    from chorustic import config as cc
+    from chorustic.methods.base import Method
+
+    entry = cc.method_entry(cfg, method)
+    m = plugin_obj if plugin_obj is not None else _plugin(entry["plugin"])
+    if not isinstance(m, Method):
+        return None, 400.0, 10.0
+    size = job_size(dataset, input_kind=m.info.input_kind, contexts=n_contexts(cfg, entry["protocols"]))
+    mem, seconds = m.job_cost(size, **(cc.resolved_params(cfg, method) if params is None else params))
+    return size, float(mem), float(seconds)
+
+
+def evaluate_resources(cfg: Mapping[str, Any], method: str, dataset: str, plugin_obj: Any = None, *,
+                       estimate: tuple[JobSize | None, float, float] | None = None) -> dict[str, Any]:
     """Threads and resources of the evaluate job of method run ``method`` on ``dataset``.
 
     ``threads``, ``gpu`` and the caps ``mem_mb`` / ``runtime`` come from the plugin's ``resources``;
-    memory and time from its cost model (:meth:`Method.job_cost`) unless the run's config sets them.
+    memory and time from its cost model (:func:`evaluate_estimate`, or ``estimate`` when the caller
+    has it) unless the run's config sets them.
     """
     from chorustic import config as cc
-    from chorustic.methods.base import Method
 
     entry = cc.method_entry(cfg, method)
     m = plugin_obj if plugin_obj is not None else _plugin(entry["plugin"])
@@ -193,11 +220,10 @@ def evaluate_resources(cfg: Mapping[str, Any], method: str, dataset: str, plugin
     own = entry["resources"]
     threads = int(own.get("threads", caps["threads"]))
     gpus = int(own.get("gpu", caps["gpu"]))
-    if isinstance(m, Method):
-        size = job_size(dataset, input_kind=m.info.input_kind, contexts=n_contexts(cfg, entry["protocols"]))
-        mem, seconds = m.job_cost(size, **cc.resolved_params(cfg, method))
-        mem_mb = min(int(caps["mem_mb"]), _round_mem(JOB_OVERHEAD_MB + MEM_SAFETY * mem))
-        runtime = min(int(caps["runtime"]), _round_min(STARTUP_MIN + TIME_SAFETY * seconds / 60))
+    size, mem, seconds = estimate if estimate is not None else evaluate_estimate(cfg, method, dataset, m)
+    if size is not None:
+        mem_mb, runtime = job_request(mem, seconds)
+        mem_mb, runtime = min(int(caps["mem_mb"]), mem_mb), min(int(caps["runtime"]), runtime)
     else:  # a reported method: it copies published numbers, nothing to compute
         mem_mb, runtime = JOB_OVERHEAD_MB + 400, MIN_RUNTIME
     mem_mb = int(own.get("mem_mb", mem_mb))

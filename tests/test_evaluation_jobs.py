@@ -139,6 +139,35 @@ PLUGINS = {
             def build(self, *, seed, device="cpu", n_jobs=1, **params):
                 return Sleepy(seed)
     ''',
+    "chunky.py": '''
+        import json, os
+        import numpy as np
+        from chorustic.methods import CostModel, Method, MethodInfo, register
+        from chorustic_plugins.centroid import Centroid
+
+        class Chunky(Centroid):
+            """Centroid with a softmax scale from the context only (each query's prediction depends on the
+            context and that query alone, as the contract says; Centroid's scale is the batch's)."""
+            def fit(self, X, y):
+                super().fit(X, y)
+                self.scale_ = float(np.asarray(X).reshape(len(X), -1).std()) ** 2 * 512
+                return self
+            def predict_proba(self, X):
+                with open(os.environ["SPY_LOG"], "a") as fh:
+                    fh.write(json.dumps({"n": len(X)}) + "\\n")
+                X = np.asarray(X).reshape(len(X), -1)
+                d = ((X[:, None, :] - self.centroids_[None]) ** 2).sum(-1)
+                e = np.exp(-(d - d.min(1, keepdims=True)) / self.scale_)
+                return e / e.sum(1, keepdims=True)
+
+        @register
+        class ChunkyMethod(Method):
+            info = MethodInfo(name="chunky", display_name="Chunky", group="Classical", fits_on_target=True)
+            # 1/40 of the query budget (1024 MB) per query: the harness predicts 40 test series at a time
+            cost = CostModel(mem_kb_per_series=1024 * 1024 / 40)
+            def build(self, *, seed, device="cpu", n_jobs=1, **params):
+                return Chunky(seed)
+    ''',
     "broken.py": "this is not python (\n",
 }
 
@@ -188,6 +217,40 @@ def test_job_runs_every_context_and_writes_tsml_files(gunpoint, plugin_dir, tmp_
     assert f.info["class_labels"] == ["1", "2"]
     assert 0.6 < runs[("full", 0)]["accuracy"] <= 1.0
     assert json.loads(manifest_path(tmp_path, "centroid", "GunPoint").read_text()) == manifest
+
+
+def test_large_test_splits_are_predicted_in_chunks_with_the_same_predictions(gunpoint, plugin_dir, tmp_path,
+                                                                             monkeypatch):
+    """A method whose cost model holds QUERY_MEMORY_MB / 40 (1024 MB / 40) per query gets 40 queries per predict_proba call
+    (GunPoint: 150 test series -> 40, 40, 40, 30), recorded in the run; the predictions equal those of the
+    same fitted estimator asked for the whole test split at once."""
+    log = tmp_path / "calls.jsonl"
+    monkeypatch.setenv("SPY_LOG", str(log))
+    chunked = run_job(_spec(gunpoint, plugin_dir, tmp_path / "chunky", "chunky", ["full"]))
+    assert [json.loads(line)["n"] for line in log.read_text().splitlines()] == [40, 40, 40, 30]
+    assert chunked["runs"][0]["extra"]["query_chunk"] == 40
+    monkeypatch.setattr("chorustic.methods.cost.QUERY_MEMORY_MB", 1e9)  # the same job, one call
+    whole = run_job(_spec(gunpoint, plugin_dir, tmp_path / "whole", "chunky", ["full"]))
+    assert [json.loads(line)["n"] for line in log.read_text().splitlines()][4:] == [150]
+    assert "query_chunk" not in whole["runs"][0]["extra"]
+    a, b = (read_result_file(m["runs"][0]["result_file"]) for m in (chunked, whole))
+    np.testing.assert_array_equal(a.proba, b.proba)
+
+
+def test_the_query_chunk_bounds_a_jobs_memory_at_any_test_size():
+    """Per-query memory (features, distances to the context) is held for one chunk only: the estimate grows
+    with the test split by its input values alone, and a chunk's pairs fit QUERY_MEMORY_MB."""
+    from chorustic.methods.cost import QUERY_MEMORY_MB, CostModel, JobSize
+
+    dtw = CostModel(mem_base_mb=0, mem_bytes_per_value=0, mem_bytes_per_pair=16)
+    crop = JobSize(7200, 16800, 1, 46)
+    chunk = dtw.query_chunk(crop)
+    assert chunk * 7200 * 16 <= QUERY_MEMORY_MB * 2**20 < (chunk + 1) * 7200 * 16
+    ten_times = dataclasses.replace(crop, n_test=168_000)
+    assert dtw.estimate(ten_times)[0] == dtw.estimate(crop)[0] == 7200 * 16 * (7200 + chunk) / 2**20
+    small = JobSize(50, 150, 1, 150)
+    assert dtw.query_chunk(small) == 150  # everything fits: one call, as before
+    assert CostModel().query_chunk(crop) == 16800  # no per-query memory declared: one call
 
 
 def test_same_seed_same_predictions(gunpoint, plugin_dir, tmp_path):

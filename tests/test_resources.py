@@ -73,7 +73,10 @@ def test_cost_model_terms():
                   time_job_s=5, time_base_s=1, time_ns_per_value=1e9 / 3000, time_ns_per_pair=1e9 / 30000,
                   time_ns_per_cell=1e9 / (100 * 50 * 2 * 10 * 4))
     mem, secs = m.estimate(size, band=4)
-    assert mem == pytest.approx(100 + 3000 + 150 + 100 * 150)
+    # a query holds 1 MB of features and 100 x 1 MB of pairs: 10 queries fit the 1024 MB query budget, so
+    # the context (100) and 10 queries are held at once
+    assert m.query_chunk(size) == 10
+    assert mem == pytest.approx(100 + 3000 + 110 + 100 * 110)
     assert secs == pytest.approx(5 + 3 * (1 + 1 + 1 + 1))
 
 

@@ -109,6 +109,23 @@ def _logging() -> None:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
 
 
+# ----------------------------------------------------------------------------------- stand-ins
+def _cmd_standin(args: argparse.Namespace) -> int:
+    from chorustic.data.standin import standin_spec, write_standin
+
+    for name in args.names:
+        spec = standin_spec(name, series_fraction=args.series_fraction, n_channels=args.channels,
+                            length=args.length, seed=args.seed)
+        try:
+            folder = write_standin(spec, args.data_dir)
+        except FileExistsError as exc:
+            print(f"chorustic standin: {exc}", file=sys.stderr)
+            return 1
+        print(f"{spec.name}: stand-in {spec.n_train} train / {spec.n_test} test, {spec.n_channels} channel(s), "
+              f"length {spec.length}{'' if spec.equal_length else ' (max)'}, {spec.n_classes} classes -> {folder}")
+    return 0
+
+
 # ----------------------------------------------------------------------------------- datasets
 def _cmd_datasets(args: argparse.Namespace) -> int:
     from chorustic.data.registry import registry_frame
@@ -342,3 +359,21 @@ def register(subparsers) -> None:
     )
     _add_provider_options(p)
     p.set_defaults(func=_cmd_preprocess)
+
+    p = subparsers.add_parser(
+        "standin",
+        help="write random data with an archive dataset's exact shape (for measuring cost; never a result)",
+        description="Write <data-dir>/<Name>/<Name>_{TRAIN,TEST}.ts: random series with the registry's "
+        "training and test sizes, channels, length and classes (balanced; variable lengths drawn up to the "
+        "maximum), marked as a stand-in in every result made from them (`chorustic aggregate` never counts "
+        "those). Point a configuration's paths.data_dir at the folder to run jobs on them.",
+    )
+    p.add_argument("names", nargs="+", metavar="NAME", help="dataset names (see `chorustic datasets`)")
+    p.add_argument("--data-dir", type=Path, required=True,
+                   help="the stand-ins' own folder (never a folder with real data: refused)")
+    p.add_argument("--series-fraction", type=float, default=1.0,
+                   help="scale the training and test sizes (each class keeps a series; default 1: the real shape)")
+    p.add_argument("--channels", type=int, default=None, help="replace the number of channels")
+    p.add_argument("--length", type=int, default=None, help="replace the (maximum) series length")
+    p.add_argument("--seed", type=int, default=0, help="random seed of the values (default 0)")
+    p.set_defaults(func=_cmd_standin)

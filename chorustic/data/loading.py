@@ -14,6 +14,7 @@ file; ``allow_modified=True`` accepts a user's own variant and records the diffe
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import os
 from pathlib import Path
@@ -25,6 +26,7 @@ from chorustic.data import cache as _cache
 from chorustic.data.errors import MalformedDataFileError, MissingDataFileError, ModifiedDataError
 from chorustic.data.preprocessing import MODEL_LENGTH, encode_labels, fill_missing, to_model_length
 from chorustic.data.registry import get_info, is_known
+from chorustic.data.standin import read_standin_mark
 
 __all__ = ["TimeSeriesDataset", "load_dataset", "read_ts_split", "preprocessing_settings"]
 
@@ -62,6 +64,9 @@ class TimeSeriesDataset:
     """How the files differ from the archive's published sizes or contradict their own headers; only
     ever non-empty when the caller allowed modified data (``allow_modified=True``), and then recorded
     in every result made from them."""
+    standin: dict[str, Any] | None = None
+    """The spec of a stand-in (:mod:`chorustic.data.standin`: random data with an archive dataset's shape),
+    None for real data. Recorded in every result made from it; such results never reach a table."""
 
     @property
     def n_classes(self) -> int:
@@ -335,6 +340,7 @@ def _from_cache(
         settings=settings,
         modifications=[str(h) for h in header],
         unterminated_files=[str(u) for u in unterminated],
+        standin=json.loads(str(arrays["standin"])) if "standin" in arrays else None,
     )
 
 
@@ -350,6 +356,8 @@ def _to_cache(ds: TimeSeriesDataset) -> dict[str, np.ndarray]:
         "header_inconsistencies": np.asarray(list(ds.modifications), dtype=str).reshape(-1),
         "unterminated_files": np.asarray(list(ds.unterminated_files), dtype=str).reshape(-1),
     }
+    if ds.standin is not None:
+        arrays["standin"] = np.asarray(json.dumps(ds.standin, sort_keys=True))
     for prefix, nat in (("X_train", ds.X_train_native), ("X_test", ds.X_test_native)):
         if isinstance(nat, np.ndarray):
             arrays[f"{prefix}_native"] = nat
@@ -434,6 +442,7 @@ def load_dataset(
         modifications=meta_tr["header_inconsistencies"] + meta_te["header_inconsistencies"],
         unterminated_files=[p.name for p, m in ((train_path, meta_tr), (test_path, meta_te))
                             if not m["ends_with_newline"]],
+        standin=read_standin_mark(train_path),
     )
     if path is not None:
         _cache.save_arrays(path, _to_cache(ds))
@@ -482,6 +491,8 @@ def registry_differences(ds: TimeSeriesDataset) -> tuple[list[str], bool]:
 
 
 def _checked(ds: TimeSeriesDataset, folder: Path, allow_modified: bool) -> TimeSeriesDataset:
+    if ds.standin is not None:  # random data of a chosen shape, marked in every result made from it
+        return ds
     diffs, verified = registry_differences(ds)
     if diffs and verified and not allow_modified:
         raise ModifiedDataError(

@@ -11,6 +11,8 @@ What is verified before a row is written (:func:`collect_runs`):
 * every ``ok`` run's prediction file against the SHA-256 its manifest recorded: a missing or changed
   file makes the row ``failed`` with the reason, and a changed file is moved aside to
   ``<file>.corrupt`` so the workflow re-makes it;
+* a manifest made on a stand-in (random data of a dataset's shape, :mod:`chorustic.data.standin`):
+  its rows are ``failed``, never a result;
 * with ``fingerprints`` (the current parameters and method code of each run), a manifest made with
   other parameters or code: its rows become ``failed`` ("stale"), never reported as results;
 * with ``jobs`` (every job the configuration expects), a job without a finished manifest: its
@@ -37,12 +39,12 @@ from chorustic.evaluation.integrity import checksum_path
 from chorustic import config as cc
 from chorustic.io import atomic_open, atomic_write_text, sha256_file
 from chorustic.protocols.base import protocol_sort_key
+from chorustic.run_plan import UNKNOWN_GROUP, ExpectedJob, method_metadata  # noqa: F401 - the plan is their home
 
 __all__ = [
     "COLUMNS",
     "REQUIRED_COLUMNS",
     "OPTIONAL_COLUMNS",
-    "UNKNOWN_GROUP",
     "ManifestError",
     "ExpectedJob",
     "Collected",
@@ -50,7 +52,6 @@ __all__ = [
     "aggregate_manifests",
     "collect_configured",
     "collect_runs",
-    "expected_jobs",
     "method_metadata",
     "write_accuracies",
 ]
@@ -174,7 +175,8 @@ def aggregate_manifests(
     metadata: dict[str, dict] | None = None,
     relative_to: str | os.PathLike | None = None,
 ) -> pd.DataFrame:
-    """Rows of every run in the given manifests, as recorded (no verification; see :func:`collect_runs`).
+    """Rows of every run in the given manifests, as recorded (no verification, see :func:`collect_runs`;
+    but a stand-in's runs are ``failed``).
 
     ``metadata`` (method run name -> dict with display_name, group, fits_on_target, reported) fills
     fields a manifest lacks (a manifest the supervisor finished after its worker died early).
@@ -182,19 +184,10 @@ def aggregate_manifests(
     metadata = metadata or {}
     rows = []
     for path in paths:
-        rows += _rows(read_manifest(path), metadata, relative_to)
+        doc = read_manifest(path)
+        _standin(doc, [])  # a stand-in's runs are never results, verified or not
+        rows += _rows(doc, metadata, relative_to)
     return _frame(rows)
-
-
-@dataclasses.dataclass(frozen=True)
-class ExpectedJob:
-    """One evaluation job the configuration asks for."""
-
-    method: str
-    dataset: str
-    archive: str
-    contexts: tuple[dict[str, Any], ...]
-    """The contexts it runs: dicts with protocol, family, budget, seed."""
 
 
 @dataclasses.dataclass
@@ -261,6 +254,18 @@ def _stale(doc: dict[str, Any], fingerprint: str | None, problems: list[str]) ->
     problems.append(f"{doc['method']}/{doc['dataset']}: {why}")
 
 
+def _standin(doc: dict[str, Any], problems: list[str]) -> None:
+    """A job run on stand-in data (:mod:`chorustic.data.standin`) is never a result."""
+    if not doc.get("standin"):
+        return
+    why = ("made on a stand-in (random data with the dataset's shape, for measuring cost): not a result; "
+           "run the job on the real dataset")
+    for run in doc["runs"]:
+        if run.get("status") in ("ok", "reported"):
+            run.update(status="failed", accuracy=None, error=why)
+    problems.append(f"{doc['method']}/{doc['dataset']}: {why}")
+
+
 def collect_runs(
     results_dir: str | os.PathLike,
     jobs: list[ExpectedJob] | None = None,
@@ -308,6 +313,7 @@ def collect_runs(
         if doc is not None:
             _verify(doc, problems)
             _stale(doc, (fingerprints or {}).get(method), problems)
+            _standin(doc, problems)
             if path == bad:
                 failed = [r for r in doc["runs"] if r.get("status") == "failed"]
                 first = failed[0].get("error") if failed else "failed"
@@ -344,78 +350,25 @@ def write_accuracies(df: pd.DataFrame, path: str | os.PathLike) -> None:
 # the jobs of a configuration
 
 
-#: The table group of a method whose plugin file failed to import (its metadata is unknown).
-UNKNOWN_GROUP = "Unknown (plugin failed to import)"
-
-
-def method_metadata(cfg: dict, discovery=None) -> dict[str, dict]:
-    """Display name, group, target fit and reported flag of every configured run (from the plugins)."""
-    from chorustic.methods import discover
-
-    disc = discovery if discovery is not None else discover()
-    meta = {}
-    for run in cfg["methods"]:
-        entry = cc.method_entry(cfg, run)
-        m = disc.methods.get(entry["plugin"])
-        if m is None:  # its plugin file failed to import: its runs are listed as failed, under its run name
-            meta[run] = {
-                "display_name": entry["display_name"] or run,
-                "group": UNKNOWN_GROUP,
-                "fits_on_target": False,
-                "reported": False,
-            }
-            continue
-        meta[run] = {
-            "display_name": entry["display_name"] or m.info.display_name,
-            "group": m.info.group,
-            "fits_on_target": m.info.fits_on_target,
-            "reported": m.info.reported,
-        }
-    return meta
-
-
-def expected_jobs(cfg: dict, results_dir: str | Path | None = None) -> list[ExpectedJob]:
-    """Every evaluation job of the configuration with the contexts it runs (from the dataset's context
-    file when it exists, else from the protocol settings)."""
-    from chorustic.protocols.contexts import context_specs
-
-    results = Path(results_dir if results_dir is not None else cfg["paths"]["results_dir"])
-    specs = [
-        {"protocol": s.protocol, "family": s.family, "budget": s.budget, "seed": s.seed}
-        for s in context_specs(cfg["protocols"])
-    ]
-    jobs = []
-    for method, dataset in cc.evaluation_jobs(cfg):
-        wanted = cc.method_entry(cfg, method)["protocols"]
-        contexts = specs
-        try:
-            doc = json.loads((results / "contexts" / f"{dataset}.json").read_text())
-            contexts = [{k: c[k] for k in ("protocol", "family", "budget", "seed")} for c in doc["contexts"]]
-        except (OSError, ValueError, KeyError, TypeError):
-            pass
-        contexts = [c for c in contexts if wanted is None or c["protocol"] in wanted]
-        jobs.append(ExpectedJob(method, dataset, cc.dataset_archive(dataset), tuple(contexts)))
-    return jobs
-
-
 def collect_configured(
     cfg: dict,
     results_dir: str | os.PathLike | None = None,
     *,
     discovery=None,
+    plan=None,
     why_not_run: Callable[[ExpectedJob], str | None] | None = None,
 ) -> Collected:
-    """:func:`collect_runs` for every job of the configuration, with its method metadata and the current
-    fingerprints (results made with other parameters or method code are stale)."""
-    from chorustic.evaluation.integrity import run_fingerprints
-    from chorustic.methods import discover
+    """:func:`collect_runs` for every job of the configuration's run plan (:class:`chorustic.run_plan.RunPlan`,
+    made here unless given), with its method metadata and the current fingerprints (results made with
+    other parameters or method code are stale)."""
+    from chorustic.run_plan import RunPlan
 
-    disc = discovery if discovery is not None else discover()
+    plan = plan if plan is not None else RunPlan.from_config(cfg, discovery)
     results = results_dir if results_dir is not None else cfg["paths"]["results_dir"]
     return collect_runs(
         results,
-        expected_jobs(cfg, results),
-        metadata=method_metadata(cfg, disc),
-        fingerprints=run_fingerprints(cfg, disc),
+        plan.expected_jobs(results),
+        metadata=plan.metadata,
+        fingerprints=plan.fingerprints,
         why_not_run=why_not_run,
     )

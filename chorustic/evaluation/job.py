@@ -265,6 +265,27 @@ def _align_proba(proba: np.ndarray, est_classes: np.ndarray, n_classes: int, nam
     return full / sums
 
 
+def _job_size(X_train: Any, idx: np.ndarray, X_test: Any):
+    """The :class:`~chorustic.methods.cost.JobSize` of one context: its series, the test split, channels and
+    (maximum) length as the method receives them."""
+    from chorustic.methods.cost import JobSize
+
+    lengths = [s.shape[-1] for s in X_test] if isinstance(X_test, list) else [X_test.shape[-1]]
+    return JobSize(int(len(idx)), int(len(X_test)), int(X_test[0].shape[0]), int(max(lengths)))
+
+
+def _predict_in_chunks(estimator: Any, X_test: Any, chunk: int, n_classes: int, tag: str) -> np.ndarray:
+    """The estimator's probabilities of the whole test split, asked for ``chunk`` queries at a time (a query's
+    prediction depends on the context and that query only, a clause of the method contract), each chunk
+    mapped onto the dataset's ``n_classes`` columns."""
+    n = len(X_test)
+    parts = []
+    for start in range(0, n, max(1, int(chunk))):
+        part = X_test[start:start + chunk]
+        parts.append(_align_proba(estimator.predict_proba(part), estimator.classes_, n_classes, tag))
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
 def _select(X: Any, idx: np.ndarray) -> Any:
     if isinstance(X, list):
         return [X[i] for i in idx]
@@ -362,6 +383,8 @@ def run_job(spec: JobSpec, *, resume: bool = False, log=None) -> dict[str, Any]:
     ds = load_dataset(spec.dataset, spec.data_dir, cache_dir=spec.cache_dir, offline=spec.offline,
                       lock=spec.lock_file or True, allow_modified=spec.allow_modified_data)
     manifest["data_modifications"] = list(ds.modifications)
+    if ds.standin is not None:  # random data of the dataset's shape: recorded, never collected as a result
+        manifest["standin"] = ds.standin
     if ds.archive != spec.archive:
         log(f"[{spec.method}/{spec.dataset}] archive {ds.archive!r} differs from job archive {spec.archive!r}")
     contexts = read_contexts(spec.contexts_file, ds.y_train)
@@ -397,10 +420,12 @@ def run_job(spec: JobSpec, *, resume: bool = False, log=None) -> dict[str, Any]:
             t0 = time.perf_counter()
             estimator.fit(_select(X_train, idx), ds.y_train[idx])
             t1 = time.perf_counter()
-            proba = estimator.predict_proba(X_test)
+            chunk = method.query_chunk(_job_size(X_train, idx, X_test), **params)
+            proba = _predict_in_chunks(estimator, X_test, chunk, n_classes, tag)
             t2 = time.perf_counter()
-            proba = _align_proba(proba, estimator.classes_, n_classes, tag)
             extra = dict(getattr(estimator, "run_info_", {}) or {})
+            if chunk < len(ds.y_test):
+                extra["query_chunk"] = int(chunk)
             peak = _peak_rss_mb()
             info_line = {
                 "method": spec.method, "plugin": spec.plugin, "display_name": manifest["display_name"],
@@ -408,6 +433,7 @@ def run_job(spec: JobSpec, *, resume: bool = False, log=None) -> dict[str, Any]:
                 "seed": ctx.seed, "context_file": str(spec.contexts_file), "n_context": int(len(idx)),
                 "class_labels": [str(c) for c in ds.classes], "device": device, "run_info": extra,
                 "source_sha256": ds.source_sha256, "data_modifications": list(ds.modifications),
+                **({"standin": ds.standin} if ds.standin is not None else {}),
             }
             acc = write_result_file(
                 out, dataset=spec.dataset, method=spec.method, seed=ctx.seed, y_true=ds.y_test, proba=proba,

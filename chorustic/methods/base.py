@@ -196,6 +196,12 @@ class Method(_Parametrised, abc.ABC):
         """
         return self.cost.estimate(size)
 
+    def query_chunk(self, size: JobSize, **params: Any) -> int:
+        """How many test series the harness predicts at once for a context of ``size`` (the cost model's
+        :meth:`~chorustic.methods.cost.CostModel.query_chunk`): a large test split is predicted in chunks,
+        so a method never holds (test x context) or (test x features) beyond a fixed budget."""
+        return self.cost.query_chunk(size)
+
     @property
     def label(self) -> str:
         """``"Display name (name)"``: how messages name the method."""

@@ -9,7 +9,14 @@ from __future__ import annotations
 
 import dataclasses
 
-__all__ = ["CostModel", "JobSize"]
+__all__ = ["CostModel", "JobSize", "QUERY_MEMORY_MB"]
+
+#: What the predictions of one context may hold at once beyond the context's own needs (MB): the harness
+#: predicts the test split in chunks of :meth:`CostModel.query_chunk` queries, so that no method holds
+#: (test x context) distances or (test x features) matrices of a whole large test split. A constant, not a
+#: setting: the chunks depend on the dataset's shape and the method only, so a run's predictions do not
+#: depend on the machine's memory.
+QUERY_MEMORY_MB = 1024.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,11 +51,14 @@ class CostModel:
     ridge/SVM fit, in-context attention)::
 
         peak memory (MB) = mem_base_mb + mem_bytes_per_value * V / 2**20
-                           + mem_kb_per_series * N / 1024 + mem_bytes_per_pair * n_train * N / 2**20
+                           + mem_kb_per_series * H / 1024 + mem_bytes_per_pair * n_train * H / 2**20
         time (s)         = time_job_s + n_contexts * (time_base_s + (time_ns_per_value * V
                            + time_ns_per_value_channel * V * n_channels + time_ns_per_pair * P
                            + time_ns_per_cell * n_train * n_test * n_channels * length * band) / 1e9)
 
+    ``H = n_train + q`` is the series held at once: the context and one chunk of ``q`` queries
+    (:meth:`query_chunk`: as many as fit :data:`QUERY_MEMORY_MB` at ``mem_kb_per_series`` +
+    ``mem_bytes_per_pair * n_train`` each; all of them when that is 0 or they fit).
     ``band`` is the number of alignment cells per time point of an elastic distance (the whole length
     for unconstrained DTW; see :meth:`estimate`). Each context fits on at most ``n_train`` series, so the
     time is an upper bound per context. Times are for one CPU thread; more threads or a GPU only make
@@ -61,9 +71,9 @@ class CostModel:
     mem_bytes_per_value: float = 16.0
     """Per input value: the data itself (float32) and the method's working copies."""
     mem_kb_per_series: float = 0.0
-    """Per series: features or embeddings the method holds for every series at once."""
+    """Per series held at once (the context and a chunk of queries): features or embeddings."""
     mem_bytes_per_pair: float = 0.0
-    """Per (context series, series) pair: Gram, distance or attention matrices held at once."""
+    """Per (context series, series held) pair: Gram, distance or attention matrices."""
     time_job_s: float = 10.0
     """Once per job: imports, JIT compilation, loading weights."""
     time_base_s: float = 1.0
@@ -80,15 +90,24 @@ class CostModel:
     """The length the method computes on whatever the input's (an encoder that resamples or pads every
     series to 512): replaces the job's ``length``."""
 
+    def query_chunk(self, size: JobSize) -> int:
+        """How many queries the harness predicts at once for a context of ``size.n_train`` series: as many
+        as fit :data:`QUERY_MEMORY_MB` at this model's per-query memory (at least 1; all when they fit)."""
+        per_query = self.mem_kb_per_series * 1024 + self.mem_bytes_per_pair * size.n_train
+        if per_query <= 0:
+            return max(1, size.n_test)
+        return max(1, min(size.n_test, int(QUERY_MEMORY_MB * 2**20 / per_query + 1e-9)))
+
     def estimate(self, size: JobSize, *, band: float | None = None) -> tuple[float, float]:
         """(peak memory in MB, time in seconds), without safety margins."""
         if self.model_length is not None:
             size = dataclasses.replace(size, length=self.model_length)
         band = float(size.length if band is None else band)
+        held = size.n_train + self.query_chunk(size)
         pairs = size.n_train * size.n_series
         cells = size.n_train * size.n_test * size.n_channels * size.length * band
         mem = (self.mem_base_mb + self.mem_bytes_per_value * size.n_values / 2**20
-               + self.mem_kb_per_series * size.n_series / 1024 + self.mem_bytes_per_pair * pairs / 2**20)
+               + self.mem_kb_per_series * held / 1024 + self.mem_bytes_per_pair * size.n_train * held / 2**20)
         per_context = self.time_base_s + (self.time_ns_per_value * size.n_values
                                           + self.time_ns_per_value_channel * size.n_values * size.n_channels
                                           + self.time_ns_per_pair * pairs * size.n_channels

@@ -43,22 +43,36 @@ TABICL_TINY = {
 }
 
 
-def write_tabicl(path: Path, seed: int = 0, **overrides) -> Path:
+#: TabICL at the released checkpoints' sizes (random weights, for measuring cost): v2 is the package's own
+#: default architecture; v1.1 the TabICLv1 layout (no feature grouping, no target-aware columns, no
+#: scalable softmax; 4 heads in the column and ICL transformers, as in the TabICL paper).
+TABICL_V2_REAL = {"zero_init": False, "row_rope_interleaved": False}
+TABICL_V1_REAL = {"zero_init": False, "col_nhead": 4, "icl_nhead": 4, "col_feature_group": False,
+                  "col_target_aware": False, "col_ssmax": "none", "icl_ssmax": "none"}
+
+
+def write_tabicl(path: Path, seed: int = 0, *, real_size: bool = False, **overrides) -> Path:
+    """A TabICL ``{config, state_dict}`` checkpoint: tiny, or with ``real_size`` the package's full-size
+    architecture (its defaults, e.g. :data:`TABICL_V1_REAL` / :data:`TABICL_V2_REAL` as ``overrides``)."""
     import torch
     from tabicl._model.tabicl import TabICL
 
     torch.manual_seed(seed)
-    cfg = {**TABICL_TINY, **overrides}
+    cfg = dict(overrides) if real_size else {**TABICL_TINY, **overrides}
     torch.save({"config": cfg, "state_dict": TabICL(**cfg).state_dict()}, path)
     return path
 
 
-def write_mantis(folder: Path, version: str, seed: int = 0) -> Path:
+def write_mantis(folder: Path, version: str, seed: int = 0, *, real_size: bool = False) -> Path:
+    """A Mantis folder (``save_pretrained``): tiny, or with ``real_size`` the published architecture
+    (the classes' defaults: Mantis-8M, MantisV2) with random weights."""
     import torch
     from mantis.architecture import Mantis8M, MantisV2
 
     torch.manual_seed(seed)
-    if version == "v1":  # the published Mantis-8M checkpoint uses the legacy class (vit_unit.* names)
+    if real_size:
+        net = Mantis8M(device="cpu") if version == "v1" else MantisV2(device="cpu")
+    elif version == "v1":  # the published Mantis-8M checkpoint uses the legacy class (vit_unit.* names)
         net = Mantis8M(
             seq_len=512,
             hidden_dim=32,
@@ -101,7 +115,13 @@ MOMENT_T5 = {
 }
 
 
-def write_moment(folder: Path, seed: int = 0) -> Path:
+#: MOMENT-1-base's T5 encoder (google/flan-t5-base sizes).
+MOMENT_T5_BASE = {**MOMENT_T5, "d_model": 768, "d_ff": 2048, "d_kv": 64, "num_heads": 12, "num_layers": 12,
+                  "vocab_size": 32128}
+
+
+def write_moment(folder: Path, seed: int = 0, *, real_size: bool = False) -> Path:
+    """A MOMENT folder (``save_pretrained``): a tiny T5, or with ``real_size`` MOMENT-1-base's, random weights."""
     import warnings
 
     import torch
@@ -118,7 +138,7 @@ def write_moment(folder: Path, seed: int = 0) -> Path:
         "device": "cpu",
         "transformer_backbone": "google/flan-t5-base",
         "model_kwargs": {},
-        "t5_config": MOMENT_T5,
+        "t5_config": MOMENT_T5_BASE if real_size else MOMENT_T5,
     }
     torch.manual_seed(seed)
     with warnings.catch_warnings():

@@ -5,8 +5,9 @@ from pathlib import Path
 
 from chorustic import config as cc
 from chorustic import resources as cr
-from chorustic.evaluation.integrity import run_fingerprints, set_aside_damaged
+from chorustic.evaluation.integrity import set_aside_damaged
 from chorustic.methods import discover
+from chorustic.run_plan import RunPlan
 from chorustic.training.distributed import launch_prefix
 
 # The one validation of the configuration: a mistake stops here with one message naming the key.
@@ -20,20 +21,22 @@ REPORTS = PATHS["reports_dir"]
 LOGS = PATHS["logs_dir"]
 MODELS = PATHS["models_dir"]
 
-DATASETS = cc.dataset_names(config)
-
 _DISCOVERY = discover()
-# An unknown plugin name or a parameter the plugin does not accept stops here (one message naming the
-# key); the runs of a plugin file that fails to import are scheduled and fail with the import error.
-for _m, _why in cc.check_methods(config, _DISCOVERY).items():
+# The run plan (chorustic.run_plan): every job of the configuration with its method's metadata, fingerprint,
+# dataset shape, cost and resources, made once. An unknown plugin name or a parameter the plugin does not
+# accept stops here (one message naming the key); the runs of a plugin file that fails to import are
+# scheduled and fail with the import error.
+PLAN = RunPlan.from_config(config, _DISCOVERY)
+for _m, _why in PLAN.broken_runs.items():
     logger.warning(f"chorustic: method run {_m!r}: {_why}; its jobs will fail with this reason")
 for _file, _tb in sorted(_DISCOVERY.broken.items()):
     logger.warning(f"chorustic: plugin file baselines/{_file} failed to load:\n{_tb}")
 
-METHODS = cc.evaluated_methods(config)
-EVAL_JOBS = cc.evaluation_jobs(config)
+DATASETS = PLAN.datasets
+METHODS = PLAN.methods
+EVAL_JOBS = PLAN.evaluation_jobs
 # The method runs' parameters and code (a params: of the evaluate rule; a change re-runs its jobs).
-FINGERPRINTS = run_fingerprints(config, _DISCOVERY)
+FINGERPRINTS = PLAN.fingerprints
 _LOCK = cc.lock_file(config)
 # Where the data lock file is does not change any data: a shell argument, not a params (no re-run).
 DATA_LOCK_ARG = f"--lock-file {_LOCK}" if _LOCK else ""
@@ -61,17 +64,12 @@ wildcard_constraints:
     run=r"[a-z0-9_]+",
 
 
-# Job resources (chorustic.resources): memory and time limits on every rule, evaluate jobs sized by
-# their dataset, GPUs and the site's SLURM settings from the config. Computed once per job here; a rule
-# takes them with `resources: **per_job(...)`.
-EVALUATE_RESOURCES = {
-    (m, d): cr.evaluate_resources(config, m, d, _DISCOVERY.methods.get(cc.method_entry(config, m)["plugin"]))
-    for m, d in EVAL_JOBS
-}
-DATASET_RESOURCES = {
-    name: {d: cr.rule_resources(config, name, d) for d in DATASETS} for name in ("download", "preprocess", "contexts")
-}
-PRETRAIN_RESOURCES = {run: cr.pretrain_resources(config, run) for run in config.get("pretrain") or {}}
+# Job resources (chorustic.resources, through the plan): memory and time limits on every rule, evaluate jobs
+# sized by their dataset, GPUs and the site's SLURM settings from the config. A rule takes them with
+# `resources: **per_job(...)`.
+EVALUATE_RESOURCES = {j.key: j.resources for j in PLAN.jobs}
+DATASET_RESOURCES = PLAN.dataset_resources
+PRETRAIN_RESOURCES = PLAN.pretrain_resources
 
 
 def per_job(table, key):

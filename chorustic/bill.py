@@ -1,0 +1,442 @@
+"""``chorustic plan-run``: the bill of a configured run, before anything runs.
+
+From the run plan (:class:`chorustic.run_plan.RunPlan`: every job with its dataset's shape and its
+method's cost model) the bill lists the jobs per rule, the CPU-hours and GPU-hours per method and per
+rule, the largest job's memory, the expected wall time on this machine and on N cluster nodes, and the
+critical path. How each job's time is estimated:
+
+``download``
+    The dataset's ``.ts`` text (:data:`TEXT_BYTES_PER_VALUE` per value) at ``bandwidth_mb_s``; a dataset
+    already in the data folder or inside the aeon wheel is only verified (read at :data:`READ_MB_S`).
+``preprocess``
+    Its cost model in :mod:`chorustic.resources` (per native value).
+``contexts``, ``aggregate``, ``report``
+    :data:`FIXED_S`: measured on the demo.
+``pretrain``
+    The FLOPs of the run's configuration (the committed plan of ``chorustic pretrain --plan`` in
+    ``tools/gpu/plans/``): on a GPU at the plan's model-FLOPs utilisation and the GPU's peak, on a CPU at
+    :data:`CPU_TRAIN_GFLOPS` per core (measured with ``benchmarks/pretrain_throughput.py``).
+``evaluate``
+    Its method's cost model (one CPU thread, the ``chorustic.methods.CostModel`` of the plugin), divided by
+    the job's threads; on a GPU the compute part divided by the cost model's ``gpu_speedup``.
+
+Every job also pays :data:`JOB_START_S` (the job's process starting and importing). The wall time is a
+list schedule of the job graph (longest remaining path first, as a critical-path scheduler would) on the
+machines' cores, GPUs and memory; Snakemake's own order is greedier, so it is a lower bound of what a run
+takes, and the critical path a lower bound of that.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import heapq
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+from chorustic.paths import REPO_ROOT
+from chorustic.run_plan import RunPlan
+
+__all__ = ["Machine", "BillJob", "this_machine", "bill_jobs", "schedule", "critical_path", "make_bill",
+           "format_bill"]
+
+#: Bytes of ``.ts`` text per value (measured on the development subset's files: 11.1-11.2).
+TEXT_BYTES_PER_VALUE = 11.1
+#: Reading a local file to verify its checksum (MB/s).
+READ_MB_S = 300.0
+#: A job's process starting: Snakemake's job script, the ``chorustic`` command's imports (s).
+JOB_START_S = 4.0
+#: Jobs whose cost does not grow with the data in practice (s), measured on the demo's 6 datasets.
+FIXED_S = {"contexts": 3.0, "aggregate": 10.0, "report": 120.0}
+#: Pretraining on a CPU (GFLOP/s per core): one process of one thread 39, two processes of one thread 27.5 each
+#: (``benchmarks/pretrain_throughput.py``, ``small`` configuration, 2026-11-25; docs/pretraining.md).
+CPU_TRAIN_GFLOPS = {1: 39.0, "per_core": 27.5}
+#: The committed plans of ``chorustic pretrain --plan`` (FLOPs per episode, episodes, MFU of the target).
+PLANS_DIR = REPO_ROOT / "tools" / "gpu" / "plans"
+
+
+@dataclasses.dataclass(frozen=True)
+class Machine:
+    """One machine (or one node of a cluster)."""
+
+    cores: int
+    gpus: int = 0
+    mem_mb: int = 0
+    gpu: str = "h100"
+    """The GPU's kind (a key of :data:`chorustic.training.plan.DEVICE_PEAK_TFLOPS`)."""
+
+    def describe(self) -> str:
+        gpu = f", {self.gpus} GPU{'s' if self.gpus != 1 else ''} ({self.gpu})" if self.gpus else ", no GPU"
+        return f"{self.cores} cores{gpu}, {self.mem_mb / 1024:.0f} GB"
+
+
+def this_machine() -> Machine:
+    """The cores this process may use, its memory and its CUDA GPUs."""
+    import psutil
+
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        cores = os.cpu_count() or 1
+    gpus, kind = 0, "h100"
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            gpus = torch.cuda.device_count()
+            kind = _gpu_kind(torch.cuda.get_device_name(0))
+    except ImportError:  # pragma: no cover
+        pass
+    return Machine(cores=cores, gpus=gpus, mem_mb=int(psutil.virtual_memory().total / 2**20), gpu=kind)
+
+
+def _gpu_kind(name: str) -> str:
+    from chorustic.training.plan import DEVICE_PEAK_TFLOPS
+
+    low = name.lower().replace(" ", "")
+    for kind in sorted(DEVICE_PEAK_TFLOPS, key=len, reverse=True):
+        if kind.replace("-", "") in low.replace("-", ""):
+            return kind
+    return "h100"
+
+
+@dataclasses.dataclass
+class BillJob:
+    """One job of the bill: what it occupies and for how long (s)."""
+
+    rule: str
+    name: str
+    group: str
+    """What its hours are billed to: the method run for evaluate jobs, else the rule."""
+    cores: int
+    gpus: int
+    mem_mb: int
+    seconds: float
+    deps: list[str] = dataclasses.field(default_factory=list)
+    note: str = ""
+
+    @property
+    def cpu_hours(self) -> float:
+        return 0.0 if self.gpus else self.cores * self.seconds / 3600
+
+    @property
+    def gpu_hours(self) -> float:
+        return self.gpus * self.seconds / 3600
+
+
+# --------------------------------------------------------------------------------------------------
+# one job's time
+
+
+def _pretrain_plan(entry: dict[str, Any]) -> dict[str, Any] | None:
+    """The committed plan of a pretraining run's configuration (model and train config, encoder trainable
+    or frozen), or None."""
+    trainable = "--freeze-signal-encoder" not in (entry.get("args") or [])
+    for path in sorted(PLANS_DIR.glob("*.json")):
+        try:
+            plan = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if (plan.get("train", {}).get("name") == entry.get("train_config") == entry.get("model_config")
+                and bool(plan["model"].get("signal_encoder_frozen")) is not trainable):
+            return {**plan, "_file": path.name}
+    return None
+
+
+def _pretrain_seconds(entry: dict[str, Any], machine: Machine, gpus: int) -> tuple[float, str]:
+    from chorustic.training.plan import DEVICE_PEAK_TFLOPS
+
+    plan = _pretrain_plan(entry)
+    if plan is None:
+        return math.nan, (f"no committed plan for model {entry.get('model_config')!r} / train "
+                          f"{entry.get('train_config')!r}: run `chorustic pretrain --plan ...` for its cost")
+    flops = plan["time"]["total_pflop"] * 1e15
+    source = f"{plan['time']['total_pflop']:.0f} PFLOP ({plan['_file']})"
+    if gpus and machine.gpus:
+        mfu = plan["time"]["mfu"]
+        rate = DEVICE_PEAK_TFLOPS.get(machine.gpu, DEVICE_PEAK_TFLOPS["h100"]) * 1e12 * mfu * gpus
+        return flops / rate, f"{source} on {gpus} {machine.gpu} at {mfu:.0%} MFU"
+    cores = machine.cores
+    rate = (CPU_TRAIN_GFLOPS[1] if cores == 1 else CPU_TRAIN_GFLOPS["per_core"] * cores) * 1e9
+    return flops / rate, f"{source} on {cores} CPU core(s) at {rate / 1e9:.0f} GFLOP/s"
+
+
+def _download_seconds(plan: RunPlan, dataset: str, bandwidth_mb_s: float) -> tuple[float, str]:
+    from chorustic.data.download import find_local
+    from chorustic.data.registry import AEON_SHIPPED, SUBSETS, get_info
+
+    source = SUBSETS[dataset].source if dataset in SUBSETS else dataset
+    info = get_info(source)
+    mb = (info.n_train + info.n_test) * info.n_channels * info.length * TEXT_BYTES_PER_VALUE / 1e6
+    data_dir = plan.cfg["paths"]["data_dir"]
+    try:
+        local = find_local(dataset, data_dir) is not None or find_local(source, data_dir) is not None
+    except Exception:  # noqa: BLE001 - a folder we cannot read is downloaded
+        local = False
+    if local or dataset in AEON_SHIPPED:
+        return mb / READ_MB_S, "present: verified only"
+    return mb / bandwidth_mb_s, f"{mb:.0f} MB at {bandwidth_mb_s:g} MB/s"
+
+
+def _evaluate_seconds(job, machine: Machine, plugin) -> tuple[float, int, str]:
+    """(seconds, GPUs used, note) of an evaluate job on ``machine``."""
+    cost = getattr(plugin, "cost", None)
+    fixed = float(getattr(cost, "time_job_s", 0.0) or 0.0) if cost is not None else 0.0
+    fixed = min(fixed, job.estimate_s)
+    compute = job.estimate_s - fixed
+    speedup = getattr(cost, "gpu_speedup", None) if cost is not None else None
+    if job.gpus and machine.gpus:
+        if speedup:
+            return fixed + compute / speedup, job.gpus, f"GPU: compute / {speedup:g} (estimated speed-up)"
+        return job.estimate_s, job.gpus, "GPU: no speed-up estimate, CPU time of one thread"
+    return fixed + compute / max(1, job.threads), 0, ""
+
+
+def bill_jobs(plan: RunPlan, machine: Machine, *, bandwidth_mb_s: float = 10.0) -> list[BillJob]:
+    """Every job of the plan's workflow with its duration on ``machine`` and its dependencies."""
+    from chorustic import resources as cr
+
+    jobs: list[BillJob] = []
+    for d in plan.datasets:
+        res = plan.dataset_resources
+        secs, note = _download_seconds(plan, d, bandwidth_mb_s)
+        jobs.append(BillJob("download", f"download/{d}", "download", 1, 0, res["download"][d]["mem_mb"],
+                            JOB_START_S + secs, note=note))
+        native = cr.job_size(d, input_kind="native")
+        _, pre = cr._PREPROCESS.estimate(native)
+        jobs.append(BillJob("preprocess", f"preprocess/{d}", "preprocess", 1, 0, res["preprocess"][d]["mem_mb"],
+                            JOB_START_S + pre, deps=[f"download/{d}"]))
+        jobs.append(BillJob("contexts", f"contexts/{d}", "contexts", 1, 0, res["contexts"][d]["mem_mb"],
+                            JOB_START_S + FIXED_S["contexts"], deps=[f"preprocess/{d}"]))
+    for run in plan.pretrain_runs():
+        entry = (plan.cfg.get("pretrain") or {}).get(run, {})
+        gpus = cr.pretrain_gpus(plan.cfg, run)
+        use_gpus = min(gpus, machine.gpus) if machine.gpus else 0
+        secs, note = _pretrain_seconds(entry, machine, use_gpus)
+        jobs.append(BillJob("pretrain", f"pretrain/{run}", "pretrain", machine.cores if not use_gpus else 1,
+                            use_gpus, plan.pretrain_resources[run]["mem_mb"], JOB_START_S + secs, note=note))
+    for j in plan.jobs:
+        plugin = plan.discovery.methods.get(j.plugin) if plan.discovery is not None else None
+        secs, gpus, note = _evaluate_seconds(j, machine, plugin)
+        deps = [f"contexts/{j.dataset}"] + ([f"pretrain/{j.pretrain_run}"] if j.pretrain_run else [])
+        cores = min(j.threads, machine.cores)
+        jobs.append(BillJob("evaluate", f"evaluate/{j.method}/{j.dataset}", j.method, cores if not gpus else 1,
+                            gpus, int(j.resources["mem_mb"]), JOB_START_S + secs, deps=deps, note=note))
+    evaluations = [j.name for j in jobs if j.rule == "evaluate"]
+    jobs.append(BillJob("aggregate", "aggregate", "aggregate", 1, 0, cr.rule_resources(plan.cfg, "aggregate")["mem_mb"],
+                        JOB_START_S + FIXED_S["aggregate"], deps=evaluations))
+    jobs.append(BillJob("report", "report", "report", 1, 0, cr.rule_resources(plan.cfg, "report")["mem_mb"],
+                        JOB_START_S + FIXED_S["report"], deps=["aggregate"]))
+    return jobs
+
+
+# --------------------------------------------------------------------------------------------------
+# the schedule
+
+
+def _remaining(jobs: list[BillJob]) -> dict[str, float]:
+    """Each job's longest path to the end (its own time included)."""
+    children: dict[str, list[str]] = {j.name: [] for j in jobs}
+    for j in jobs:
+        for d in j.deps:
+            children[d].append(j.name)
+    by_name = {j.name: j for j in jobs}
+    memo: dict[str, float] = {}
+    for j in reversed(_topological(jobs)):
+        memo[j.name] = by_name[j.name].seconds + max((memo[c] for c in children[j.name]), default=0.0)
+    return memo
+
+
+def _topological(jobs: list[BillJob]) -> list[BillJob]:
+    by_name = {j.name: j for j in jobs}
+    indeg = {j.name: len(j.deps) for j in jobs}
+    children: dict[str, list[str]] = {j.name: [] for j in jobs}
+    for j in jobs:
+        for d in j.deps:
+            children[d].append(j.name)
+    ready = [n for n, k in indeg.items() if k == 0]
+    out = []
+    while ready:
+        n = ready.pop()
+        out.append(by_name[n])
+        for c in children[n]:
+            indeg[c] -= 1
+            if indeg[c] == 0:
+                ready.append(c)
+    return out
+
+
+def critical_path(jobs: list[BillJob]) -> tuple[float, list[BillJob]]:
+    """The longest chain of dependent jobs: (its seconds, its jobs in order)."""
+    rem = _remaining(jobs)
+    by_name = {j.name: j for j in jobs}
+    children: dict[str, list[str]] = {j.name: [] for j in jobs}
+    for j in jobs:
+        for d in j.deps:
+            children[d].append(j.name)
+    start = max((j for j in jobs if not j.deps), key=lambda j: rem[j.name])
+    chain = [start]
+    while children[chain[-1].name]:
+        chain.append(by_name[max(children[chain[-1].name], key=lambda c: rem[c])])
+    return rem[start.name], chain
+
+
+def schedule(jobs: list[BillJob], machine: Machine, nodes: int = 1, *, downloads: int = 4) -> float:
+    """Wall time (s) of the job graph on ``nodes`` machines like ``machine``: a list schedule, longest
+    remaining path first among the jobs that fit; a job runs on one node, within its free cores, GPUs and
+    memory, and at most ``downloads`` downloads run at a time (the profiles' ``downloads`` resource)."""
+    rem = _remaining(jobs)
+    cap_mem = machine.mem_mb or math.inf
+    need: dict[str, tuple[int, int, float]] = {}
+    for j in jobs:  # a job wanting more GPUs than a node has runs on its CPU
+        need[j.name] = (max(1, min(j.cores, machine.cores)), j.gpus if j.gpus <= machine.gpus else 0,
+                        min(j.mem_mb, cap_mem))
+    by_name = {j.name: j for j in jobs}
+    children: dict[str, list[str]] = {j.name: [] for j in jobs}
+    waiting = {j.name: len(j.deps) for j in jobs}
+    for j in jobs:
+        for d in j.deps:
+            children[d].append(j.name)
+    free = [[machine.cores, machine.gpus, cap_mem] for _ in range(nodes)]
+    slots = {"download": downloads}
+    # ready jobs by what they occupy (few kinds: cores, GPUs, download or not), each a heap by priority
+    classes: dict[tuple[int, int, bool], list[tuple[float, str]]] = {}
+
+    def push(name: str) -> None:
+        c, g, _ = need[name]
+        heapq.heappush(classes.setdefault((c, g, by_name[name].rule == "download"), []), (-rem[name], name))
+
+    for n, k in waiting.items():
+        if k == 0:
+            push(n)
+    running: list[tuple[float, str, int]] = []
+    now = 0.0
+    while True:
+        while True:  # start the most urgent job that fits anywhere, until none does
+            best = None
+            for (c, g, dl), heap in classes.items():
+                if not heap or (dl and slots["download"] == 0):
+                    continue
+                if best is not None and heap[0][0] >= best[0]:
+                    continue
+                name = heap[0][1]
+                node = next((i for i, f in enumerate(free)
+                             if c <= f[0] and g <= f[1] and need[name][2] <= f[2]), None)
+                if node is not None:
+                    best = (heap[0][0], (c, g, dl), node)
+            if best is None:
+                break
+            _, key, node = best
+            _, name = heapq.heappop(classes[key])
+            c, g, mem = need[name]
+            free[node][0] -= c
+            free[node][1] -= g
+            free[node][2] -= mem
+            slots["download"] -= key[2]
+            heapq.heappush(running, (now + by_name[name].seconds, name, node))
+        if not running:
+            break
+        now, name, node = heapq.heappop(running)
+        c, g, mem = need[name]
+        free[node][0] += c
+        free[node][1] += g
+        free[node][2] += mem
+        slots["download"] += by_name[name].rule == "download"
+        for child in children[name]:
+            waiting[child] -= 1
+            if waiting[child] == 0:
+                push(child)
+    return now
+
+
+# --------------------------------------------------------------------------------------------------
+# the bill
+
+
+def make_bill(plan: RunPlan, machine: Machine | None = None, *, cluster_nodes: int = 0,
+              node: Machine | None = None, bandwidth_mb_s: float = 10.0) -> dict[str, Any]:
+    """The bill of ``plan`` on ``machine`` (default: this one) and on ``cluster_nodes`` nodes like ``node``."""
+    machine = machine or this_machine()
+    jobs = bill_jobs(plan, machine, bandwidth_mb_s=bandwidth_mb_s)
+    per_rule: dict[str, dict[str, float]] = {}
+    per_method: dict[str, dict[str, float]] = {}
+    for j in jobs:
+        for table, key in ((per_rule, j.rule), (per_method, j.group if j.rule == "evaluate" else None)):
+            if key is None:
+                continue
+            row = table.setdefault(key, {"jobs": 0, "cpu_hours": 0.0, "gpu_hours": 0.0})
+            row["jobs"] += 1
+            row["cpu_hours"] += j.cpu_hours
+            row["gpu_hours"] += j.gpu_hours
+    largest = max(jobs, key=lambda j: j.mem_mb)
+    cp_seconds, chain = critical_path(jobs)
+    bill: dict[str, Any] = {
+        "profile": plan.cfg.get("profile"),
+        "datasets": len(plan.datasets),
+        "method_runs": len(plan.methods),
+        "jobs": len(jobs),
+        "per_rule": per_rule,
+        "per_method": per_method,
+        "cpu_hours": sum(j.cpu_hours for j in jobs),
+        "gpu_hours": sum(j.gpu_hours for j in jobs),
+        "largest_job": {"name": largest.name, "mem_mb": largest.mem_mb},
+        "machine": dataclasses.asdict(machine) | {"description": machine.describe()},
+        "wall_hours": schedule(jobs, machine) / 3600,
+        "critical_path": {"hours": cp_seconds / 3600,
+                          "jobs": [{"name": j.name, "hours": j.seconds / 3600, "note": j.note} for j in chain]},
+        "notes": sorted({f"{j.name}: {j.note}" for j in jobs if j.rule == "pretrain" and j.note}),
+        "warnings": [],
+    }
+    if machine.mem_mb and largest.mem_mb > machine.mem_mb:
+        bill["warnings"].append(f"{largest.name} asks for {largest.mem_mb} MB, more than this machine's "
+                                f"{machine.mem_mb} MB")
+    if cluster_nodes:
+        node = node or machine
+        cluster_jobs = bill_jobs(plan, node, bandwidth_mb_s=bandwidth_mb_s)
+        bill["cluster"] = {"nodes": cluster_nodes, "node": dataclasses.asdict(node) | {"description": node.describe()},
+                           "wall_hours": schedule(cluster_jobs, node, cluster_nodes) / 3600,
+                           "critical_path_hours": critical_path(cluster_jobs)[0] / 3600}
+    return bill
+
+
+def _hours(h: float) -> str:
+    if math.isnan(h):
+        return "?"
+    if h >= 48:
+        return f"{h / 24:,.1f} days"
+    if h >= 1:
+        return f"{h:,.1f} h"
+    return f"{h * 60:,.0f} min"
+
+
+def format_bill(bill: dict[str, Any]) -> str:
+    """The bill as the text ``chorustic plan-run`` prints."""
+    out = [f"The bill of profile {bill['profile']!r}: {bill['datasets']} datasets, {bill['method_runs']} method "
+           f"runs, {bill['jobs']} jobs.", "", f"{'rule':<12}{'jobs':>7}{'CPU-hours':>14}{'GPU-hours':>12}"]
+    for rule, row in bill["per_rule"].items():
+        out.append(f"{rule:<12}{row['jobs']:>7}{row['cpu_hours']:>14,.1f}{row['gpu_hours']:>12,.1f}")
+    out += ["", f"{'method run (evaluate)':<34}{'jobs':>6}{'CPU-hours':>14}{'GPU-hours':>12}"]
+    for m, row in sorted(bill["per_method"].items(), key=lambda kv: -(kv[1]["cpu_hours"] + kv[1]["gpu_hours"])):
+        out.append(f"{m:<34}{row['jobs']:>6}{row['cpu_hours']:>14,.1f}{row['gpu_hours']:>12,.1f}")
+    out += ["", f"total: {bill['cpu_hours']:,.0f} CPU-hours, {bill['gpu_hours']:,.1f} GPU-hours; largest job "
+                f"{bill['largest_job']['name']} ({bill['largest_job']['mem_mb'] / 1024:.1f} GB)",
+            f"on this machine ({bill['machine']['description']}): about {_hours(bill['wall_hours'])}"]
+    if "cluster" in bill:
+        c = bill["cluster"]
+        out.append(f"on {c['nodes']} cluster node(s) ({c['node']['description']}): about {_hours(c['wall_hours'])}")
+    cp = bill["critical_path"]
+    out += ["", f"critical path ({_hours(cp['hours'])}, no run can be shorter on this machine):"]
+    out += [f"  {j['name']:<48}{_hours(j['hours']):>14}  {j['note']}".rstrip() for j in cp["jobs"]]
+    for n in bill["notes"]:
+        out.append(f"note: {n}")
+    for w in bill["warnings"]:
+        out.append(f"warning: {w}")
+    return "\n".join(out)
+
+
+def write_json(bill: dict[str, Any], path: str | os.PathLike) -> None:
+    from chorustic.io import atomic_write_json
+
+    atomic_write_json(Path(path), bill)

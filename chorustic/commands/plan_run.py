@@ -1,0 +1,61 @@
+"""``chorustic plan-run``: the bill of a configured run (jobs, CPU- and GPU-hours, memory, wall time)."""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "plan-run", help="the bill of a configured run before anything runs: jobs, hours, memory, wall time",
+        description="Turn the configuration into its run plan (every job with its dataset's shape and its "
+                    "method's cost model) and print the bill: jobs per rule, CPU-hours and GPU-hours per "
+                    "method and per rule, the largest job's memory, the expected wall time on this machine "
+                    "and on N cluster nodes, and the critical path. Nothing runs and nothing is written.")
+    p.add_argument("--config", action="append", default=[], metavar="YAML",
+                   help="config file merged over config/config.yaml (repeatable), e.g. config/demo.yaml")
+    p.add_argument("--cores", type=int, default=None, help="cores of the machine billed (default: this one's)")
+    p.add_argument("--gpus", type=int, default=None, help="GPUs of the machine billed (default: this one's)")
+    p.add_argument("--gpu", default=None,
+                   help="the GPUs' kind, e.g. h100, a100, v100 (default: this machine's, else h100)")
+    p.add_argument("--mem-gb", type=float, default=None, help="memory of the machine billed (default: this one's)")
+    p.add_argument("--nodes", type=int, default=0, help="also bill a cluster of this many nodes")
+    p.add_argument("--node-cores", type=int, default=None, help="cores per cluster node (default: --cores)")
+    p.add_argument("--node-gpus", type=int, default=None, help="GPUs per cluster node (default: --gpus)")
+    p.add_argument("--node-mem-gb", type=float, default=None, help="memory per cluster node (default: --mem-gb)")
+    p.add_argument("--bandwidth-mb-s", type=float, default=10.0,
+                   help="download speed from the archives' servers, MB/s (default: 10)")
+    p.add_argument("--json", default=None, metavar="FILE", help="also write the bill as JSON")
+    p.set_defaults(func=_plan_run)
+
+
+def _plan_run(args: argparse.Namespace) -> int:
+    from chorustic import config as cc
+    from chorustic.bill import Machine, format_bill, make_bill, this_machine, write_json
+    from chorustic.run_plan import RunPlan
+
+    t0 = time.perf_counter()
+    cfg = cc.load_config(args.config)
+    here = this_machine()
+    machine = Machine(
+        cores=args.cores or here.cores,
+        gpus=here.gpus if args.gpus is None else args.gpus,
+        mem_mb=int(args.mem_gb * 1024) if args.mem_gb else here.mem_mb,
+        gpu=args.gpu or here.gpu,
+    )
+    node = Machine(
+        cores=args.node_cores or machine.cores,
+        gpus=machine.gpus if args.node_gpus is None else args.node_gpus,
+        mem_mb=int(args.node_mem_gb * 1024) if args.node_mem_gb else machine.mem_mb,
+        gpu=machine.gpu,
+    )
+    plan = RunPlan.from_config(cfg)
+    bill = make_bill(plan, machine, cluster_nodes=args.nodes, node=node, bandwidth_mb_s=args.bandwidth_mb_s)
+    bill["plan_seconds"] = round(time.perf_counter() - t0, 1)
+    print(format_bill(bill))
+    print(f"(planned in {bill['plan_seconds']} s; estimates from the methods' cost models, see `chorustic "
+          "plan-run --help` and chorustic/bill.py)")
+    if args.json:
+        write_json(bill, args.json)
+    return 0

@@ -1,0 +1,192 @@
+"""The run plan: a configuration turned, once, into every job it asks for.
+
+One :class:`RunPlan` holds the facts every consumer of a configuration needs, derived in one place:
+the datasets, every evaluated method run with its plugin's metadata and fingerprint (parameters and
+method code), and every evaluation job with its dataset's shape, the contexts it runs, its cost-model
+estimate and its Snakemake resources; plus the resources of the data and pretraining rules. The
+Snakefile (``workflow/rules/common.smk``), the aggregation (:func:`chorustic.evaluation.aggregate.
+collect_configured`), ``chorustic plan-run`` (:mod:`chorustic.bill`) and the reports read it, so the
+jobs that run, the jobs that are collected and the jobs that are billed are the same by construction.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any, Mapping
+
+from chorustic import config as cc
+from chorustic import resources as cr
+from chorustic.methods.cost import JobSize
+
+__all__ = ["ExpectedJob", "PlannedJob", "RunPlan", "UNKNOWN_GROUP", "method_metadata"]
+
+#: The table group of a method whose plugin file failed to import (its metadata is unknown).
+UNKNOWN_GROUP = "Unknown (plugin failed to import)"
+#: The rules whose jobs are one per dataset.
+DATASET_RULES = ("download", "preprocess", "contexts")
+
+
+@dataclasses.dataclass(frozen=True)
+class ExpectedJob:
+    """One evaluation job as the aggregation collects it: the contexts it ran (or should have)."""
+
+    method: str
+    dataset: str
+    archive: str
+    contexts: tuple[dict[str, Any], ...]
+    """The contexts it runs: dicts with protocol, family, budget, seed."""
+
+
+@dataclasses.dataclass(frozen=True)
+class PlannedJob:
+    """One evaluation job: a method run on a dataset, under every context of its protocols."""
+
+    method: str
+    """The run name (a key of ``methods`` in the config)."""
+    dataset: str
+    archive: str
+    plugin: str
+    params: dict[str, Any]
+    """The run's resolved parameters (``pretrain:<run>`` checkpoints as paths)."""
+    fingerprint: str | None
+    """The run's fingerprint (parameters and method code), a ``params:`` of the evaluate rule."""
+    contexts: tuple[dict[str, Any], ...]
+    """The contexts the configuration's protocols give it (protocol, family, budget, seed); the dataset's
+    context file may mark some ineligible."""
+    size: JobSize | None
+    """The input it sees (registry shape; 512 for resampled methods); None for a reported method or one
+    whose plugin failed to import."""
+    estimate_mb: float
+    """The cost model's peak memory (MB), before the safety margin of the request."""
+    estimate_s: float
+    """The cost model's time on one CPU thread (s), before the safety margin of the request."""
+    threads: int
+    gpus: int
+    resources: dict[str, Any]
+    """Its Snakemake resources (:func:`chorustic.resources.evaluate_resources`)."""
+    pretrain_run: str | None
+    """The pretraining run whose checkpoint it evaluates, if any."""
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.method, self.dataset
+
+
+@dataclasses.dataclass
+class RunPlan:
+    """Every job of a configuration (see the module docstring); make it with :meth:`from_config`."""
+
+    cfg: dict
+    datasets: list[str]
+    methods: list[str]
+    """The evaluated method runs, in the configuration's order."""
+    metadata: dict[str, dict[str, Any]]
+    """Display name, group, target fit and reported flag of every configured run."""
+    fingerprints: dict[str, str]
+    """Every evaluated run's fingerprint (:func:`chorustic.evaluation.integrity.run_fingerprint`)."""
+    broken_runs: dict[str, str]
+    """Runs whose plugin file fails to import, with the reason (they are scheduled and fail with it)."""
+    jobs: list[PlannedJob]
+    dataset_resources: dict[str, dict[str, dict[str, Any]]]
+    """``{rule: {dataset: resources}}`` of the download, preprocess and contexts rules."""
+    pretrain_resources: dict[str, dict[str, Any]]
+    discovery: Any = dataclasses.field(default=None, repr=False)
+
+    @classmethod
+    def from_config(cls, cfg: dict, discovery=None) -> "RunPlan":
+        """The plan of a validated configuration (``discovery``: the plugins, default: discovered)."""
+        from chorustic.evaluation.integrity import run_fingerprints
+        from chorustic.methods import discover
+        from chorustic.protocols.contexts import context_specs
+
+        disc = discovery if discovery is not None else discover()
+        broken = cc.check_methods(cfg, disc)
+        datasets = cc.dataset_names(cfg)
+        metadata = method_metadata(cfg, disc)
+        specs = [{"protocol": s.protocol, "family": s.family, "budget": s.budget, "seed": s.seed}
+                 for s in context_specs(cfg["protocols"])]
+        fingerprints = run_fingerprints(cfg, disc)
+        jobs = []
+        for method in cc.evaluated_methods(cfg):
+            entry = cc.method_entry(cfg, method)
+            plugin = disc.methods.get(entry["plugin"])
+            wanted = entry["protocols"]
+            contexts = tuple(c for c in specs if wanted is None or c["protocol"] in wanted)
+            params = cc.resolved_params(cfg, method) if plugin is not None else {}
+            for dataset in cc.method_datasets(cfg, method, datasets):
+                size, mem, seconds = cr.evaluate_estimate(cfg, method, dataset, plugin, params=params)
+                res = cr.evaluate_resources(cfg, method, dataset, plugin, estimate=(size, mem, seconds))
+                jobs.append(PlannedJob(
+                    method=method, dataset=dataset, archive=cc.dataset_archive(dataset), plugin=entry["plugin"],
+                    params=params, fingerprint=fingerprints.get(method), contexts=contexts, size=size, estimate_mb=mem, estimate_s=seconds,
+                    threads=int(res["threads"]), gpus=int(res.get("local_gpus", 0)), resources=res,
+                    pretrain_run=cc.pretrain_run_of(entry),
+                ))
+        return cls(
+            cfg=cfg, datasets=datasets, methods=cc.evaluated_methods(cfg), metadata=metadata,
+            fingerprints=fingerprints, broken_runs=broken, jobs=jobs,
+            dataset_resources={rule: {d: cr.rule_resources(cfg, rule, d) for d in datasets}
+                               for rule in DATASET_RULES},
+            pretrain_resources={run: cr.pretrain_resources(cfg, run) for run in cfg.get("pretrain") or {}},
+            discovery=disc,
+        )
+
+    # ------------------------------------------------------------------------------ lookups
+    @property
+    def evaluation_jobs(self) -> list[tuple[str, str]]:
+        """Every (method run, dataset), in table order."""
+        return [j.key for j in self.jobs]
+
+    def job(self, method: str, dataset: str) -> PlannedJob:
+        return self._index[(method, dataset)]
+
+    @property
+    def _index(self) -> dict[tuple[str, str], PlannedJob]:
+        index = self.__dict__.get("_index_cache")
+        if index is None:
+            index = self.__dict__["_index_cache"] = {j.key: j for j in self.jobs}
+        return index
+
+    def pretrain_runs(self) -> list[str]:
+        """The pretraining runs whose checkpoints evaluated runs use."""
+        return sorted({j.pretrain_run for j in self.jobs if j.pretrain_run})
+
+    def expected_jobs(self, results_dir: str | Path | None = None):
+        """The jobs as :class:`~chorustic.evaluation.aggregate.ExpectedJob` for collecting their results, with
+        the contexts of the dataset's context file where it exists (it is what the job ran)."""
+        results = Path(results_dir if results_dir is not None else self.cfg["paths"]["results_dir"])
+        files: dict[str, list[dict[str, Any]] | None] = {}
+        out = []
+        for j in self.jobs:
+            if j.dataset not in files:
+                try:
+                    doc = json.loads((results / "contexts" / f"{j.dataset}.json").read_text())
+                    files[j.dataset] = [{k: c[k] for k in ("protocol", "family", "budget", "seed")}
+                                        for c in doc["contexts"]]
+                except (OSError, ValueError, KeyError, TypeError):
+                    files[j.dataset] = None
+            wanted = {c["protocol"] for c in j.contexts}
+            contexts = files[j.dataset]
+            contexts = j.contexts if contexts is None else tuple(c for c in contexts if c["protocol"] in wanted)
+            out.append(ExpectedJob(j.method, j.dataset, j.archive, tuple(contexts)))
+        return out
+
+
+def method_metadata(cfg: Mapping[str, Any], discovery=None) -> dict[str, dict[str, Any]]:
+    """Display name, group, target fit and reported flag of every configured run (from the plugins)."""
+    from chorustic.methods import discover
+
+    disc = discovery if discovery is not None else discover()
+    meta = {}
+    for run in cfg["methods"]:
+        entry = cc.method_entry(cfg, run)
+        m = disc.methods.get(entry["plugin"])
+        if m is None:  # its plugin file failed to import: its runs are listed as failed, under its run name
+            meta[run] = {"display_name": entry["display_name"] or run, "group": UNKNOWN_GROUP,
+                         "fits_on_target": False, "reported": False}
+        else:
+            meta[run] = {"display_name": entry["display_name"] or m.info.display_name, "group": m.info.group,
+                         "fits_on_target": m.info.fits_on_target, "reported": m.info.reported}
+    return meta
