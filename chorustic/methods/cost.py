@@ -86,6 +86,10 @@ class CostModel:
     """Per context and (context series, series, channel): ridge/SVM fits, attention over the context."""
     time_ns_per_cell: float = 0.0
     """Per context and alignment cell of a pairwise elastic distance."""
+    gpu_speedup: float | None = None
+    """How many times faster one GPU runs a job's per-context work than one CPU thread (``time_job_s`` is
+    not sped up). An estimate until measured on a GPU; ``chorustic plan-run`` prints it with the GPU
+    hours. None: the method gains nothing from a GPU (its GPU jobs are billed at the CPU time)."""
     model_length: int | None = None
     """The length the method computes on whatever the input's (an encoder that resamples or pads every
     series to 512): replaces the job's ``length``."""
