@@ -1,4 +1,5 @@
-"""Check (2026-11-25): does the small model (`models/chorustic-small`) lose accuracy on long contexts it never saw in pretraining?
+"""Check (2026-11-25): does the small model (models/chorustic-small) lose accuracy on long contexts it
+never saw in pretraining?
 
 The small prior has 32-64 rows (at most 51 context rows); real training splits are longer. For every
 development dataset with more than 64 training series: accuracy with the whole training split as context

@@ -1,4 +1,5 @@
-"""Check (2026-11-25): how does the small model (`models/chorustic-small`) compare with simple probes of its own features, by episode difficulty?
+"""Check (2026-11-25): how does the small model (models/chorustic-small) compare with simple probes of its
+own features, by episode difficulty?
 
 Episodes of the `small` prior with the difficulty pinned (0, 0.5, 1; 40 each, the same shapes and rules for
 every level): one ensemble member's accuracy next to 1-NN on the resampled series, 1-NN and logistic

@@ -1,4 +1,5 @@
-"""Experiment (2026-11-25, not kept): continue the small model (`models/chorustic-small`) on a mix of its own prior and TabICL's tables.
+"""Experiment (2026-11-25, not kept): continue the small model (models/chorustic-small) on a mix of its own
+prior and TabICL's tables.
 
 Each step: one micro-batch of ``--series`` episodes of the stage-2 prior (the full model, as in training)
 plus ``--tables`` synthetic tables of TabICL's prior (``tabicl.prior.PriorDataset``, ``mix_scm``: MLP and
