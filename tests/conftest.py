@@ -35,3 +35,41 @@ def hub(monkeypatch, tmp_path):
     monkeypatch.setattr(hc, "HF_HUB_OFFLINE", False)
     yield h
     h.close()
+
+
+@pytest.fixture(scope="session")
+def minirocket_gunpoint_run(tmp_path_factory):
+    """A small real run in the layout the workflow writes: one MiniRocket job (84 kernels) on GunPoint
+    (inside the aeon wheel), protocols full and fixed5 (seeds 0-4), under ``<root>/results/`` (prediction
+    files, run manifest) and the aeon summary files under ``<root>/reports/aeon/``. Returns ``(root,
+    accuracies, dataset, aeon files)``. Shared by tests/test_results_interop.py and the snippets of
+    docs/results.md that tests/test_docs.py runs in it (they copy it before writing anything)."""
+    from chorustic.data import load_dataset
+    from chorustic.evaluation.aggregate import aggregate_manifests
+    from chorustic.evaluation.job import JobSpec, run_job
+    from chorustic.protocols.contexts import build_contexts, write_contexts
+    from chorustic.reports.accuracies import method_metadata, validate_accuracies
+    from chorustic.reports.interop import write_aeon_results
+
+    root = tmp_path_factory.mktemp("gunpoint-run")
+    ds = load_dataset("GunPoint", root / "raw", cache_dir=root / "cache", offline=True)
+    ctx = root / "results" / "contexts" / "GunPoint.json"
+    write_contexts(ctx, build_contexts(ds.y_train, dataset="GunPoint", archive="UCR"))
+    spec = JobSpec(
+        method="minirocket",
+        plugin="minirocket",
+        dataset="GunPoint",
+        archive="UCR",
+        results_dir=str(root / "results"),
+        contexts_file=str(ctx),
+        data_dir=str(root / "raw"),
+        cache_dir=str(root / "cache"),
+        params={"n_kernels": 84},
+        protocols=["full", "fixed5"],
+    )
+    manifest = run_job(spec)
+    assert all(r["status"] == "ok" for r in manifest["runs"]) and len(manifest["runs"]) == 6
+    df = aggregate_manifests([root / "results" / "runs" / "minirocket" / "GunPoint.json"])
+    df = validate_accuracies(df)
+    written = write_aeon_results(df, method_metadata(df), root / "reports" / "aeon")
+    return root, df, ds, written

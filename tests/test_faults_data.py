@@ -3,7 +3,7 @@
 Each row: a fault, how it is injected into a small copy of a real dataset (the ones inside the aeon
 wheel) or a generated one, the command a user runs, and what the user gets: the exit status, the words
 the message must contain (the file or dataset and the next step), and the state of the user's files
-afterwards (never deleted, replaced or re-coded). The README section "When something goes wrong"
+afterwards (never deleted, replaced or re-coded). docs/troubleshooting.md
 lists the same faults.
 """
 

@@ -1,6 +1,7 @@
 """`chorustic check-method`: the README's "Adding a method" example runs as written and passes every
-clause; the plugin a method author first writes (an sklearn pipeline without predict_proba, fed
-(n, C, L) arrays) fails with one clear line per broken clause."""
+clause (tests/test_docs.py runs it too, as a reader would; this test names the clauses); the plugin a
+method author first writes (an sklearn pipeline without predict_proba, fed (n, C, L) arrays) fails with
+one clear line per broken clause."""
 
 from __future__ import annotations
 
@@ -40,8 +41,10 @@ def test_readme_plugin_example_passes_the_full_contract(tmp_path, capsys):
     assert lines and all(ln.startswith("PASS") for ln in lines), out
     for clause in ("fit returns self", "probabilities", "classes_", "missing class", "univariate input"):
         assert any(clause in ln for ln in lines), (clause, out)
-    # the section says what the estimator receives and must return
-    assert "(n, C, L)" in section and "predict_proba" in section and "Probabilities are required" in section
+    # the section says what the estimator receives and must return; docs/adding-a-method.md has the contract
+    assert "(n, C, L)" in section and "predict_proba" in section and "docs/adding-a-method.md" in section
+    contract = (ROOT / "docs" / "adding-a-method.md").read_text()
+    assert "(n, C, L)" in contract and "predict_proba" in contract and "Probabilities are required" in contract
 
 
 BROKEN = """

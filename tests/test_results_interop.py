@@ -1,6 +1,7 @@
 """The field's own tools read this harness's results: aeon 1.6's results loaders read the summary files the
 report writes (`<reports>/aeon/<protocol>/classification/accuracy/<EST>_accuracy.csv`), tsml-eval reads and
-evaluates the prediction files themselves. One real MiniRocket job on GunPoint (inside the aeon wheel)."""
+evaluates the prediction files themselves. One real MiniRocket job on GunPoint (inside the aeon wheel).
+The snippets of docs/results.md that show these calls run as printed in tests/test_docs.py."""
 
 from __future__ import annotations
 
@@ -10,39 +11,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from chorustic.evaluation.aggregate import aggregate_manifests
-from chorustic.evaluation.job import JobSpec, run_job
-from chorustic.protocols.contexts import build_contexts, write_contexts
-from chorustic.reports.accuracies import method_metadata, validate_accuracies
-from chorustic.reports.interop import aeon_estimator_names, write_aeon_results
+from chorustic.reports.interop import aeon_estimator_names
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    from chorustic.data import load_dataset
-
-    root = tmp_path_factory.mktemp("interop")
-    ds = load_dataset("GunPoint", root / "raw", cache_dir=root / "cache", offline=True)
-    ctx = root / "results" / "contexts" / "GunPoint.json"
-    write_contexts(ctx, build_contexts(ds.y_train, dataset="GunPoint", archive="UCR"))
-    spec = JobSpec(
-        method="minirocket",
-        plugin="minirocket",
-        dataset="GunPoint",
-        archive="UCR",
-        results_dir=str(root / "results"),
-        contexts_file=str(ctx),
-        data_dir=str(root / "raw"),
-        cache_dir=str(root / "cache"),
-        params={"n_kernels": 84},
-        protocols=["full", "fixed5"],
-    )
-    manifest = run_job(spec)
-    assert all(r["status"] == "ok" for r in manifest["runs"]) and len(manifest["runs"]) == 6
-    df = aggregate_manifests([root / "results" / "runs" / "minirocket" / "GunPoint.json"])
-    df = validate_accuracies(df)
-    written = write_aeon_results(df, method_metadata(df), root / "reports" / "aeon")
-    return root, df, ds, written
+def run(minirocket_gunpoint_run):
+    """One real MiniRocket job on GunPoint (tests/conftest.py), shared with docs/results.md's snippets."""
+    return minirocket_gunpoint_run
 
 
 def test_aeon_results_loader_reads_the_summary_files(run):

@@ -39,7 +39,7 @@ OVERRIDE = {
                   "proportional": {"percents": [20], "seeds": [0]}},
     "reports": {"reference_method": "quant"},
 }
-SITE = {"cluster": {"partition": "debug"}}  # a site file, as README "Running on a cluster" describes
+SITE = {"cluster": {"partition": "debug"}}  # a site file, as docs/cluster.md describes
 
 
 def _ensure_slurm_installed() -> None:

@@ -1,10 +1,11 @@
-"""Check (2026-11-25): does this model lose accuracy on long contexts it never saw in pretraining?
+"""Check (2026-11-25): does the small model (models/chorustic-small) lose accuracy on long contexts it
+never saw in pretraining?
 
 The small prior has 32-64 rows (at most 51 context rows); real training splits are longer. For every
 development dataset with more than 64 training series: accuracy with the whole training split as context
 vs a stratified random 48-row subset (one series of every class, the rest at random; mean of 3 subsets).
 
-    python models/chorustic-small/experiments/context_size.py --data-dir ../shared/data
+    python experiments/context_size.py --data-dir ../shared/data
 """
 
 import argparse
@@ -18,14 +19,16 @@ from chorustic.data import load_dataset
 from chorustic.inference import ChorusTICClassifier
 from chorustic.model import load_model
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
+REPO = Path(__file__).resolve().parents[1]
+MODEL_DIR = REPO / "models" / "chorustic-small"
+sys.path.insert(0, str(REPO / "benchmarks"))
 
 
 def main() -> None:
     from dev_accuracy import discover
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--checkpoint", default=str(Path(__file__).resolve().parents[1] / "model.safetensors"))
+    ap.add_argument("--checkpoint", default=str(MODEL_DIR / "model.safetensors"))
     ap.add_argument("--data-dir", type=Path, default=Path("../shared/data"))
     ap.add_argument("--rows", type=int, default=48)
     ap.add_argument("--threads", type=int, default=2)

@@ -1,4 +1,5 @@
-"""Experiment (2026-11-25, not kept): continue this model on a mix of its own prior and TabICL's tables.
+"""Experiment (2026-11-25, not kept): continue the small model (models/chorustic-small) on a mix of its own
+prior and TabICL's tables.
 
 Each step: one micro-batch of ``--series`` episodes of the stage-2 prior (the full model, as in training)
 plus ``--tables`` synthetic tables of TabICL's prior (``tabicl.prior.PriorDataset``, ``mix_scm``: MLP and
@@ -6,7 +7,7 @@ tree SCMs; 4-128 features, 32-256 rows, 30-85 % context), which go straight to t
 (``task_logits``: the table's features in place of H). One AdamW step on the mean episode loss.
 
     pip install xgboost-cpu   # tabicl.prior imports xgboost
-    python models/chorustic-small/experiments/tabular_mix.py --out runs/tab-mix --minutes 45 --tables 12
+    python experiments/tabular_mix.py --out runs/tab-mix --minutes 45 --tables 12
     python benchmarks/dev_accuracy.py --checkpoint runs/tab-mix/model.safetensors --data-dir ../shared/data \
         --threads 1 --no-minirocket
 """
@@ -25,7 +26,7 @@ from chorustic.training.data import StreamLayout, generate_micro_batch
 from chorustic.training.loss import query_cross_entropy
 from chorustic.training.trainer import PriorSchedule
 
-HERE = Path(__file__).resolve().parent
+MODEL_DIR = Path(__file__).resolve().parents[1] / "models" / "chorustic-small"
 
 
 def main() -> None:
@@ -42,10 +43,10 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    model = load_checkpoint(HERE.parent / "model.safetensors")
+    model = load_checkpoint(MODEL_DIR / "model.safetensors")
     model.train()
     mc = model.config
-    tc = TrainConfig.from_dict(json.loads((HERE.parent / "train_config_stage2.json").read_text()))
+    tc = TrainConfig.from_dict(json.loads((MODEL_DIR / "train_config_stage2.json").read_text()))
     prior = PriorSchedule(tc, mc.seq_len, mc.max_classes)(10**6)
     layout = StreamLayout(args.series, args.series, args.series)
     kw = tc.forward_kwargs("cpu")

@@ -1,11 +1,12 @@
-"""Check (2026-11-25): how does this model compare with simple probes of its own features, by episode difficulty?
+"""Check (2026-11-25): how does the small model (models/chorustic-small) compare with simple probes of its
+own features, by episode difficulty?
 
 Episodes of the `small` prior with the difficulty pinned (0, 0.5, 1; 40 each, the same shapes and rules for
 every level): one ensemble member's accuracy next to 1-NN on the resampled series, 1-NN and logistic
 regression on the RSSC features H and 1-NN on the row representations R
 (``benchmarks/representation_probes.probe_episode``).
 
-    python models/chorustic-small/experiments/difficulty.py
+    python experiments/difficulty.py
 """
 
 import argparse
@@ -16,7 +17,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[1]
+MODEL_DIR = REPO / "models" / "chorustic-small"
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 
@@ -28,7 +30,7 @@ def main() -> None:
     from chorustic.training import TrainConfig
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--checkpoint", default=str(Path(__file__).resolve().parents[1] / "model.safetensors"))
+    ap.add_argument("--checkpoint", default=str(MODEL_DIR / "model.safetensors"))
     ap.add_argument("--episodes", type=int, default=40)
     ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args()

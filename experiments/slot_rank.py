@@ -5,7 +5,7 @@ group and slot embeddings. For each named configuration, freshly initialized (``
 the effective rank (``benchmarks/representation_probes.effective_rank``) of H over the first 40 training
 series of GunPoint (aeon's copy), next to ``slot_dim`` and ``d_h``.
 
-    python models/chorustic-small/experiments/slot_rank.py [--configs small base paper]
+    python experiments/slot_rank.py [--configs small base paper]
 """
 
 import argparse
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import torch
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 
