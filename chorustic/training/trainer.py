@@ -623,7 +623,9 @@ class Trainer:
     def train(self, steps: int | None = None, *, max_minutes: float | None = None,
               handle_signals: bool = False) -> dict[str, Any]:
         """Train until ``steps`` (default: the config's) or ``max_minutes`` of wall time in this call;
-        checkpoints every ``checkpoint_every`` steps and at the end. Returns :meth:`training_summary`."""
+        checkpoints every ``checkpoint_every`` steps and at the end. Returns :meth:`training_summary`.
+        Raises :class:`TrainingInterrupted` (the state of the last complete step saved) when a prior worker
+        or another process of the job dies."""
         target = int(steps if steps is not None else self.cfg.steps)
         cfg = self.cfg
         deadline = time.monotonic() + 60 * max_minutes if max_minutes else None
@@ -698,6 +700,7 @@ class Trainer:
                     if self.step % cfg.checkpoint_every == 0 or self.step == target or stopping:
                         self.checkpoint()
                     if stopping:
+                        self.dist.barrier()  # no process ends (and has torchrun stop the others) before the save
                         if bar is not None and not self.fault:
                             bar.write(f"stopping at step {self.step}: {self._stop_reason} (resume with --resume)")
                         break
@@ -719,7 +722,7 @@ class Trainer:
         """After ``exc`` in a step of a distributed run: if another process of the job is gone (its collective
         failed), the message naming it, once rank 0 has saved the state of the last complete step (the failed
         step's optimizer update never ran: the collectives come before it); else None."""
-        if not self.dist.distributed or isinstance(exc, TrainingAborted):
+        if not self.dist.distributed or isinstance(exc, (TrainingAborted, torch.cuda.OutOfMemoryError)):
             return None
         gone = self.dist.lost_ranks()
         if not gone:
