@@ -353,6 +353,10 @@ class Trainer:
         return (remove_unfinished_writes(self.out, _RUN_FILES)
                 + remove_unfinished_writes(self.out / "state", _STATE_FILES))
 
+    def _state_path(self) -> Path:
+        """Where the state of the current step is saved."""
+        return self.out / "state" / f"step_{self.step:07d}.pt"
+
     def latest_state(self) -> Path | None:
         states = sorted((self.out / "state").glob("step_*.pt"))
         return states[-1] if states else None
@@ -375,7 +379,7 @@ class Trainer:
         }
 
     def save_state(self) -> Path:
-        path = self.out / "state" / f"step_{self.step:07d}.pt"
+        path = self._state_path()
         with atomic_open(path, "wb") as fh:
             torch.save(self.state_dict(), fh)
         states = sorted((self.out / "state").glob("step_*.pt"))
@@ -640,71 +644,73 @@ class Trainer:
             bar = tqdm(total=target, initial=self.step, desc="pretrain", unit="step", dynamic_ncols=True)
         if self.step == 0 and self.dist.is_main and not (self.out / "log.jsonl").exists():
             self._log({"kind": "val", "step": 0, "episodes_seen": 0, "elapsed_s": 0.0, **self.validate()})
+        watch = contextlib.ExitStack()
         try:
             if self.step < target and self._batches is None:
                 self._open_stream()
-            with self._worker_deaths_at_fetch():
-                while self.step < target:
-                    if deadline is not None and time.monotonic() > deadline and not self._stop_reason:
-                        self.request_stop(f"time limit of {max_minutes} min reached")
-                    t0 = time.perf_counter()
-                    try:
-                        res = self.train_step()
-                    except Exception as exc:
-                        lost = self._lost_process(exc)
-                        if lost is None:
-                            raise
-                        raise TrainingInterrupted(lost) from exc
+            watch.enter_context(self._worker_deaths_at_fetch())
+            while self.step < target:
+                if deadline is not None and time.monotonic() > deadline and not self._stop_reason:
+                    self.request_stop(f"time limit of {max_minutes} min reached")
+                t0 = time.perf_counter()
+                try:
+                    res = self.train_step()
+                except Exception as exc:
+                    lost = self._lost_process(exc)
+                    if lost is None:
+                        raise
+                    raise TrainingInterrupted(lost) from exc
+                if self.device.type == "cuda":
+                    torch.cuda.synchronize(self.device)
+                dt = time.perf_counter() - t0
+                self.elapsed_s += dt
+                w = self._window
+                w["loss"] += res["loss"] if res["finite"] else 0.0
+                w["correct"] += res["correct"]
+                w["queries"] += res["queries"]
+                w["episodes"] += cfg.batch_size
+                w["steps"] += 1 if res["finite"] else 0
+                w["grad_norm"] += res["grad_norm"] if res["finite"] else 0.0
+                w["time"] += dt
+                w["data_wait"] += res["data_wait"]
+                w["prior_time"] += res["prior_time"]
+                if self.step % cfg.log_every == 0:
+                    n = max(w["steps"], 1)
+                    rec = {"kind": "train", "step": self.step, "episodes_seen": self.episodes_seen,
+                           "elapsed_s": round(self.elapsed_s, 2), "loss": w["loss"] / n,
+                           "acc": w["correct"] / max(w["queries"], 1), "grad_norm": w["grad_norm"] / n,
+                           "lr": self.scheduler.get_last_lr()[0],
+                           "episodes_per_s": w["episodes"] / max(w["time"], 1e-9),
+                           "data_wait_share": w["data_wait"] / max(w["time"], 1e-9),
+                           "prior_worker_s_per_step": w["prior_time"] / max(w["steps"], 1)}
                     if self.device.type == "cuda":
-                        torch.cuda.synchronize(self.device)
-                    dt = time.perf_counter() - t0
-                    self.elapsed_s += dt
-                    w = self._window
-                    w["loss"] += res["loss"] if res["finite"] else 0.0
-                    w["correct"] += res["correct"]
-                    w["queries"] += res["queries"]
-                    w["episodes"] += cfg.batch_size
-                    w["steps"] += 1 if res["finite"] else 0
-                    w["grad_norm"] += res["grad_norm"] if res["finite"] else 0.0
-                    w["time"] += dt
-                    w["data_wait"] += res["data_wait"]
-                    w["prior_time"] += res["prior_time"]
-                    if self.step % cfg.log_every == 0:
-                        n = max(w["steps"], 1)
-                        rec = {"kind": "train", "step": self.step, "episodes_seen": self.episodes_seen,
-                               "elapsed_s": round(self.elapsed_s, 2), "loss": w["loss"] / n,
-                               "acc": w["correct"] / max(w["queries"], 1), "grad_norm": w["grad_norm"] / n,
-                               "lr": self.scheduler.get_last_lr()[0],
-                               "episodes_per_s": w["episodes"] / max(w["time"], 1e-9),
-                               "data_wait_share": w["data_wait"] / max(w["time"], 1e-9),
-                               "prior_worker_s_per_step": w["prior_time"] / max(w["steps"], 1)}
-                        if self.device.type == "cuda":
-                            rec["peak_memory_gb"] = round(torch.cuda.max_memory_allocated(self.device) / 2**30, 2)
-                        self._log(rec)
-                        self._window = self._new_window()
-                        if bar is not None:
-                            bar.set_postfix(loss=f"{rec['loss']:.3f}", acc=f"{rec['acc']:.3f}",
-                                            eps=f"{rec['episodes_per_s']:.2f}/s")
-                    if self.step % cfg.val_every == 0 or self.step == target:
-                        v = self.validate()
-                        if v:
-                            self._log({"kind": "val", "step": self.step, "episodes_seen": self.episodes_seen,
-                                       "elapsed_s": round(self.elapsed_s, 2), **v})
-                            if bar is not None:
-                                bar.write(f"step {self.step}: validation loss {v['val_loss']:.4f}, "
-                                          f"accuracy {v['val_acc']:.4f}")
+                        rec["peak_memory_gb"] = round(torch.cuda.max_memory_allocated(self.device) / 2**30, 2)
+                    self._log(rec)
+                    self._window = self._new_window()
                     if bar is not None:
-                        bar.update(1)
-                    # every process stops after the same step: the request is all-reduced with the step's numbers
-                    stopping = res["stop"]
-                    if self.step % cfg.checkpoint_every == 0 or self.step == target or stopping:
-                        self.checkpoint()
-                    if stopping:
-                        self.dist.barrier()  # no process ends (and has torchrun stop the others) before the save
-                        if bar is not None and not self.fault:
-                            bar.write(f"stopping at step {self.step}: {self._stop_reason} (resume with --resume)")
-                        break
+                        bar.set_postfix(loss=f"{rec['loss']:.3f}", acc=f"{rec['acc']:.3f}",
+                                        eps=f"{rec['episodes_per_s']:.2f}/s")
+                if self.step % cfg.val_every == 0 or self.step == target:
+                    v = self.validate()
+                    if v:
+                        self._log({"kind": "val", "step": self.step, "episodes_seen": self.episodes_seen,
+                                   "elapsed_s": round(self.elapsed_s, 2), **v})
+                        if bar is not None:
+                            bar.write(f"step {self.step}: validation loss {v['val_loss']:.4f}, "
+                                      f"accuracy {v['val_acc']:.4f}")
+                if bar is not None:
+                    bar.update(1)
+                # every process stops after the same step: the request is all-reduced with the step's numbers
+                stopping = res["stop"]
+                if self.step % cfg.checkpoint_every == 0 or self.step == target or stopping:
+                    self.checkpoint()
+                if stopping:
+                    self.dist.barrier()  # no process ends (and has torchrun stop the others) before the save
+                    if bar is not None and not self.fault:
+                        bar.write(f"stopping at step {self.step}: {self._stop_reason} (resume with --resume)")
+                    break
         finally:
+            watch.close()
             if bar is not None:
                 bar.close()
             for sig, h in old_handlers.items():
@@ -714,9 +720,6 @@ class Trainer:
             raise TrainingInterrupted(f"{self.fault}; the step was finished in the training process and its "
                                       f"state saved in {self._state_path()}: continue with --resume")
         return self.training_summary()
-
-    def _state_path(self, step: int | None = None) -> Path:
-        return self.out / "state" / f"step_{self.step if step is None else step:07d}.pt"
 
     def _lost_process(self, exc: BaseException) -> str | None:
         """After ``exc`` in a step of a distributed run: if another process of the job is gone (its collective
