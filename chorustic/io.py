@@ -3,6 +3,9 @@
 Every finished artifact of the harness (result files, context files, caches, checkpoints, tables)
 is written to a temporary file in the destination directory and renamed into place, so a reader
 never sees a half-written file and a killed job never leaves one behind under the final name.
+A process killed with ``kill -9`` in the middle of a write leaves its temporary file
+(``.<name>.<8 random characters>.tmp``); :func:`remove_unfinished_writes` finds and removes those,
+and only those, for the names a caller owns.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import IO, Any, Iterator
@@ -22,7 +26,13 @@ __all__ = [
     "atomic_write_json",
     "sha256_file",
     "sha256_bytes",
+    "unfinished_writes",
+    "remove_unfinished_writes",
 ]
+
+#: the temporary file of ``atomic_open(dir / name)``: ``.{name}.{tempfile's 8 random characters}.tmp``
+_TEMP_PREFIX, _TEMP_SUFFIX = ".{name}.", ".tmp"
+_TEMP_RANDOM = r"[a-z0-9_]{8}"  # tempfile's name sequence: 8 of "abcdefghijklmnopqrstuvwxyz0123456789_"
 
 
 @contextlib.contextmanager
@@ -35,7 +45,7 @@ def atomic_open(path: str | os.PathLike, mode: str = "w", **kwargs: Any) -> Iter
         raise ValueError(f"atomic_open supports modes 'w' and 'wb', not {mode!r}")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=_TEMP_PREFIX.format(name=path.name), suffix=_TEMP_SUFFIX, dir=path.parent)
     try:
         # mkstemp creates 0600 files; give the result the permissions a plain open() would.
         os.fchmod(fd, 0o666 & ~_umask())
@@ -48,6 +58,29 @@ def atomic_open(path: str | os.PathLike, mode: str = "w", **kwargs: Any) -> Iter
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def unfinished_writes(directory: str | os.PathLike, names: str) -> list[Path]:
+    """The temporary files in ``directory`` that :func:`atomic_open` calls for a final name matching the
+    regular expression ``names`` left behind (their process was killed before the rename); sorted.
+    Nothing else matches: not the final files, not a file of another name or of another pattern."""
+    prefix, suffix = (re.escape(x) for x in _TEMP_PREFIX.split("{name}"))
+    pattern = re.compile(f"{prefix}(?:{names}){suffix}{_TEMP_RANDOM}{re.escape(_TEMP_SUFFIX)}")
+    directory = Path(directory)
+    if not directory.is_dir():
+        return []
+    return sorted(p for p in directory.iterdir() if pattern.fullmatch(p.name) and p.is_file() and not p.is_symlink())
+
+
+def remove_unfinished_writes(directory: str | os.PathLike, names: str) -> list[Path]:
+    """Remove :func:`unfinished_writes` ``(directory, names)``; returns what was removed. Only for files the
+    caller's own process would write: a temporary file of a writer that is still running would go too."""
+    removed = []
+    for p in unfinished_writes(directory, names):
+        with contextlib.suppress(FileNotFoundError):
+            p.unlink()
+            removed.append(p)
+    return removed
 
 
 def _umask() -> int:

@@ -218,13 +218,16 @@ def _check_same_run(out: Path, mcfg, tcfg, init: list) -> None:
 
 
 def _train(trainer, args: argparse.Namespace) -> int:
-    from chorustic.training import TrainingAborted
+    from chorustic.training import TrainingAborted, TrainingInterrupted
 
     try:
         summary = trainer.train(max_minutes=args.max_minutes, handle_signals=True)
     except TrainingAborted as exc:
         trainer.checkpoint()
         print(f"chorustic pretrain: aborted: {exc}", file=sys.stderr)
+        return 1
+    except TrainingInterrupted as exc:  # a worker or another process died; the state is saved
+        print(f"chorustic pretrain: stopped: {exc}", file=sys.stderr)
         return 1
     finally:
         trainer.dist.shutdown()

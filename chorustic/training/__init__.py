@@ -15,8 +15,8 @@ Modules: :mod:`~chorustic.training.config` (``paper`` / ``small`` / ``tiny`` pre
 
 from chorustic.training.config import TRAIN_PRESETS, TrainConfig
 from chorustic.training.loss import query_cross_entropy
-from chorustic.training.trainer import Trainer, TrainingAborted, resolve_device
+from chorustic.training.trainer import Trainer, TrainingAborted, TrainingInterrupted, resolve_device
 from chorustic.training.validation import build_validation_set, evaluate
 
-__all__ = ["TrainConfig", "TRAIN_PRESETS", "Trainer", "TrainingAborted", "resolve_device",
+__all__ = ["TrainConfig", "TRAIN_PRESETS", "Trainer", "TrainingAborted", "TrainingInterrupted", "resolve_device",
            "query_cross_entropy", "build_validation_set", "evaluate"]

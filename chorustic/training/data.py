@@ -34,8 +34,9 @@ from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 from chorustic.prior import EpisodePrior, PriorConfig, collate
 from chorustic.training.config import TrainConfig
 
-__all__ = ["MicroBatch", "EpisodeStream", "StreamLayout", "auto_workers", "dropout_seed", "generate_micro_batch",
-           "make_loader", "usable_cpus", "worker_start_method"]
+__all__ = ["MicroBatch", "EpisodeStream", "StreamLayout", "auto_workers", "dead_workers", "describe_exit",
+           "die_with_parent", "dropout_seed", "generate_micro_batch", "make_loader", "usable_cpus",
+           "worker_start_method"]
 
 _EPISODE, _SHAPE, _RSSC, _DROPOUT = 1, 2, 3, 4
 
@@ -193,6 +194,10 @@ class EpisodeStream(IterableDataset):
                 yield step, i
             step += 1
 
+    def micro_batch(self, step: int, index: int) -> MicroBatch:
+        """Micro-batch ``index`` of step ``step``, generated here (what a worker would have made)."""
+        return generate_micro_batch(self.prior_at(step), self.cfg.seed, step, index, self.layout, **self.rssc)
+
     def __iter__(self) -> Iterator[MicroBatch]:
         info = get_worker_info()
         n, w = (1, 0) if info is None else (info.num_workers, info.id)
@@ -200,20 +205,44 @@ class EpisodeStream(IterableDataset):
             torch.set_num_threads(1)
         for k, (step, i) in enumerate(self.items()):
             if k % n == w:
-                yield generate_micro_batch(self.prior_at(step), self.cfg.seed, step, i, self.layout, **self.rssc)
+                yield self.micro_batch(step, i)
 
 
 def _identity(x):
     return x
 
 
-def _ignore_stop_signals(_worker_id: int) -> None:
-    """Prior workers leave SIGINT/SIGTERM to the training process: Ctrl-C in a terminal, ``kill`` of the
-    process group, or SLURM's SIGTERM at a job's time limit reach every process, and a worker that died of
-    it would make the DataLoader raise in the middle of a step. The training process finishes its step,
-    saves its state and shuts the workers down itself (they also exit when their parent is gone)."""
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """Linux: this process gets SIGKILL the moment its parent ends (``prctl(PR_SET_PDEATHSIG)``), even when
+    the parent is killed with ``kill -9`` and cannot stop it; if the parent is already gone, it ends now.
+    Elsewhere a no-op (DataLoader workers then notice a dead parent within ~5 s themselves)."""
+    import os
+    import signal
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):  # no prctl in this C library
+        return
+    if os.getppid() != parent_pid:  # the parent died before prctl: no signal will come
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _init_worker(_worker_id: int, parent_pid: int) -> None:
+    """A prior worker ends with the training process (:func:`die_with_parent`), and leaves SIGINT/SIGTERM to it:
+    Ctrl-C in a terminal, ``kill`` of the process group, or SLURM's SIGTERM at a job's time limit reach every
+    process, and a worker that died of it would make the DataLoader raise in the middle of a step. The
+    training process finishes its step, saves its state and shuts the workers down itself."""
     import signal
 
+    die_with_parent(parent_pid)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
@@ -221,13 +250,41 @@ def _ignore_stop_signals(_worker_id: int) -> None:
 def make_loader(stream: EpisodeStream, *, num_workers: int, pin_memory: bool, prefetch_factor: int = 4) -> DataLoader:
     """A DataLoader over ``stream``: ``num_workers`` processes (0 = in this process), each keeping
     ``prefetch_factor`` micro-batches ready, pinned for asynchronous host-to-device copies."""
+    import functools
+    import os
+
     kw: dict[str, Any] = {}
     if num_workers > 0:
         kw.update(prefetch_factor=prefetch_factor, persistent_workers=False,
-                  worker_init_fn=_ignore_stop_signals,
+                  worker_init_fn=functools.partial(_init_worker, parent_pid=os.getpid()),
                   multiprocessing_context=worker_start_method())
     return DataLoader(stream, batch_size=None, num_workers=num_workers, pin_memory=pin_memory,
                       collate_fn=_identity, **kw)
+
+
+def dead_workers(batches) -> dict[int, int]:
+    """``{pid: exit code}`` of the worker processes of a DataLoader iterator that have ended (a negative
+    code: the signal that killed it); empty for a loader without workers."""
+    gone = {}
+    for w in getattr(batches, "_workers", None) or []:  # torch's _MultiProcessingDataLoaderIter
+        code = w.exitcode  # polls (waitpid WNOHANG), as the DataLoader's own checks do
+        if code is not None:
+            gone[w.pid] = code
+    return gone
+
+
+def describe_exit(code: int) -> str:
+    """``killed by SIGKILL (...)`` / ``exited with status 3``: how a process ended, from its exit code."""
+    import signal
+
+    if code >= 0:
+        return f"exited with status {code}"
+    try:
+        name = signal.Signals(-code).name
+    except ValueError:
+        name = f"signal {-code}"
+    hint = " (the kernel's out-of-memory killer, or kill -9)" if -code == getattr(signal, "SIGKILL", 9) else ""
+    return f"was killed by {name}{hint}"
 
 
 def worker_start_method() -> str:

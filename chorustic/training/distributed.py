@@ -5,12 +5,18 @@
 process group (NCCL on CUDA, gloo on CPU) and gives each process its device (``cuda:LOCAL_RANK``).
 Without those variables the context is a single process. Multi-node runs are the same command with
 ``--nnodes``/``--rdzv-endpoint`` (torchrun's own options).
+
+When a process of the job dies, the collectives of the others fail; :meth:`DistContext.lost_ranks` then
+names the ranks that are gone (each process's host and pid are exchanged when the group is joined; a
+process on another node cannot be checked from here).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
+import socket
+import time
 from datetime import timedelta
 
 import torch
@@ -26,6 +32,8 @@ class DistContext:
     local_rank: int = 0
     device: torch.device = dataclasses.field(default_factory=lambda: torch.device("cpu"))
     initialized_here: bool = False
+    #: (host name, pid) of every rank, exchanged when the process group is joined
+    peers: list[tuple[str, int]] = dataclasses.field(default_factory=list)
 
     @property
     def distributed(self) -> bool:
@@ -46,6 +54,29 @@ class DistContext:
         if self.distributed:
             dist.all_reduce(t, op=dist.ReduceOp.SUM)
         return t
+
+    def lost_ranks(self, wait_s: float = 10.0) -> dict[int, tuple[str, int]]:
+        """``{rank: (host, pid)}`` of the other ranks on this node whose process has ended (or is ending:
+        a process that raised may close its connections a moment before it exits; waits up to ``wait_s``
+        for one to be gone). Empty when all are running, or when the job's other processes are on other
+        nodes."""
+        import psutil
+
+        host = socket.gethostname()
+        local = {r: peer for r, peer in enumerate(self.peers) if r != self.rank and peer[0] == host}
+
+        def gone(pid: int) -> bool:
+            try:
+                return psutil.Process(pid).status() in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
+            except psutil.NoSuchProcess:
+                return True
+
+        deadline = time.monotonic() + wait_s
+        while True:
+            lost = {r: peer for r, peer in local.items() if gone(peer[1])}
+            if lost or not local or time.monotonic() > deadline:
+                return lost
+            time.sleep(0.1)
 
     def shutdown(self) -> None:
         if self.initialized_here and dist.is_initialized():
@@ -73,7 +104,10 @@ def context_from_env(device: torch.device) -> DistContext:
         kw = {"device_id": device} if device.type == "cuda" else {}
         dist.init_process_group(backend=backend, timeout=timedelta(minutes=30), **kw)
         here = True
-    return DistContext(rank=rank, world_size=world, local_rank=local, device=device, initialized_here=here)
+    peers: list = [None] * world
+    dist.all_gather_object(peers, (socket.gethostname(), os.getpid()))
+    return DistContext(rank=rank, world_size=world, local_rank=local, device=device, initialized_here=here,
+                       peers=[tuple(p) for p in peers])
 
 
 def launch_prefix(nproc: int) -> str:

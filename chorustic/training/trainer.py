@@ -28,6 +28,21 @@ process's last micro-batch); rank 0 validates, logs and writes checkpoints. Resu
 (``Trainer.resume(dir)``) restores model, optimizer, scheduler and counters; the data stream and the
 dropout masks are functions of the step, so the resumed run continues exactly as an uninterrupted
 one (same machine, same thread count, same process layout).
+
+Faults end the run with the state of its last complete step saved and one line naming the cause
+(:class:`TrainingInterrupted`; ``chorustic pretrain`` exits 1 and ``--resume`` continues):
+
+* a prior worker process dies (the out-of-memory killer, ``kill -9``): the step in progress is finished
+  with its remaining micro-batches generated in the training process (the stream is a function of the
+  step), then every process stops after it as for Ctrl-C and its state is saved. A dead worker is noticed
+  only where data is awaited, never in the middle of an optimizer step or a save (torch's own SIGCHLD
+  handler raises wherever the training process happens to be);
+* with ``torchrun``, another process dies: the collective of the step fails, so the step is incomplete;
+  the survivors name the rank that is gone (ranks on the same node) and rank 0 saves the state of the
+  step before, which no optimizer update has touched.
+
+A prior worker dies with the training process (Linux: ``PR_SET_PDEATHSIG``, even after ``kill -9``), and a
+resume removes the temporary files that a killed process's unfinished writes left in the run directory.
 """
 
 from __future__ import annotations
@@ -38,6 +53,7 @@ import datetime as _dt
 import json
 import math
 import signal
+import threading
 import time
 import warnings
 from pathlib import Path
@@ -46,21 +62,36 @@ from typing import Any
 import torch
 from torch import nn
 
-from chorustic.io import atomic_open, atomic_write_json
+from chorustic.io import atomic_open, atomic_write_json, remove_unfinished_writes
 from chorustic.training.config import OPERATIONAL_FIELDS, TrainConfig
 from chorustic.training.curves import plot_curves, read_log
-from chorustic.training.data import EpisodeStream, StreamLayout, auto_workers, dropout_seed, make_loader
+from chorustic.training.data import (EpisodeStream, StreamLayout, auto_workers, dead_workers, describe_exit,
+                                     dropout_seed, make_loader)
 from chorustic.training.distributed import DistContext, context_from_env
 from chorustic.training.loss import query_cross_entropy
 from chorustic.training.validation import build_validation_set, evaluate, reference_accuracies
 
-__all__ = ["Trainer", "TrainingAborted", "resolve_device", "PriorSchedule"]
+__all__ = ["Trainer", "TrainingAborted", "TrainingInterrupted", "resolve_device", "PriorSchedule"]
 
 STATE_FORMAT = "chorustic-train-state-v2"
+
+#: what the trainer writes in a run directory and in its ``state/`` (regular expressions of file names):
+#: the temporary files of these writes are the ones a resume may remove (chorustic.io.remove_unfinished_writes)
+_RUN_FILES = r"run\.json|log\.jsonl|summary\.json|curve\.png|model\.safetensors"
+_STATE_FILES = r"step_\d{7}\.pt"
 
 
 class TrainingAborted(RuntimeError):
     """Training cannot continue (e.g. persistent non-finite losses); the message says why."""
+
+
+class TrainingInterrupted(RuntimeError):
+    """A fault outside the training math stopped the run (a prior worker or another process died); the
+    message names it, the state of the last complete step is saved, and ``--resume`` continues."""
+
+
+class _WorkerLost(Exception):
+    """Raised by the SIGCHLD handler into a wait for data when a prior worker has ended."""
 
 
 def resolve_device(device: str | torch.device | None) -> torch.device:
@@ -155,6 +186,7 @@ class Trainer:
             if overwrite:
                 for p in list((self.out / "state").glob("step_*.pt")) + [self.out / "log.jsonl"]:
                     p.unlink(missing_ok=True)
+                self._remove_unfinished_writes()
         self.dist.barrier()
 
         self.prior_schedule = PriorSchedule(self.cfg, model_config.seq_len, model_config.max_classes)
@@ -216,8 +248,11 @@ class Trainer:
         self.last_val: dict[str, float] = {}
         self._window = self._new_window()
         self._stop_reason: str | None = None
+        self.fault: str | None = None  # why a fault stopped the run (TrainingInterrupted)
         self._loader = None
         self._batches = None
+        self._stream: EpisodeStream | None = None
+        self._awaiting_data = False
         if not _resuming and self.dist.is_main:
             atomic_write_json(self.out / "run.json", self._run_info())
 
@@ -300,6 +335,8 @@ class Trainer:
                       allow_random_frozen=True, _resuming=True)
         trainer.init_specs, trainer.init_info = info.get("init", []), info.get("init_info", [])
         trainer.notes = info.get("notes", {})
+        if trainer.dist.is_main:
+            trainer._remove_unfinished_writes()
         state_path = trainer.latest_state()
         if state_path is None:
             raise FileNotFoundError(f"{out} has no saved state (state/step_*.pt) to resume from")
@@ -309,6 +346,16 @@ class Trainer:
             info.setdefault("resume_overrides", []).append({"at_step": trainer.step, **overrides})
             atomic_write_json(info_path, info)
         return trainer
+
+    def _remove_unfinished_writes(self) -> list[Path]:
+        """Remove the temporary files of writes that a killed training process never finished (0-byte
+        ``state/.step_*.pt.*.tmp`` after ``kill -9``): only the trainer's own, never another file."""
+        return (remove_unfinished_writes(self.out, _RUN_FILES)
+                + remove_unfinished_writes(self.out / "state", _STATE_FILES))
+
+    def _state_path(self) -> Path:
+        """Where the state of the current step is saved."""
+        return self.out / "state" / f"step_{self.step:07d}.pt"
 
     def latest_state(self) -> Path | None:
         states = sorted((self.out / "state").glob("step_*.pt"))
@@ -332,7 +379,7 @@ class Trainer:
         }
 
     def save_state(self) -> Path:
-        path = self.out / "state" / f"step_{self.step:07d}.pt"
+        path = self._state_path()
         with atomic_open(path, "wb") as fh:
             torch.save(self.state_dict(), fh)
         states = sorted((self.out / "state").glob("step_*.pt"))
@@ -378,18 +425,66 @@ class Trainer:
 
     # ------------------------------------------------------------------ data
     def _open_stream(self) -> None:
-        stream = EpisodeStream(self.cfg, self.layout, prior_at=self.prior_schedule,
-                               num_groups=self.model_config.num_groups, group_size=self.model_config.group_size,
-                               rssc_sampling=self.model_config.rssc_sampling,
-                               dedupe=not self.model_config.signal_dropout_in_training, rank=self.dist.rank,
-                               start_step=self.step)
-        self._loader = make_loader(stream, num_workers=self.num_workers, pin_memory=self.device.type == "cuda",
-                                   prefetch_factor=self.cfg.prefetch_factor)
-        self._batches = iter(self._loader)
+        self._stream = EpisodeStream(self.cfg, self.layout, prior_at=self.prior_schedule,
+                                     num_groups=self.model_config.num_groups,
+                                     group_size=self.model_config.group_size,
+                                     rssc_sampling=self.model_config.rssc_sampling,
+                                     dedupe=not self.model_config.signal_dropout_in_training, rank=self.dist.rank,
+                                     start_step=self.step)
+        self._loader = make_loader(self._stream, num_workers=self.num_workers,
+                                   pin_memory=self.device.type == "cuda", prefetch_factor=self.cfg.prefetch_factor)
+        self._batches = iter(self._loader)  # starts the workers (and torch's SIGCHLD handler, once per process)
+
+    @contextlib.contextmanager
+    def _worker_deaths_at_fetch(self):
+        """While training: a prior worker's death surfaces only where data is awaited. torch's SIGCHLD handler
+        raises "DataLoader worker ... exited unexpectedly" wherever this process is when a worker dies (in an
+        optimizer step, in a save); this one interrupts a wait for data and lets anything else finish, the
+        death being found at the next fetch (:meth:`_fetch`). Installed after the workers started (torch
+        installs its handler then); only in the main thread, where a platform has SIGCHLD."""
+        if (self._batches is None or self.num_workers == 0 or not hasattr(signal, "SIGCHLD")
+                or threading.current_thread() is not threading.main_thread()):
+            yield
+            return
+        previous = signal.signal(signal.SIGCHLD, self._on_child_exit)
+        try:
+            yield
+        finally:
+            self._close_stream()  # its workers' exits must not reach torch's handler
+            signal.signal(signal.SIGCHLD, previous)
+
+    def _on_child_exit(self, signum, frame) -> None:
+        if self._awaiting_data and self._batches is not None and dead_workers(self._batches):
+            raise _WorkerLost()
 
     def _close_stream(self) -> None:
-        self._batches = None
-        self._loader = None
+        batches, self._batches, self._loader = self._batches, None, None
+        shutdown = getattr(batches, "_shutdown_workers", None)  # now, not whenever the iterator is collected
+        if shutdown is not None:
+            shutdown()
+
+    def _fetch(self, index: int):
+        """Micro-batch ``index`` of the current step: from the workers, or, once a worker has died (then the
+        loader is closed, the fault recorded and a stop requested), made in this process, so that the step
+        is finished with exactly the data it would have had."""
+        if self._batches is not None:
+            try:
+                self._awaiting_data = True
+                if dead_workers(self._batches):  # a death noticed while no data was awaited
+                    raise _WorkerLost()
+                return next(self._batches)
+            except (_WorkerLost, RuntimeError):
+                gone = dead_workers(self._batches)
+                if not gone:  # an error of the data itself (raised by a worker): not a lost worker
+                    raise
+            finally:
+                self._awaiting_data = False
+            where = f"rank {self.dist.rank}: " if self.dist.distributed else ""
+            deaths = "; ".join(f"prior worker process {pid} {describe_exit(code)}" for pid, code in gone.items())
+            self.fault = f"{where}{deaths} during step {self.step + 1}"
+            self._stop_reason = self._stop_reason or self.fault
+            self._close_stream()  # the other workers too; the rest of the step is made here
+        return self._stream.micro_batch(self.step, index)
 
     def close(self) -> None:
         """Stop the data workers (also done when the trainer is garbage-collected)."""
@@ -405,12 +500,13 @@ class Trainer:
         self.optimizer.zero_grad(set_to_none=True)
         stats = torch.zeros(5, dtype=torch.float64, device=dev)  # loss sum, correct, queries, episodes, stop
         wait, gen = 0.0, 0.0
-        n_micro = self.layout.accumulation_steps
+        micro = self.layout.rank_micro_batches(self.dist.rank)
+        n_micro = len(micro)
         scale = self.dist.world_size / cfg.batch_size
         autocast = (torch.autocast(dev.type, dtype=self.amp_dtype) if self.use_amp else contextlib.nullcontext())
         for k in range(n_micro):
             t0 = time.perf_counter()
-            mb = next(self._batches)
+            mb = self._fetch(micro[k])
             wait += time.perf_counter() - t0
             gen += mb.gen_seconds
             if mb.step != self.step:
@@ -531,7 +627,9 @@ class Trainer:
     def train(self, steps: int | None = None, *, max_minutes: float | None = None,
               handle_signals: bool = False) -> dict[str, Any]:
         """Train until ``steps`` (default: the config's) or ``max_minutes`` of wall time in this call;
-        checkpoints every ``checkpoint_every`` steps and at the end. Returns :meth:`training_summary`."""
+        checkpoints every ``checkpoint_every`` steps and at the end. Returns :meth:`training_summary`.
+        Raises :class:`TrainingInterrupted` (the state of the last complete step saved) when a prior worker
+        or another process of the job dies."""
         target = int(steps if steps is not None else self.cfg.steps)
         cfg = self.cfg
         deadline = time.monotonic() + 60 * max_minutes if max_minutes else None
@@ -546,12 +644,22 @@ class Trainer:
             bar = tqdm(total=target, initial=self.step, desc="pretrain", unit="step", dynamic_ncols=True)
         if self.step == 0 and self.dist.is_main and not (self.out / "log.jsonl").exists():
             self._log({"kind": "val", "step": 0, "episodes_seen": 0, "elapsed_s": 0.0, **self.validate()})
+        watch = contextlib.ExitStack()
         try:
+            if self.step < target and self._batches is None:
+                self._open_stream()
+            watch.enter_context(self._worker_deaths_at_fetch())
             while self.step < target:
                 if deadline is not None and time.monotonic() > deadline and not self._stop_reason:
                     self.request_stop(f"time limit of {max_minutes} min reached")
                 t0 = time.perf_counter()
-                res = self.train_step()
+                try:
+                    res = self.train_step()
+                except Exception as exc:
+                    lost = self._lost_process(exc)
+                    if lost is None:
+                        raise
+                    raise TrainingInterrupted(lost) from exc
                 if self.device.type == "cuda":
                     torch.cuda.synchronize(self.device)
                 dt = time.perf_counter() - t0
@@ -597,13 +705,41 @@ class Trainer:
                 if self.step % cfg.checkpoint_every == 0 or self.step == target or stopping:
                     self.checkpoint()
                 if stopping:
-                    if bar is not None:
+                    self.dist.barrier()  # no process ends (and has torchrun stop the others) before the save
+                    if bar is not None and not self.fault:
                         bar.write(f"stopping at step {self.step}: {self._stop_reason} (resume with --resume)")
                     break
         finally:
+            watch.close()
             if bar is not None:
                 bar.close()
             for sig, h in old_handlers.items():
                 signal.signal(sig, h)
             self._close_stream()
+        if self.fault:
+            raise TrainingInterrupted(f"{self.fault}; the step was finished in the training process and its "
+                                      f"state saved in {self._state_path()}: continue with --resume")
         return self.training_summary()
+
+    def _lost_process(self, exc: BaseException) -> str | None:
+        """After ``exc`` in a step of a distributed run: if another process of the job is gone (its collective
+        failed), the message naming it, once rank 0 has saved the state of the last complete step (the failed
+        step's optimizer update never ran: the collectives come before it); else None."""
+        if not self.dist.distributed or isinstance(exc, (TrainingAborted, torch.cuda.OutOfMemoryError)):
+            return None
+        gone = self.dist.lost_ranks()
+        if not gone:
+            return None
+        who = ", ".join(f"rank {r} of {self.dist.world_size} (pid {pid} on {host})" for r, (host, pid) in gone.items())
+        what = f"{who} ended during step {self.step + 1} (its own output, or torchrun's report, says why)"
+        if self.dist.is_main:
+            if not self._state_path().exists():
+                self.checkpoint()
+            return (f"{what}; the state of step {self.step}, the last complete one, is in {self._state_path()}: "
+                    f"continue with --resume")
+        if 0 not in gone:
+            return f"{what}; rank 0 saves the state of step {self.step}, the last complete one: continue with --resume"
+        latest = self.latest_state()
+        if latest is None:
+            return f"{what}; no state was saved yet: start the run again (--overwrite)"
+        return f"{what}; the newest saved state is {latest}: continue with --resume"
