@@ -4,9 +4,9 @@ Subcommands live in ``chorustic/commands/<name>.py``; each module defines ``regi
 which adds its parser(s) and sets ``func`` (called with the parsed namespace, returns an exit code).
 A command module that fails to import is reported when its command is used, never fatal for the others.
 
-Exit status: 0 success; 1 something failed (a data file, a method, a job: the message names it);
-2 a user error (invalid configuration, unknown dataset or method name, bad arguments: one line, no
-traceback, see :mod:`chorustic.errors`).
+Exit status: 0 success; 1 something failed (a data file, a method, a job, a full disk: the message
+names it); 2 a user error (invalid configuration, unknown dataset or method name, bad arguments: one
+line, no traceback, see :mod:`chorustic.errors`).
 """
 
 from __future__ import annotations
@@ -53,14 +53,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"\n(commands that failed to load: {', '.join(sorted(broken))})", file=sys.stderr)
         return 0 if args.command is None else 2
     from chorustic.data.errors import DataError
-    from chorustic.errors import UserError
+    from chorustic.errors import NoSpaceError, UserError
 
     try:
         return int(args.func(args) or 0)
     except UserError as exc:  # a mistake in the request: one line, no traceback
         print(f"chorustic {args.command}: {exc}", file=sys.stderr)
         return 2
-    except DataError as exc:  # a missing, damaged or modified data file: the message names it and the fix
+    except (DataError, NoSpaceError) as exc:  # a data file's problem, a full disk: the message names the file
         print(f"chorustic {args.command}: {exc}", file=sys.stderr)
         return 1
 

@@ -35,6 +35,7 @@ __all__ = [
     "method_entry",
     "method_datasets",
     "evaluation_jobs",
+    "run_protocols",
     "pretrain_run_of",
     "checkpoint_path",
     "checkpoint_inputs",
@@ -116,7 +117,7 @@ def validate_config(cfg: dict) -> None:
         hints = "".join(did_you_mean(m, cfg["methods"]) for m in missing)
         raise ConfigError(f"`evaluate` lists method runs that are not in `methods`: {missing}.{hints} "
                           "Add them to `methods` (with their plugin) or fix the names.")
-    produced = {s.protocol for s in _context_specs(cfg)}
+    produced = _protocol_ids(cfg)
     if not produced:
         raise ConfigError("the `protocols` settings select no context (full is false and no shots or percents are "
                           "listed); enable at least one protocol")
@@ -128,13 +129,13 @@ def validate_config(cfg: dict) -> None:
         except ValueError as exc:
             raise ConfigError(f"data.mirrors: {exc}") from None
     for name in cfg["evaluate"]:
-        wanted = cfg["methods"][name].get("protocols") or []
-        unknown = [p for p in wanted if p not in produced]
-        if unknown:
-            raise ConfigError(
-                f"methods.{name}.protocols lists {unknown}, which the `protocols` settings do not produce "
-                f"(they produce: {', '.join(sorted(produced)) or 'nothing'}); fix the ids or the `protocols` settings"
-            )
+        _check_protocol_ids(
+            cfg["methods"][name].get("protocols") or [], produced, f"methods.{name}.protocols",
+            "the `protocols` settings do not produce (they produce: {known})",
+            "fix the ids or the `protocols` settings",
+        )
+    for name in cfg["evaluate"]:
+        _check_job_memory(cfg, name)
     for name, entry in cfg["methods"].items():
         run = pretrain_run_of(entry)
         if run is not None and run not in (cfg.get("pretrain") or {}):
@@ -152,18 +153,67 @@ def validate_config(cfg: dict) -> None:
         raise ConfigError(f"reports.reference_method {ref!r} is not one of the evaluated methods {cfg['evaluate']}")
 
 
+def _check_job_memory(cfg: dict, run: str) -> None:
+    """An evaluation job given less memory than it needs to run at all is refused (naming the minimum)."""
+    from chorustic.methods.cost import job_memory_problem
+
+    mem = (cfg["methods"][run].get("resources") or {}).get("mem_mb")
+    problem = job_memory_problem(mem, f"methods.{run}.resources.mem_mb") if mem is not None else None
+    cap = (cfg.get("cluster") or {}).get("max_mem_mb")
+    if problem is None and cap is not None:
+        problem = job_memory_problem(cap, "cluster.max_mem_mb (the most memory any job may ask for)")
+    if problem:
+        raise ConfigError(problem)
+
+
 def _duplicates(items: Iterable[Any]) -> list[Any]:
     seen: set = set()
     return sorted({x for x in items if x in seen or seen.add(x)}, key=str)
 
 
-def _context_specs(cfg: dict):
-    from chorustic.protocols.contexts import context_specs
+def _protocol_ids(cfg: dict) -> list[str]:
+    from chorustic.protocols.contexts import protocol_ids
 
     try:
-        return context_specs(cfg["protocols"])
+        return protocol_ids(cfg["protocols"])
     except ValueError as exc:
         raise ConfigError(f"protocols: {exc}; list each shot level, percentage and seed once") from None
+
+
+def _check_protocol_ids(wanted: Iterable[str], known: list[str], where: str, what: str, fix: str) -> None:
+    """A protocol id outside ``known`` is a ConfigError naming it, the closest known ids and ``fix``."""
+    unknown = [p for p in wanted if p not in known]
+    if unknown:
+        hints = "".join(did_you_mean(p, known) for p in unknown)
+        raise ConfigError(
+            f"{where} lists {', '.join(map(repr, unknown))}, which {what.format(known=', '.join(known) or 'nothing')}."
+            f"{hints} {fix[0].upper()}{fix[1:]}."
+        )
+
+
+def run_protocols(
+    cfg: dict, run: str, requested: Iterable[str] | None = None, *, where: str = "--protocols"
+) -> list[str]:
+    """The protocol ids method run ``run`` evaluates, in protocol order: the ids the `protocols` settings
+    produce (:func:`chorustic.protocols.protocol_ids`, the one home of protocol ids), restricted to
+    ``methods.<run>.protocols``, then to ``requested`` (e.g. ``chorustic evaluate --protocols``).
+
+    A requested id the run does not evaluate (``fixed7``, ``ful``), or a request that names none, is a
+    :class:`ConfigError` naming the known ids and the closest ones."""
+    produced = _protocol_ids(cfg)
+    own = method_entry(cfg, run)["protocols"]
+    known = [p for p in produced if not own or p in own]
+    if requested is None:
+        return known
+    requested = list(dict.fromkeys(requested))
+    if not requested:
+        raise ConfigError(f"{where} names no protocol; name one or more of: {', '.join(known)}")
+    limited = f" (methods.{run}.protocols)" if own else ""
+    _check_protocol_ids(
+        requested, known, where, f"method run {run!r} does not evaluate under this configuration{limited} "
+        "(it evaluates: {known})", "name protocols it evaluates, or change the `protocols` settings",
+    )
+    return [p for p in known if p in requested]
 
 
 def dataset_names(cfg: dict) -> list[str]:

@@ -6,6 +6,7 @@ never sees a half-written file and a killed job never leaves one behind under th
 A process killed with ``kill -9`` in the middle of a write leaves its temporary file
 (``.<name>.<8 random characters>.tmp``); :func:`remove_unfinished_writes` finds and removes those,
 and only those, for the names a caller owns.
+A full disk (or quota) is a :class:`chorustic.errors.NoSpaceError` naming the file and the space it needs.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ __all__ = [
     "atomic_write_text",
     "atomic_write_bytes",
     "atomic_write_json",
+    "atomic_write_texts",
     "sha256_file",
     "sha256_bytes",
     "unfinished_writes",
@@ -36,27 +38,65 @@ _TEMP_RANDOM = r"[a-z0-9_]{8}"  # tempfile's name sequence: 8 of "abcdefghijklmn
 
 
 @contextlib.contextmanager
-def atomic_open(path: str | os.PathLike, mode: str = "w", **kwargs: Any) -> Iterator[IO]:
+def atomic_open(path: str | os.PathLike, mode: str = "w", *, size: int | None = None, **kwargs: Any) -> Iterator[IO]:
     """Open a temporary file next to ``path``; on success fsync and rename it to ``path``.
 
-    On any exception the temporary file is removed and ``path`` is left untouched.
+    On any exception the temporary file is removed and ``path`` is left untouched. A full disk or quota
+    raises :class:`~chorustic.errors.NoSpaceError` naming ``path`` and ``size`` (the bytes to write, when
+    the caller knows them).
     """
+    with _atomic(path, mode, size, kwargs) as (fh, _tmp):
+        yield fh
+
+
+@contextlib.contextmanager
+def _atomic(path: str | os.PathLike, mode: str, size: int | None, kwargs: dict, *, rename: bool = True):
     if mode not in ("w", "wb"):
         raise ValueError(f"atomic_open supports modes 'w' and 'wb', not {mode!r}")
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=_TEMP_PREFIX.format(name=path.name), suffix=_TEMP_SUFFIX, dir=path.parent)
+    tmp = None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=_TEMP_PREFIX.format(name=path.name), suffix=_TEMP_SUFFIX, dir=path.parent)
         # mkstemp creates 0600 files; give the result the permissions a plain open() would.
         os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, mode, **kwargs) as fh:
-            yield fh
+            yield fh, tmp
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        if rename:
+            os.replace(tmp, path)
+    except BaseException as exc:
+        if tmp is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+        _raise_no_space(exc, path, size)
+        raise
+
+
+def _raise_no_space(exc: BaseException, path: Path, size: int | None) -> None:
+    from chorustic.errors import NO_SPACE_ERRNOS, NoSpaceError
+
+    if isinstance(exc, OSError) and not isinstance(exc, NoSpaceError) and exc.errno in NO_SPACE_ERRNOS:
+        raise NoSpaceError(path, size, exc.errno) from None
+
+
+def atomic_write_texts(files: dict[str | os.PathLike, str], encoding: str = "utf-8") -> None:
+    """Write several files that belong together (a table and its checksum) all or none: every one to a
+    temporary file first, then each renamed into place; a failure (a full disk) leaves all as they were."""
+    written: list[tuple[str, Path]] = []
+    try:
+        for path, text in files.items():
+            data = text.encode(encoding)
+            with _atomic(path, "wb", len(data), {}, rename=False) as (fh, tmp):
+                fh.write(data)
+            written.append((tmp, Path(path)))
+        for tmp, path in written:
+            os.replace(tmp, path)
     except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
+        for tmp, _ in written:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
         raise
 
 
@@ -90,12 +130,13 @@ def _umask() -> int:
 
 
 def atomic_write_text(path: str | os.PathLike, text: str, encoding: str = "utf-8") -> None:
-    with atomic_open(path, "w", encoding=encoding, newline="") as fh:
-        fh.write(text)
+    data = text.encode(encoding)
+    with atomic_open(path, "wb", size=len(data)) as fh:
+        fh.write(data)
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
-    with atomic_open(path, "wb") as fh:
+    with atomic_open(path, "wb", size=len(data)) as fh:
         fh.write(data)
 
 

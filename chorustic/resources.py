@@ -24,20 +24,43 @@ resources they set:
     unset, so that ``--default-resources`` and the plugin's defaults still apply.
 
 Site limits ``cluster.max_mem_mb`` / ``cluster.max_runtime`` clamp every request.
+
+Inside an evaluation job the supervisor enforces limits on the method's worker
+(:func:`evaluation_limits`): memory, the job's ``mem_mb`` less what the job's other processes need (a
+value below :data:`MIN_JOB_MEM_MB` is refused when the configuration is read); time, only where a limit
+is real: under a cluster scheduler (:func:`cluster_scheduler`) the worker stops
+:data:`SCHEDULER_MARGIN_MIN` before the scheduler would end the job, so the context is recorded as
+failed; a local run is stopped only at a limit the user set (``methods.<run>.resources.runtime``), never
+because the machine is slower than the cost model assumed. Every message names the setting to raise.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
+import os
+import re
+import subprocess
 from typing import Any, Mapping
 
-from chorustic.methods.cost import CostModel, JobSize  # a plugin declares its cost with these
+# a plugin declares its cost with CostModel and JobSize; what a job needs beside the method is there too
+from chorustic.methods.cost import (
+    JOB_OVERHEAD_MB,
+    MIN_JOB_MEM_MB,
+    MIN_WORKER_MB,
+    CostModel,
+    JobSize,
+    job_memory_problem,
+)
 
 __all__ = [
     "CostModel",
     "JobSize",
     "JOB_OVERHEAD_MB",
+    "MIN_WORKER_MB",
+    "MIN_JOB_MEM_MB",
+    "SCHEDULER_ENV",
     "STARTUP_MIN",
     "MIN_RUNTIME",
     "SCHEDULER_MARGIN_MIN",
@@ -50,12 +73,14 @@ __all__ = [
     "pretrain_resources",
     "pretrain_gpus",
     "worker_limits",
+    "WorkerLimits",
+    "evaluation_limits",
+    "cluster_scheduler",
+    "scheduler_minutes_left",
+    "job_memory_problem",
     "site_resources",
 ]
 
-#: Resident memory of what runs beside the evaluation worker in one job: the Snakemake job process
-#: (which parses the workflow; ~250 MB measured) and the supervising script (~100 MB), with room to spare.
-JOB_OVERHEAD_MB = 600
 #: Start-up of a job before its command runs (Snakemake parses the workflow, imports), in minutes.
 STARTUP_MIN = 2
 #: No job asks for less time than this (scheduling noise, slow shared file systems).
@@ -250,7 +275,119 @@ def pretrain_resources(cfg: Mapping[str, Any], run: str) -> dict[str, Any]:
 
 
 def worker_limits(mem_mb: float, runtime_min: float) -> tuple[float, float]:
-    """The evaluation worker's own limits inside a job that asked for ``mem_mb`` and ``runtime_min``:
-    what the job's other processes use is left out, and the worker stops before the scheduler's
-    time limit, so a limit is recorded as a failure of that context instead of killing the job."""
-    return (max(100.0, mem_mb - JOB_OVERHEAD_MB), max(1.0, runtime_min - SCHEDULER_MARGIN_MIN))
+    """The evaluation worker's own limits inside a job that has ``mem_mb`` and ``runtime_min`` left: what
+    the job's other processes use is left out, and the worker stops before the scheduler's time limit, so
+    a limit is recorded as a failure of that context instead of killing the job (the time only under a
+    cluster scheduler: :func:`evaluation_limits`)."""
+    return (max(float(MIN_WORKER_MB), mem_mb - JOB_OVERHEAD_MB), max(0.05, runtime_min - SCHEDULER_MARGIN_MIN))
+
+
+# --------------------------------------------------------------------------------------------------
+# the limits of an evaluation job's worker
+
+#: Environment variables set inside a cluster scheduler's job, and the scheduler they name (the one
+#: place a scheduler is recognised; workflow/profiles/slurm submits every job through SLURM).
+SCHEDULER_ENV = {"SLURM_JOB_ID": "SLURM"}
+
+
+def cluster_scheduler(env: Mapping[str, str] | None = None) -> str | None:
+    """The cluster scheduler this process runs under (``"SLURM"``), or None on a local run."""
+    env = os.environ if env is None else env
+    for var, name in SCHEDULER_ENV.items():
+        if env.get(var):
+            return name
+    return None
+
+
+def _slurm_minutes(text: str) -> float | None:
+    """SLURM's ``[days-]hours:minutes:seconds`` (or ``minutes:seconds``) in minutes; None for anything else."""
+    m = re.fullmatch(r"(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+)", text.strip())
+    if m is None:
+        return None
+    days, hours, minutes, seconds = (int(g) if g else 0 for g in m.groups())
+    return days * 1440 + hours * 60 + minutes + seconds / 60
+
+
+def scheduler_minutes_left(env: Mapping[str, str] | None = None) -> float | None:
+    """Minutes until the cluster scheduler ends this job (SLURM: ``squeue -h -j $SLURM_JOB_ID -o %L``), or
+    None when not under a scheduler, when the job has no limit, or when the scheduler does not answer."""
+    env = os.environ if env is None else env
+    if cluster_scheduler(env) != "SLURM":
+        return None
+    try:
+        out = subprocess.run(["squeue", "-h", "-j", env["SLURM_JOB_ID"], "-o", "%L"], capture_output=True,
+                             text=True, timeout=30, env=dict(env))
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return _slurm_minutes(out.stdout) if out.returncode == 0 else None
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkerLimits:
+    """What the supervisor enforces on an evaluation job's worker, and how it says a limit was reached."""
+
+    mem_mb: float | None = None
+    """Resident memory of the worker's process tree (MB); None: not limited."""
+    minutes: float | None = None
+    """The worker is stopped after this long (from the supervisor's start); None: never for time."""
+    mem_reason: str = "exceeded the memory limit of {limit:.0f} MB (resident {rss:.0f} MB)"
+    """The failure recorded when memory is exceeded (``{limit}``, ``{rss}``: MB)."""
+    time_reason: str = "exceeded the time limit of {limit:g} min"
+    """The failure recorded when the time is up (``{limit}``, ``{elapsed}``: minutes)."""
+
+
+def evaluation_limits(cfg: Mapping[str, Any], run: str, *, job_mem_mb: float | None = None,
+                      time_limit_min: float | None = None, cluster_runtime_min: float | None = None,
+                      env: Mapping[str, str] | None = None) -> WorkerLimits:
+    """The worker limits of an evaluation job of method run ``run``.
+
+    ``job_mem_mb``: the job's memory (its ``mem_mb``); the worker gets it less :data:`JOB_OVERHEAD_MB`, and
+    a failure reports the job's number and the setting to raise. ``time_limit_min``: a time limit the user
+    set by hand (``chorustic evaluate --runtime``; default ``methods.<run>.resources.runtime``), enforced as
+    it is. ``cluster_runtime_min``: the time the job asked its scheduler for (the workflow passes the job's
+    ``runtime``); under a cluster scheduler the worker stops :data:`SCHEDULER_MARGIN_MIN` before the
+    scheduler ends the job (the time left as the scheduler reports it, else this from now). On a local run
+    the cost model's ``runtime`` is never a limit."""
+    from chorustic import config as cc
+
+    own = cc.method_entry(cfg, run)["resources"]
+    site = cfg.get("cluster") or {}
+    mem_setting, time_setting = f"methods.{run}.resources.mem_mb", f"methods.{run}.resources.runtime"
+    limits: dict[str, Any] = {}
+    if job_mem_mb is not None:
+        capped = " (capped by cluster.max_mem_mb)" if site.get("max_mem_mb") and job_mem_mb >= site["max_mem_mb"] \
+            else ""
+        worker = worker_limits(job_mem_mb, math.inf)[0]
+        limits["mem_mb"] = worker
+        limits["mem_reason"] = (
+            f"exceeded the job's memory limit of {job_mem_mb:.0f} MB{capped}: the method's worker reached "
+            f"{{rss:.0f}} MB of the {worker:.0f} MB left after {JOB_OVERHEAD_MB} MB for the job's other "
+            f"processes; raise {mem_setting}"
+        )
+    user, user_setting = (time_limit_min, "--runtime") if time_limit_min is not None else (
+        own.get("runtime"), time_setting)
+    if user is not None:
+        limits["minutes"] = float(user)
+        limits["time_reason"] = (f"exceeded the time limit of {float(user):g} min set by {user_setting}; raise it (a "
+                                 "local run has no time limit unless one is set)")
+    scheduler = cluster_scheduler(env)
+    if scheduler is not None:
+        left = scheduler_minutes_left(env)
+        total = left if left is not None else cluster_runtime_min
+        if total is not None:
+            stop = worker_limits(math.inf, total)[1]  # less left than the margin: stop (almost) at once
+            if limits.get("minutes") is None or stop < limits["minutes"]:
+                if own.get("runtime") is not None:
+                    source = time_setting
+                else:
+                    source = "estimated by the method's cost model"
+                if site.get("max_runtime") and cluster_runtime_min is not None \
+                        and cluster_runtime_min >= site["max_runtime"]:
+                    source += ", capped by cluster.max_runtime"
+                asked = f"{cluster_runtime_min:g} min, {source}" if cluster_runtime_min is not None else source
+                limits["minutes"] = stop
+                limits["time_reason"] = (
+                    f"stopped after {{elapsed:.1f}} min, {SCHEDULER_MARGIN_MIN:g} min before {scheduler} ends the "
+                    f"job at its time limit (the job's runtime: {asked}); raise {time_setting}"
+                )
+    return WorkerLimits(**limits)

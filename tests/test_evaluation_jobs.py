@@ -281,11 +281,15 @@ def test_method_only_ever_sees_test_features(gunpoint, plugin_dir, tmp_path, mon
 
 
 def test_rerun_removes_files_of_an_unfinished_attempt(gunpoint, plugin_dir, tmp_path):
+    """A job about to run its contexts removes what an earlier attempt left of exactly those contexts; the
+    files of contexts it does not run (another protocol selection's finished results) stay."""
     stale = result_path(tmp_path, "fixed5", "centroid", "GunPoint", 4)
-    stale.parent.mkdir(parents=True)
-    stale.write_text("half-written garbage")
-    assert stale in clear_job_outputs(tmp_path, "centroid", "GunPoint")
-    assert not stale.exists()
+    other = result_path(tmp_path, "full", "centroid", "GunPoint", 0)
+    for p in (stale, other):
+        p.parent.mkdir(parents=True)
+        p.write_text("a file of an earlier attempt")
+    assert clear_job_outputs(tmp_path, "centroid", "GunPoint", [("fixed5", s) for s in range(5)]) == [stale]
+    assert not stale.exists() and other.exists()
 
 
 @pytest.mark.slow

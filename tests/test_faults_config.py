@@ -32,6 +32,8 @@ class ConfigFault:
     method: str = "minirocket"
     dataset: str = "GunPoint"
     exit: int = 2
+    args: tuple[str, ...] = ()
+    """More `chorustic evaluate` arguments."""
 
 
 FAULTS = [
@@ -175,6 +177,25 @@ FAULTS = [
         ("'quant' (archives ['UEA'])", "no dataset", "remove them from `evaluate`"),
     ),
     ConfigFault(
+        "C24",
+        "a method run's memory below what a job needs to run at all",
+        {"methods": {"minirocket": {"plugin": "minirocket", "resources": {"mem_mb": 400}}}},
+        ("methods.minirocket.resources.mem_mb: 400 MB", "at least 900 MB", "set it to 900 or more"),
+    ),
+    ConfigFault(
+        "C25",
+        "a site memory cap below what a job needs to run at all",
+        {"cluster": {"max_mem_mb": 512}},
+        ("cluster.max_mem_mb", "512 MB", "at least 900 MB"),
+    ),
+    ConfigFault(
+        "C26",
+        "--mem-mb below what a job needs to run at all",
+        None,
+        ("--mem-mb: 500 MB", "at least 900 MB"),
+        args=("--mem-mb", "500"),
+    ),
+    ConfigFault(
         "C17",
         "an unknown dataset on the command line",
         None,
@@ -192,7 +213,7 @@ def test_config_fault(f: ConfigFault, tmp_path, capsys, monkeypatch):
         path = tmp_path / "override.yaml"
         path.write_text(f.override if isinstance(f.override, str) else yaml.safe_dump(f.override))
         configs += ["--config", str(path)]
-    rc = main(["evaluate", "--method", f.method, "--dataset", f.dataset, *configs])
+    rc = main(["evaluate", "--method", f.method, "--dataset", f.dataset, *configs, *f.args])
     out = capsys.readouterr()
     text = out.out + out.err
     assert rc == f.exit, f"{f.id} {f.fault}: exit {rc}\n{text}"

@@ -22,8 +22,9 @@ import yaml
 
 from chorustic.cli import main
 from chorustic.evaluation.integrity import manifest_problem
-from chorustic.evaluation.job import failure_record_path, manifest_path
-from fault_plugins import write_plugins
+from chorustic.evaluation.job import ERROR_CHARS, failure_record_path, manifest_path
+from chorustic.io import sha256_file
+from fault_plugins import FULL_DISK_ENV, FULL_DISK_SITE, full_disk, write_plugins
 
 REPO = Path(__file__).resolve().parents[1]
 OVERRIDE = {
@@ -34,7 +35,12 @@ OVERRIDE = {
         "proportional": {"percents": [], "seeds": [0]},
     },
     "evaluate": ["centroid"],
-    "methods": {"centroid": {"plugin": "centroid"}, "flaky": {"plugin": "flaky"}},
+    "methods": {
+        "centroid": {"plugin": "centroid"},
+        "flaky": {"plugin": "flaky"},
+        "hog": {"plugin": "hog"},
+        "sleepy": {"plugin": "sleepy"},
+    },
     "reports": {"reference_method": "centroid"},
 }
 
@@ -98,6 +104,8 @@ class ResultFault:
     exit: int
     says: tuple[str, ...]
     check: Callable[[Path], None] | None = None
+    no_traceback: bool = False
+    """The message is one line (a full disk fails every file alike: no traceback per file)."""
 
 
 def aggregate(root: Path) -> list[str]:
@@ -187,6 +195,28 @@ def noop(root: Path) -> None:
     pass
 
 
+def mismatched_checkpoint(root: Path) -> None:
+    """A released-format checkpoint (a plain safetensors file) whose tensors are another architecture's."""
+    from safetensors.torch import load_file, save_file
+
+    shutil.copy(REPO / "baselines" / "chorustic.py", root / "plugins")
+    (root / "models").mkdir(exist_ok=True)
+    weights = load_file(REPO / "models" / "chorustic-small" / "model.safetensors")
+    save_file(weights, root / "models" / "model.safetensors")
+
+
+def disk_full_for(*patterns: str):
+    """A full disk for the files matching ``patterns`` (relative to the workdir), in this process and in
+    every worker it starts (tests/fault_plugins.py, ``full_disk``)."""
+
+    def inject(root: Path) -> None:
+        os.environ[FULL_DISK_ENV] = os.pathsep.join(str(root / p) for p in patterns)
+        os.environ["PYTHONPATH"] = os.pathsep.join([str(FULL_DISK_SITE), os.environ.get("PYTHONPATH", "")])
+        os.fsync = full_disk(os.fsync)
+
+    return inject
+
+
 # -- checks -------------------------------------------------------------------------------------------
 def table(root: Path) -> pd.DataFrame:
     return pd.read_csv(root / "results" / "accuracies.csv")
@@ -240,6 +270,66 @@ def reason_names_label(root: Path) -> None:
     doc = json.loads((root / "ctx.json").read_text())
     reasons = [c["reason"] for c in doc["contexts"] if c["status"] == "ineligible"]
     assert reasons and all("class '3': 2" in r for r in reasons), reasons
+
+
+def finished_record_untouched(root: Path) -> None:
+    """The finished job's manifest and prediction files are exactly as they were (nothing was written)."""
+    before = Path(os.environ["FINISHED"])
+    for rel in ("results/runs/centroid/GunPoint.json", *(str(pred(Path("."), p)) for p in ("full", "fixed5"))):
+        assert sha256_file(root / rel) == sha256_file(before / rel), f"{rel} was rewritten"
+    assert manifest_problem(manifest(root)) is None
+
+
+def subset_run_keeps_the_rest(root: Path) -> None:
+    """`--protocols fixed5` re-makes fixed5 only: full's prediction file stays; the manifest lists fixed5, so
+    the configuration's table shows full as not run (and the workflow re-makes the job), never a lost row."""
+    before = Path(os.environ["FINISHED"])
+    assert sha256_file(pred(root, "full")) == sha256_file(pred(before, "full"))
+    runs = json.loads(manifest(root).read_text())["runs"]
+    assert [r["protocol"] for r in runs] == ["fixed5"] and manifest_problem(manifest(root)) is None
+    assert manifest_problem(manifest(root), expected={("full", 0), ("fixed5", 0)}) is not None
+    assert main(aggregate(root)) == 1
+    assert row(root, protocol="fixed5").status == "ok"
+    full = row(root, protocol="full")
+    assert full.status == "failed" and "another protocol selection" in full.error
+
+
+def nothing_half_written(root: Path) -> None:
+    """A full disk leaves no temporary file, and nothing counts as finished."""
+    assert not list(root.rglob("*.tmp")), list(root.rglob("*.tmp"))
+    assert not manifest(root).exists()
+
+
+def job_failed_on_full_disk(root: Path) -> None:
+    nothing_half_written(root)
+    runs = json.loads(failure_record_path(root / "results", "centroid", "GunPoint").read_text())["runs"]
+    assert {r["status"] for r in runs} == {"failed"}
+    assert all("no space left on the device for" in r["error"] and "testResample0.csv" in r["error"] for r in runs)
+
+
+def table_and_checksum_as_before(root: Path) -> None:
+    before = Path(os.environ["FINISHED"])
+    for name in ("accuracies.csv", "accuracies.csv.sha256"):
+        assert (root / "results" / name).read_bytes() == (before / "results" / name).read_bytes(), name
+    assert not list(root.rglob("*.tmp"))
+
+
+def advice_first_middle_cut(root: Path) -> None:
+    """An error longer than the error column keeps its head (what, and what to do in config words) and its
+    tail; the middle is cut and says so."""
+    runs = json.loads(failure_record_path(root / "results", "chk", "GunPoint").read_text())["runs"]
+    err = runs[0]["error"]
+    assert len(err) <= ERROR_CHARS, len(err)
+    assert err.index("params: {hparams_json: <file>}") < err.index("characters cut")
+    assert err.endswith("more)"), err[-200:]  # the tail of the key list survives
+
+
+def mem_limit_named(root: Path) -> None:
+    doc = json.loads(failure_record_path(root / "results", "hog", "GunPoint").read_text())
+    runs = {r["protocol"]: r for r in doc["runs"]}
+    assert runs["fixed5"]["status"] == "ok"  # the worker was replaced and went on
+    err = runs["full"]["error"]
+    assert err.startswith("exceeded the job's memory limit of 1000 MB") and "raise methods.hog.resources.mem_mb" in err
 
 
 CHORUSTIC_RUN = {"chk": {"plugin": "chorustic", "params": {"checkpoint": "models/model.safetensors"}}}
@@ -358,6 +448,128 @@ FAULTS = [
         ("models/model.safetensors", "damaged or truncated"),
     ),
     ResultFault(
+        "R13",
+        "an unknown protocol id (--protocols fixed7)",
+        noop,
+        evaluate("centroid", "--protocols", "fixed7"),
+        2,
+        ("--protocols lists 'fixed7'", "it evaluates: full, fixed5", "Did you mean 'fixed5'"),
+        finished_record_untouched,
+    ),
+    ResultFault(
+        "R14",
+        "a misspelled protocol id (--protocols ful)",
+        noop,
+        evaluate("centroid", "--protocols", "ful"),
+        2,
+        ("'ful'", "Did you mean 'full'"),
+        finished_record_untouched,
+    ),
+    ResultFault(
+        "R15",
+        "a known and an unknown protocol id (--protocols full,fixed7)",
+        noop,
+        evaluate("centroid", "--protocols", "full,fixed7"),
+        2,
+        ("'fixed7'",),
+        finished_record_untouched,
+    ),
+    ResultFault(
+        "R16",
+        "an empty protocol list (--protocols ,)",
+        noop,
+        evaluate("centroid", "--protocols", ","),
+        2,
+        ("names no protocol", "full, fixed5"),
+        finished_record_untouched,
+    ),
+    ResultFault(
+        "R17",
+        "a protocol the method run is restricted away from (methods.<run>.protocols: [full])",
+        noop,
+        evaluate("centroid", "--protocols", "fixed5",
+                 methods={**OVERRIDE["methods"], "centroid": {"plugin": "centroid", "protocols": ["full"]}}),
+        2,
+        ("'fixed5'", "(methods.centroid.protocols)", "it evaluates: full"),
+        finished_record_untouched,
+    ),
+    ResultFault(
+        "R18",
+        "a context file written for other protocol settings (10-shot added to the config)",
+        noop,
+        evaluate("centroid", protocols={**OVERRIDE["protocols"], "fixed_shot": {"shots": [5, 10], "seeds": [0]}}),
+        2,
+        ("GunPoint.json has no context fixed10/0", "Delete it"),
+        finished_record_untouched,
+    ),
+    ResultFault(
+        "R19",
+        "a subset of a finished job's protocols (--protocols fixed5)",
+        noop,
+        evaluate("centroid", "--protocols", "fixed5"),
+        0,
+        ("fixed5\tseed 0\tok",),
+        subset_run_keeps_the_rest,
+    ),
+    ResultFault(
+        "R20",
+        "the disk is full when the worker writes a prediction file",
+        disk_full_for("results/*/centroid/Predictions/GunPoint/testResample0.csv"),
+        evaluate("centroid"),
+        1,
+        ("no space left on the device for results/", "testResample0.csv: writing it needs", "run the same command"),
+        job_failed_on_full_disk,
+        no_traceback=True,
+    ),
+    ResultFault(
+        "R21",
+        "the disk is full when the run manifest is written (by the worker, then by its supervisor)",
+        disk_full_for("results/runs/centroid/*"),
+        evaluate("centroid"),
+        1,
+        ("chorustic evaluate: no space left on the device for results/runs/centroid/",),
+        nothing_half_written,
+        no_traceback=True,
+    ),
+    ResultFault(
+        "R22",
+        "the disk is full when the table's checksum is written",
+        disk_full_for("results/accuracies.csv.sha256"),
+        aggregate,
+        1,
+        ("chorustic aggregate: no space left on the device for", "accuracies.csv.sha256: writing it needs"),
+        table_and_checksum_as_before,
+        no_traceback=True,
+    ),
+    ResultFault(
+        "R23",
+        "the disk is full when a report is written",
+        disk_full_for("reports/*"),
+        report,
+        1,
+        ("chorustic report: no space left on the device for", "reports/"),
+        no_traceback=True,
+    ),
+    ResultFault(
+        "R24",
+        "a checkpoint whose architecture does not match (an error longer than the error column)",
+        mismatched_checkpoint,
+        evaluate("chk", "--no-isolation", "--protocols", "fixed5", methods=CHORUSTIC_RUN, evaluate=["chk"],
+                 reports={"reference_method": "chk"}),
+        1,
+        ("does not match the ChorusTIC architecture", "params: {hparams_json: <file>}", "characters cut"),
+        advice_first_middle_cut,
+    ),
+    ResultFault(
+        "R25",
+        "a method run over its memory (methods.<run>.resources.mem_mb: 1000)",
+        noop,
+        evaluate("hog", methods={**OVERRIDE["methods"], "hog": {"plugin": "hog", "resources": {"mem_mb": 1000}}}),
+        1,
+        ("exceeded the job's memory limit of 1000 MB", "raise methods.hog.resources.mem_mb"),
+        mem_limit_named,
+    ),
+    ResultFault(
         "R12",
         "k-shot ineligibility names the class by its label",
         imbalanced_dataset,
@@ -372,6 +584,11 @@ FAULTS = [
 @pytest.mark.parametrize("f", FAULTS, ids=[f.id for f in FAULTS])
 def test_result_fault(f: ResultFault, finished, tmp_path, capsys, monkeypatch):
     root = _workdir(finished, tmp_path, monkeypatch)
+    monkeypatch.setenv("FINISHED", str(finished))
+    # what an injection may change, restored after the test (a full disk: os.fsync and the workers' environment)
+    monkeypatch.setattr(os, "fsync", os.fsync)
+    monkeypatch.setenv("PYTHONPATH", os.environ.get("PYTHONPATH", ""))
+    monkeypatch.setenv(FULL_DISK_ENV, "")
     f.inject(root)
     rc = main(f.argv(root))
     out = capsys.readouterr()
@@ -379,7 +596,7 @@ def test_result_fault(f: ResultFault, finished, tmp_path, capsys, monkeypatch):
     assert rc == f.exit, f"{f.id} {f.fault}: exit {rc}, expected {f.exit}\n{text}"
     for fragment in f.says:
         assert fragment in text, f"{f.id} {f.fault}: the message lacks {fragment!r}:\n{text}"
-    if f.exit == 2:  # a user error: one message (a failing method's traceback is its log, and welcome)
+    if f.exit == 2 or f.no_traceback:  # a user error: one message (a failing method's traceback is its log)
         assert "Traceback" not in out.err, text
     if f.check is not None:
         f.check(root)
@@ -420,3 +637,68 @@ def test_the_workers_reason_reaches_the_error_column(finished, tmp_path, monkeyp
         iter(errors)
     )
     assert failure_record_path("results", "centroid", "GunPoint").exists()
+
+
+def test_a_full_disk_when_the_tables_are_written_after_a_failure(finished, tmp_path, monkeypatch):
+    """The Snakefile's onerror handler on a full disk: one line naming the file and the space it needs, then
+    the run's usual summary of what failed; the table and its checksum stay as they were (never a table
+    without its checksum)."""
+    import io
+
+    from chorustic import config as cc
+    from chorustic.evaluation.snakemake_glue import tables_after_failure
+
+    root = _workdir(finished, tmp_path, monkeypatch)
+    cfg = cc.load_config(_config(root, evaluate=["centroid", "flaky"])[1::2])  # flaky never ran
+    monkeypatch.setenv(FULL_DISK_ENV, str(root / "results" / "accuracies.csv"))
+    monkeypatch.setattr(os, "fsync", full_disk(os.fsync))
+    out = io.StringIO()
+    tables_after_failure(cfg, steps=[], evaluate_log=str(root / "logs" / "evaluate" / "{method}" / "{dataset}.log"),
+                         report_log=str(root / "logs" / "report.log"), out=out)
+    text = out.getvalue()
+    assert "Traceback" not in text, text
+    assert "chorustic: something failed. 1 evaluation job(s) did not finish" in text and "flaky/GunPoint" in text
+    assert "The tables could not be written: no space left on the device for results/accuracies.csv: writing it " \
+           "needs" in text, text
+    assert "run the same command again" in text
+    for name in ("accuracies.csv", "accuracies.csv.sha256"):
+        assert (root / "results" / name).read_bytes() == (finished / "results" / name).read_bytes()
+    assert not list(root.rglob("*.tmp"))
+
+
+def test_time_limits_belong_to_the_cluster(finished, tmp_path, monkeypatch, capsys):
+    """A local run never stops a job that is making progress because the machine is slower than the cost
+    model assumed (the workflow passes the job's `runtime` as --cluster-runtime); a limit the user set holds
+    and is named; under a cluster scheduler (SLURM_JOB_ID) the worker stops a minute before the scheduler
+    ends the job (its time left from squeue), so the failure is recorded, naming the setting to raise."""
+    root = _workdir(finished, tmp_path, monkeypatch)
+    monkeypatch.delenv("SLURM_JOB_ID", raising=False)
+    monkeypatch.setenv("SLEEPY_S", "2")  # the full context's fit (and the worker's start) take longer than 0.6 s
+
+    def runs(*extra: str) -> tuple[int, dict[str, dict]]:
+        rc = main(evaluate("sleepy", *extra)(root))
+        path = manifest_path(root / "results", "sleepy", "GunPoint")
+        path = path if path.exists() else failure_record_path(root / "results", "sleepy", "GunPoint")
+        return rc, {r["protocol"]: r for r in json.loads(path.read_text())["runs"]}
+
+    rc, got = runs("--cluster-runtime", "0.01")  # the job asked for 0.6 s: not a limit on a local run
+    assert rc == 0 and {r["status"] for r in got.values()} == {"ok"}, got
+
+    rc, got = runs("--runtime", "0.02")  # a limit the user set: 1.2 s
+    assert rc == 1 and got["full"]["status"] == "failed"
+    assert got["full"]["error"].startswith("exceeded the time limit of 0.02 min set by --runtime"), got["full"]
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    squeue = bin_dir / "squeue"  # SLURM's answer for this job: 65 s left
+    squeue.write_text('#!/bin/sh\n[ "$*" = "-h -j 4242 -o %L" ] && echo "   1:05" || exit 1\n')
+    squeue.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("SLURM_JOB_ID", "4242")
+    monkeypatch.setenv("SLEEPY_S", "60")
+    rc, got = runs("--cluster-runtime", "9")
+    err = got["full"]["error"]
+    assert rc == 1 and got["full"]["status"] == "failed" and got["fixed5"]["status"] == "failed"
+    assert "1 min before SLURM ends the job at its time limit" in err and "raise methods.sleepy.resources.runtime" \
+        in err, err
+    assert "estimated by the method's cost model" in err

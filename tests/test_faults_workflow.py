@@ -3,9 +3,11 @@
 The workdir starts as a user's would: ``GunPoint`` with its TRAIN file but not its TEST file (the
 user's own copy), ``ItalyPowerDemand`` not there yet (it ships inside aeon), three method runs from
 tests/fault_plugins.py (``centroid``; ``flaky``, failing its 5-shot contexts while a file exists;
-``broken``, a plugin file that does not import), protocols full + 5-shot seed 0. Each row injects a
-fault or a fix, runs ``snakemake`` (the same command every time) and checks what the user gets: the
-exit status, exactly which jobs ran, the tables, the user's files and the messages.
+``broken``, a plugin file that does not import), protocols full + 5-shot seed 0. The working, data,
+results, reports and log folders have spaces, quotes and non-ASCII letters in their names (every path
+in every rule's command is quoted). Each row injects a fault or a fix, runs ``snakemake`` (the same
+command every time) and checks what the user gets: the exit status, exactly which jobs ran, the tables,
+the user's files and the messages.
 """
 
 from __future__ import annotations
@@ -24,14 +26,23 @@ import yaml
 from fault_plugins import write_plugins
 
 from chorustic.data.download import aeon_data_dir
+from chorustic.evaluation.integrity import verify_result_file
 from chorustic.io import sha256_file
 from chorustic.testing.workflow import SNAKEFILE, command_env, run_snakemake
 
 REPO = Path(__file__).resolve().parents[1]
 AEON = aeon_data_dir()
-GP = "data/raw/GunPoint"
+# folder names a user may well have: spaces, a quote, non-ASCII letters
+WORKDIR = "my work é 'ü' 数据"
+DATA = "my data é 数据/raw"
+RESULTS = "results 'r' ü"
+REPORTS = "reports ü x"
+LOGS = "logs é x"
+GP = f"{DATA}/GunPoint"
 
 CONFIG = {
+    "paths": {"data_dir": DATA, "cache_dir": "my data é 数据/cache", "results_dir": RESULTS,
+              "reports_dir": REPORTS, "logs_dir": LOGS},
     "datasets": {"archives": ["UCR"], "include": ["GunPoint", "ItalyPowerDemand"], "exclude": []},
     "protocols": {
         "full": True,
@@ -66,7 +77,7 @@ def jobs_scheduled(output: str) -> dict[str, int]:
 
 
 def table(wd: Path) -> pd.DataFrame:
-    return pd.read_csv(wd / "results" / "accuracies.csv")
+    return pd.read_csv(wd / RESULTS / "accuracies.csv")
 
 
 def rows(wd: Path, method: str, dataset: str) -> pd.DataFrame:
@@ -122,15 +133,15 @@ def check_start(wd: Path, out: str) -> None:
         and broken.error.str.contains("plugin file broken.py of method .broken. failed to import").all()
     )
     assert broken.error.str.contains("No module named 'a_module_that_does_not_exist'").all()
-    assert (wd / "reports" / "README.md").is_file() and (wd / "reports" / "missing_runs.csv").is_file()
+    assert (wd / REPORTS / "README.md").is_file() and (wd / REPORTS / "missing_runs.csv").is_file()
     # one message saying what failed and what to do; each failing job's reason in its own log
     assert "something failed" in out and "run the same command again" in out
-    log = (wd / "logs" / "evaluate" / "flaky" / "ItalyPowerDemand.log").read_text()
+    log = (wd / LOGS / "evaluate" / "flaky" / "ItalyPowerDemand.log").read_text()
     assert "FAILED: flaky/ItalyPowerDemand: 1 of 2 runs failed" in log
-    assert "GunPoint_TEST.ts" in (wd / "logs" / "download" / "GunPoint.log").read_text()
-    broken_log = (wd / "logs" / "evaluate" / "broken" / "ItalyPowerDemand.log").read_text()
+    assert "GunPoint_TEST.ts" in (wd / LOGS / "download" / "GunPoint.log").read_text()
+    broken_log = (wd / LOGS / "evaluate" / "broken" / "ItalyPowerDemand.log").read_text()
     assert "Traceback" in broken_log and "PluginLoadError" in broken_log  # the failing worker's traceback
-    assert not (wd / "results" / "runs" / "flaky" / "ItalyPowerDemand.json").exists()
+    assert not (wd / RESULTS / "runs" / "flaky" / "ItalyPowerDemand.json").exists()
 
 
 def fix_everything(wd: Path) -> None:
@@ -142,7 +153,7 @@ def fix_everything(wd: Path) -> None:
 def check_fixed(wd: Path, out: str) -> None:
     assert (table(wd).status == "ok").all() and len(table(wd)) == 8
     assert sha256_file(wd / GP / "GunPoint_TRAIN.ts") == (wd / "train.sha256").read_text()
-    (wd / "table_before.csv").write_bytes((wd / "results" / "accuracies.csv").read_bytes())
+    (wd / "table_before.csv").write_bytes((wd / RESULTS / "accuracies.csv").read_bytes())
 
 
 def no_change(wd: Path) -> None:
@@ -163,7 +174,7 @@ def change_params(wd: Path) -> None:
 
 def check_params(wd: Path, out: str) -> None:
     for d in ("GunPoint", "ItalyPowerDemand"):
-        m = json.loads((wd / "results" / "runs" / "centroid" / f"{d}.json").read_text())
+        m = json.loads((wd / RESULTS / "runs" / "centroid" / f"{d}.json").read_text())
         assert m["params"] == {"shrink": 0.9} and m["fingerprint"]["params"] == {"shrink": 0.9}
     before = pd.read_csv(wd / "table_before.csv")
     after = table(wd)
@@ -176,30 +187,57 @@ def edit_plugin_code(wd: Path) -> None:
 
 
 def damage_results(wd: Path) -> None:
-    (wd / "results" / "fixed5" / "centroid" / "Predictions" / "GunPoint" / "testResample0.csv").unlink()
-    p = wd / "results" / "full" / "flaky" / "Predictions" / "ItalyPowerDemand" / "testResample0.csv"
+    (wd / RESULTS / "fixed5" / "centroid" / "Predictions" / "GunPoint" / "testResample0.csv").unlink()
+    p = wd / RESULTS / "full" / "flaky" / "Predictions" / "ItalyPowerDemand" / "testResample0.csv"
     p.write_text("".join(p.read_text().splitlines(keepends=True)[:100]))  # truncated at a line boundary
-    m = wd / "results" / "runs" / "centroid" / "ItalyPowerDemand.json"
+    m = wd / RESULTS / "runs" / "centroid" / "ItalyPowerDemand.json"
     m.write_text(m.read_text()[:200])  # a truncated manifest
-    t = wd / "results" / "accuracies.csv"
+    t = wd / RESULTS / "accuracies.csv"
     t.write_text(
         "".join(t.read_text().splitlines(keepends=True)[:3])
     )  # the table truncated at a line boundary
-    c = wd / "results" / "contexts" / "ItalyPowerDemand.json"
+    c = wd / RESULTS / "contexts" / "ItalyPowerDemand.json"
     c.write_text(c.read_text()[:50])  # a context file damaged: set aside, re-made when a job needs it
 
 
 def check_remade(wd: Path, out: str) -> None:
-    assert (wd / "results" / "accuracies.csv.damaged").is_file() and "is re-made" in out
-    json.loads((wd / "results" / "contexts" / "ItalyPowerDemand.json").read_text())
+    assert (wd / RESULTS / "accuracies.csv.damaged").is_file() and "is re-made" in out
+    json.loads((wd / RESULTS / "contexts" / "ItalyPowerDemand.json").read_text())
     assert (
-        wd / "results" / "fixed5" / "centroid" / "Predictions" / "GunPoint" / "testResample0.csv"
+        wd / RESULTS / "fixed5" / "centroid" / "Predictions" / "GunPoint" / "testResample0.csv"
     ).is_file()
     assert (table(wd).status == "ok").all() and len(table(wd)) == 8
-    json.loads((wd / "results" / "runs" / "centroid" / "ItalyPowerDemand.json").read_text())
+    json.loads((wd / RESULTS / "runs" / "centroid" / "ItalyPowerDemand.json").read_text())
+
+
+W4_METHODS = {**CONFIG["methods"], "centroid": {"plugin": "centroid", "params": {"shrink": 0.9}}}
+FULL_ONLY = {"full": True, "fixed_shot": {"shots": [], "seeds": [0]}, "proportional": {"percents": [], "seeds": [0]}}
+
+
+def _fixed5_files(wd: Path) -> dict[Path, str]:
+    return {p: sha256_file(p) for p in sorted((wd / RESULTS / "fixed5").rglob("testResample*.csv"))}
+
+
+def full_only(wd: Path) -> None:
+    (wd / "fixed5.json").write_text(json.dumps({str(p): h for p, h in _fixed5_files(wd).items()}))
+    set_config(wd, evaluate=["centroid", "flaky"], methods=W4_METHODS, protocols=FULL_ONLY)
+
+
+def check_full_only(wd: Path, out: str) -> None:
+    # the earlier selection's finished 5-shot results are still there, as they were
+    before = json.loads((wd / "fixed5.json").read_text())
+    assert len(before) == 4 and {str(p): h for p, h in _fixed5_files(wd).items()} == before
+    # each job's manifest lists (and verifies) what it made: the full context only
+    for m in ("centroid", "flaky"):
+        for d in ("GunPoint", "ItalyPowerDemand"):
+            runs = json.loads((wd / RESULTS / "runs" / m / f"{d}.json").read_text())["runs"]
+            assert [r["protocol"] for r in runs] == ["full"]
+            assert verify_result_file(runs[0], full=True, base=wd) is None
+    assert (table(wd).protocol == "full").all() and (table(wd).status == "ok").all() and len(table(wd)) == 4
 
 
 def edit_user_data(wd: Path) -> None:
+    set_config(wd, evaluate=["centroid", "flaky"], methods=W4_METHODS)  # back to full + 5-shot
     p = wd / GP / "GunPoint_TEST.ts"
     p.write_text(p.read_text().replace("@problemName", "# my note\n@problemName", 1))
     (wd / "test.sha256").write_text(sha256_file(p))
@@ -210,7 +248,9 @@ def check_edited(wd: Path, out: str) -> None:
     gp = table(wd)[table(wd).dataset == "GunPoint"]
     assert (gp.status == "failed").all() and gp.error.str.contains("checksum mismatch").all()
     assert gp.error.str.contains("--update-lock").all()
-    assert (rows(wd, "centroid", "ItalyPowerDemand").status == "ok").all()
+    # back to full + 5-shot: the table is right for this selection too
+    italy = rows(wd, "centroid", "ItalyPowerDemand")
+    assert set(italy.index) == {"full", "fixed5"} and (italy.status == "ok").all()
 
 
 def typo_in_config(wd: Path) -> None:
@@ -290,11 +330,19 @@ STEPS = [
         check_remade,
     ),
     Step(
+        "W6b",
+        "the same directory with another protocol selection (full only): the 5-shot results stay",
+        full_only,
+        True,
+        {"contexts": 2, "evaluate": 4, "aggregate": 1, "report": 1},
+        check_full_only,
+    ),
+    Step(
         "W7",
-        "the user edits a data file after its checksum was pinned",
+        "back to full + 5-shot, and the user edits a data file after its checksum was pinned",
         edit_user_data,
         False,
-        {"download": 1, "preprocess": 1, "contexts": 1, "evaluate": 2, "aggregate": 1, "report": 1},
+        {"download": 1, "preprocess": 1, "contexts": 2, "evaluate": 4, "aggregate": 1, "report": 1},
         check_edited,
     ),
     Step(
@@ -320,7 +368,8 @@ STEPS = [
 
 @pytest.mark.slow
 def test_workflow_faults(tmp_path):
-    wd = tmp_path
+    wd = tmp_path / WORKDIR
+    wd.mkdir()
     for step in STEPS:
         step.inject(wd)
         proc = snakemake(wd, *(["-n", "-p"] if step.dry_run else []))

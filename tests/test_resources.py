@@ -140,6 +140,62 @@ def test_worker_limits_leave_room_for_the_job():
     assert mem == 2000 - cr.JOB_OVERHEAD_MB and minutes == 30 - cr.SCHEDULER_MARGIN_MIN
 
 
+def _with_resources(**own):
+    cfg = copy.deepcopy(PAPER)
+    cfg["methods"]["minirocket"]["resources"] = own
+    return cfg
+
+
+NO_SCHEDULER = {"PATH": "/nonexistent"}
+SLURM_NO_SQUEUE = {"SLURM_JOB_ID": "7", "PATH": "/nonexistent"}
+
+
+@pytest.mark.parametrize(
+    "case, cfg, kwargs, env, minutes, says",
+    [
+        ("local: the cost model's runtime is no limit", PAPER, {"cluster_runtime_min": 9}, NO_SCHEDULER, None, ()),
+        ("local: a runtime the user set holds", _with_resources(runtime=30), {"cluster_runtime_min": 30},
+         NO_SCHEDULER, 30, ("time limit of 30 min set by methods.minirocket.resources.runtime",)),
+        ("local: a limit set by hand holds", PAPER, {"time_limit_min": 5}, NO_SCHEDULER, 5, ("set by --runtime",)),
+        ("SLURM (squeue silent): a minute before the job's runtime", PAPER, {"cluster_runtime_min": 9},
+         SLURM_NO_SQUEUE, 8, ("before SLURM ends the job", "9 min, estimated by the method's cost model",
+                              "raise methods.minirocket.resources.runtime")),
+        ("SLURM: the user's runtime is the scheduler's", _with_resources(runtime=30), {"cluster_runtime_min": 30},
+         SLURM_NO_SQUEUE, 29, ("30 min, methods.minirocket.resources.runtime",)),
+        ("SLURM: capped by the partition's limit", _cfg(max_runtime=20), {"cluster_runtime_min": 20},
+         SLURM_NO_SQUEUE, 19, ("capped by cluster.max_runtime",)),
+    ],
+    ids=lambda v: v if isinstance(v, str) else "",
+)
+def test_time_limits_belong_to_the_cluster(case, cfg, kwargs, env, minutes, says):
+    limits = cr.evaluation_limits(cfg, "minirocket", env=env, **kwargs)
+    assert limits.minutes == minutes, case
+    reason = limits.time_reason.format(limit=limits.minutes or 0, elapsed=minutes or 0)
+    for fragment in says:
+        assert fragment in reason, (case, reason)
+
+
+def test_the_scheduler_is_recognised_from_its_environment():
+    assert cr.cluster_scheduler({"SLURM_JOB_ID": "12"}) == "SLURM"
+    assert cr.cluster_scheduler({"SLURM_JOB_ID": ""}) is None and cr.cluster_scheduler({}) is None
+    assert cr._slurm_minutes(" 1-02:03:30\n") == 1440 + 123.5
+    assert cr._slurm_minutes("2:03:00") == 123 and cr._slurm_minutes("05:30") == 5.5
+    assert cr._slurm_minutes("UNLIMITED") is None and cr._slurm_minutes("INVALID") is None
+    assert cr.scheduler_minutes_left(SLURM_NO_SQUEUE) is None and cr.scheduler_minutes_left({}) is None
+
+
+def test_the_memory_limit_reported_is_the_one_set():
+    limits = cr.evaluation_limits(_with_resources(mem_mb=1000), "minirocket", job_mem_mb=1000, env=NO_SCHEDULER)
+    assert limits.mem_mb == 1000 - cr.JOB_OVERHEAD_MB
+    reason = limits.mem_reason.format(limit=limits.mem_mb, rss=512)
+    assert reason.startswith("exceeded the job's memory limit of 1000 MB: the method's worker reached 512 MB")
+    assert reason.endswith("raise methods.minirocket.resources.mem_mb")
+    capped = cr.evaluation_limits(_cfg(max_mem_mb=2000), "minirocket", job_mem_mb=2000, env=NO_SCHEDULER)
+    assert "2000 MB (capped by cluster.max_mem_mb)" in capped.mem_reason
+    assert cr.job_memory_problem(cr.MIN_JOB_MEM_MB, "x") is None
+    assert f"at least {cr.MIN_JOB_MEM_MB} MB" in cr.job_memory_problem(400, "methods.m.resources.mem_mb")
+
+
 def test_cost_models_cover_the_demo_measurements(methods):
     """The committed demo results (examples/demo/results/accuracies.csv: peak memory and fit/predict times
     of every run, measured on 2 CPU cores) stay inside what the jobs ask for: memory within the job's

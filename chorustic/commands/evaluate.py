@@ -36,14 +36,23 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--contexts", default=None, metavar="JSON",
                    help="the dataset's context file (default: <results_dir>/contexts/<dataset>.json, written "
                         "when missing; one dataset only)")
-    p.add_argument("--protocols", default=None, help="comma-separated protocol ids to run (default: all)")
+    p.add_argument("--protocols", default=None,
+                   help="comma-separated protocol ids to run, of those the configuration produces for the "
+                        "method run (default: all of them), e.g. full,fixed5")
     p.add_argument("--threads", type=int, default=1, help="CPU threads of the job (default: 1)")
     p.add_argument("--no-isolation", action="store_true",
                    help="run in this process (no worker, no limits), as `evaluation.isolate: false` does")
     p.add_argument("--mem-mb", type=float, default=None,
-                   help="memory of the job (MB); the worker gets it minus what the job's other processes need")
+                   help="memory of the job (MB; at least 900; default: the method run's `resources.mem_mb` when "
+                        "set, else no limit); the worker gets it minus what the job's other processes need")
     p.add_argument("--runtime", type=float, default=None,
-                   help="time limit of the job (minutes); the worker stops a minute before it")
+                   help="stop a context's worker after this many minutes (default: the method run's "
+                        "`resources.runtime` when set, else no time limit: a local run is never stopped because "
+                        "the machine is slower than the cost model assumed)")
+    p.add_argument("--cluster-runtime", type=float, default=None, metavar="MIN",
+                   help="the time limit the job asked its cluster scheduler for (the workflow passes the job's "
+                        "`runtime`): under a scheduler (SLURM) the worker stops a minute before the scheduler "
+                        "ends the job, so the context is recorded as failed; ignored on a local run")
     p.set_defaults(func=_evaluate)
 
     p = sub.add_parser("aggregate", help="collect run manifests into results/accuracies.csv",
@@ -87,6 +96,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     from chorustic.evaluation.job import JobFailed, JobSpec, failed_runs_message
     from chorustic.evaluation.supervisor import run_evaluation
     from chorustic.methods import discover
+    from chorustic.resources import evaluation_limits, job_memory_problem
 
     cfg = cc.load_config(args.config)
     entry = cc.method_entry(cfg, args.method)  # an unknown run name: ConfigError with the closest names
@@ -95,6 +105,15 @@ def _evaluate(args: argparse.Namespace) -> int:
     if args.contexts and len(args.dataset) != 1:
         print("chorustic evaluate: --contexts needs exactly one --dataset", file=sys.stderr)
         return 2
+    # an id the run does not evaluate (fixed7, ful) is an error naming the known ones, before anything is written
+    protocols = cc.run_protocols(cfg, args.method, None if args.protocols is None else
+                                 [p.strip() for p in args.protocols.split(",") if p.strip()])
+    if args.mem_mb is not None and job_memory_problem(args.mem_mb, "--mem-mb"):
+        raise cc.ConfigError(job_memory_problem(args.mem_mb, "--mem-mb"))
+    # by hand (no --mem-mb) the run's own setting still holds; the workflow passes the job's mem_mb
+    mem_mb = args.mem_mb if args.mem_mb is not None else entry["resources"].get("mem_mb")
+    limits = evaluation_limits(cfg, args.method, job_mem_mb=mem_mb, time_limit_min=args.runtime,
+                               cluster_runtime_min=args.cluster_runtime)
     if len(args.config) != 1 or cc.read_config_record(args.config[0]) is None:
         # by hand: the profile's method runs (plugin names, parameters, display names), as the workflow
         # checks them when it starts (a workflow job reads the record of that check: no second one)
@@ -108,13 +127,12 @@ def _evaluate(args: argparse.Namespace) -> int:
         ctx_file = Path(args.contexts or Path(cfg["paths"]["results_dir"]) / "contexts" / f"{dataset}.json")
         if not ctx_file.exists():
             _write_contexts(cfg, dataset, ctx_file)
+        _check_contexts_cover(cfg, protocols, ctx_file)
         spec = JobSpec.from_config(cfg, args.method, dataset, contexts_file=ctx_file, n_jobs=args.threads,
                                    fingerprint=fingerprint)
-        if args.protocols:
-            spec.protocols = [p.strip() for p in args.protocols.split(",") if p.strip()]
+        spec.protocols = protocols
         try:
-            manifest = run_evaluation(spec, evaluation, job_mem_mb=args.mem_mb, job_runtime_min=args.runtime,
-                                      threads=args.threads)
+            manifest = run_evaluation(spec, evaluation, limits=limits, threads=args.threads)
         except JobFailed as exc:
             print(f"FAILED: {exc}", file=sys.stderr)
             failures += 1
@@ -130,6 +148,27 @@ def _evaluate(args: argparse.Namespace) -> int:
     if broken:
         print(f"chorustic evaluate: {broken[args.method]}", file=sys.stderr)
     return 1 if failures else 0
+
+
+def _check_contexts_cover(cfg: dict, protocols: list[str], path: Path) -> None:
+    """A context file without a context the configuration selects (written for other `protocols` settings) is
+    an error naming the file and the fix, before anything is run or written (a job never silently runs a
+    part of its contexts)."""
+    from chorustic import config as cc
+    from chorustic.protocols.contexts import context_specs
+
+    try:
+        have = {(c["protocol"], int(c["seed"])) for c in json.loads(path.read_text(encoding="utf-8"))["contexts"]}
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError):
+        return  # unreadable: the job records that reason (and the workflow re-makes the file)
+    lacking = [s.key for s in context_specs(cfg["protocols"]) if s.protocol in protocols
+               and (s.protocol, s.seed) not in have]
+    if lacking:
+        raise cc.ConfigError(
+            f"the context file {path} has no context {', '.join(lacking[:5])}{' ...' if len(lacking) > 5 else ''} "
+            "(protocol/seed) that the configuration selects: it was written for other `protocols` settings. "
+            "Delete it (it is written again from the configuration) or pass --contexts with a matching file."
+        )
 
 
 def _write_contexts(cfg: dict, dataset: str, path: Path) -> None:

@@ -17,7 +17,9 @@ What is verified before a row is written (:func:`collect_runs`):
   other parameters or code: its rows become ``failed`` ("stale"), never reported as results;
 * with ``jobs`` (every job the configuration expects), a job without a finished manifest: its
   failure record's rows (``<dataset>.failed.json``), or one ``failed`` row per context saying why it
-  did not run; ``why_not_run(job)`` can say that a job's inputs are missing or were re-made after its
+  did not run; a manifest made with another protocol selection (``chorustic evaluate --protocols``)
+  contributes the runs the configuration selects, and a selected context it lacks is a ``failed``
+  row; ``why_not_run(job)`` can say that a job's inputs are missing or were re-made after its
   manifest (then its manifest does not count either). One failing method or dataset never keeps the
   others out of the table.
 
@@ -37,7 +39,7 @@ import pandas as pd
 
 from chorustic.evaluation.integrity import checksum_path
 from chorustic import config as cc
-from chorustic.io import atomic_open, atomic_write_text, sha256_file
+from chorustic.io import atomic_write_texts, sha256_bytes
 from chorustic.protocols.base import protocol_sort_key
 from chorustic.run_plan import UNKNOWN_GROUP, ExpectedJob, method_metadata  # noqa: F401 - the plan is their home
 
@@ -235,6 +237,23 @@ def _verify(doc: dict[str, Any], problems: list[str]) -> None:
         problems.append(f"{doc['method']}/{doc['dataset']} {run['protocol']} seed {run['seed']}: {problem}")
 
 
+def _match_contexts(doc: dict[str, Any], job: ExpectedJob, path: Path, problems: list[str]) -> None:
+    """Keep the runs of the contexts the configuration selects for ``job``; a selected context the manifest
+    lacks (it was made with another protocol selection) is a failed run. Reported methods copy published
+    numbers, whatever protocols they cover: left as they are."""
+    if doc.get("reported"):
+        return
+    selected = [(c["protocol"], c["seed"]) for c in job.contexts]
+    doc["runs"] = [r for r in doc["runs"] if (r.get("protocol"), r.get("seed")) in selected]
+    have = {(r["protocol"], r["seed"]) for r in doc["runs"]}
+    lacking = [c for c in job.contexts if (c["protocol"], c["seed"]) not in have]
+    if lacking:
+        why = (f"not run: {path} has no run of this context (the job ran another protocol selection, e.g. "
+               "`chorustic evaluate --protocols`); the next `snakemake` re-makes the job")
+        doc["runs"] += [_failed_run(c, why) for c in lacking]
+        problems.append(f"{doc['method']}/{doc['dataset']}: {len(lacking)} selected context(s) not run ({why})")
+
+
 def _stale(doc: dict[str, Any], fingerprint: str | None, problems: list[str]) -> None:
     if fingerprint is None:
         return
@@ -311,6 +330,8 @@ def collect_runs(
             except ManifestError as exc:
                 reason = str(exc)
         if doc is not None:
+            if job is not None:
+                _match_contexts(doc, job, path, problems)
             _verify(doc, problems)
             _stale(doc, (fingerprints or {}).get(method), problems)
             _standin(doc, problems)
@@ -339,11 +360,12 @@ def collect_runs(
 
 
 def write_accuracies(df: pd.DataFrame, path: str | os.PathLike) -> None:
-    """Write the table atomically (accuracies keep full precision), then its checksum file."""
+    """Write the table (accuracies keep full precision) and its checksum file together, all or none: a
+    failure (a full disk) leaves both as they were, never a table without its checksum."""
     path = Path(path)
-    with atomic_open(path, "w", encoding="utf-8", newline="") as fh:
-        df.to_csv(fh, index=False, float_format=None)
-    atomic_write_text(checksum_path(path), f"{sha256_file(path)}  {path.name}\n")
+    text = df.to_csv(index=False, float_format=None)
+    digest = sha256_bytes(text.encode("utf-8"))
+    atomic_write_texts({path: text, checksum_path(path): f"{digest}  {path.name}\n"})
 
 
 # --------------------------------------------------------------------------------------------------

@@ -190,8 +190,11 @@ def verify_result_file(
     return None
 
 
-def manifest_problem(path: str | os.PathLike, *, full: bool = False) -> str | None:
-    """``None`` when the finished manifest ``path`` and every prediction file it lists are intact."""
+def manifest_problem(
+    path: str | os.PathLike, *, full: bool = False, expected: set[tuple[str, int]] | None = None
+) -> str | None:
+    """``None`` when the finished manifest ``path`` and every prediction file it lists are intact (and,
+    with ``expected``, it has a run of every ``(protocol, seed)`` the configuration selects for its job)."""
     path = Path(path)
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
@@ -199,6 +202,13 @@ def manifest_problem(path: str | os.PathLike, *, full: bool = False) -> str | No
         return f"the run manifest {path} is unreadable ({type(exc).__name__}: {exc})"
     if not isinstance(doc, dict) or not isinstance(doc.get("runs"), list):
         return f"the run manifest {path} is not a chorustic run manifest"
+    if expected and not doc.get("reported"):
+        have = {(r.get("protocol"), r.get("seed")) for r in doc["runs"] if isinstance(r, dict)}
+        lacking = sorted(expected - have, key=str)
+        if lacking:
+            named = ", ".join(f"{p} seed {s}" for p, s in lacking[:5]) + (" ..." if len(lacking) > 5 else "")
+            return (f"the run manifest {path} has no run of {named}, which the configuration selects (the job ran "
+                    "another protocol selection)")
     for run in doc["runs"]:
         if isinstance(run, dict) and run.get("status") == "ok":
             problem = verify_result_file(run, full=full)
@@ -271,9 +281,12 @@ def contexts_problem(path: str | os.PathLike) -> str | None:
 
 
 def set_aside_damaged(
-    manifests: list[str], sources: list[str], tables: list[str], contexts: list[str] = ()
+    manifests: list[str], sources: list[str], tables: list[str], contexts: list[str] = (),
+    expected: dict[str, set[tuple[str, int]]] | None = None,
 ) -> list[str]:
     """Check every finished result (see the module docstring); move the damaged ones' records aside.
+    ``expected``: the ``(protocol, seed)`` the configuration selects for each manifest's job (a manifest
+    without one of them, made with another selection, is re-made).
 
     Returns one message per result moved aside. Cheap when nothing changed: files whose size and
     modification time are as recorded are not hashed.
@@ -281,7 +294,7 @@ def set_aside_damaged(
     messages = []
     for path in manifests:
         if Path(path).exists():
-            problem = manifest_problem(path, full=False)
+            problem = manifest_problem(path, full=False, expected=(expected or {}).get(path))
             if problem:
                 moved = set_aside(path)
                 messages.append(

@@ -10,8 +10,9 @@ Guarantees
 * A method that fails on one context (error, out of memory, missing weights) is recorded as
   ``failed`` with its reason and leaves no prediction file; the other contexts still run.
 * The manifest is written last and atomically; prediction files are written atomically. A job that
-  starts again first deletes the prediction files an earlier, unfinished attempt left behind, so a
-  finished manifest never points at files of another attempt.
+  starts again first deletes the prediction files of the contexts it runs that an earlier attempt
+  left behind, so a finished manifest never points at files of another attempt; the files of contexts
+  it does not run (another protocol selection's finished results) are left alone.
 * A job with a failed run is not finished: its manifest goes to ``<dataset>.failed.json`` instead of
   ``<dataset>.json`` (aggregation lists its runs, the workflow retries the job). Every prediction file is
   recorded in the manifest with its SHA-256 (:mod:`chorustic.evaluation.integrity`), and the manifest
@@ -35,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from chorustic.errors import NoSpaceError, shorten
 from chorustic.evaluation.integrity import file_record
 from chorustic.evaluation.results import result_path, write_result_file
 from chorustic.io import atomic_write_json
@@ -50,7 +52,9 @@ __all__ = [
     "failed_runs_message",
     "failure_record_path",
     "finished_manifest",
+    "job_contexts",
     "manifest_path",
+    "no_contexts_error",
     "run_job",
     "run_record",
     "write_finished",
@@ -192,13 +196,47 @@ def failed_runs_message(manifest: dict[str, Any], results_dir: str | os.PathLike
     )
 
 
-def clear_job_outputs(results_dir: str | os.PathLike, method: str, dataset: str) -> list[Path]:
-    """Delete prediction files, progress and manifests of an earlier attempt of this job; return what was removed."""
-    removed = []
-    for p in Path(results_dir).glob(f"*/{method}/Predictions/{dataset}/testResample*.csv"):
-        p.unlink()
-        removed.append(p)
+def job_contexts(spec: "JobSpec") -> list[tuple[str, int]] | None:
+    """``(protocol, seed)`` of every context the job runs (its context file, restricted to its protocols),
+    or None when the context file cannot be read."""
+    from chorustic.protocols.contexts import iter_contexts
+
+    try:
+        doc = json.loads(Path(spec.contexts_file).read_text(encoding="utf-8"))
+        return [(ctx.protocol, int(ctx.seed)) for ctx, _ in iter_contexts(doc, spec.protocols)]
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def no_contexts_error(spec: "JobSpec") -> JobFailed:
+    """A job whose protocol selection matches no context of its context file: nothing is run or written."""
+    return JobFailed(
+        f"{spec.method}/{spec.dataset}: the protocols {spec.protocols} select no context of {spec.contexts_file}; "
+        "nothing was run and no result was touched. Select protocols the configuration produces (or re-make "
+        "the context file with `chorustic contexts`)."
+    )
+
+
+def clear_job_outputs(
+    results_dir: str | os.PathLike, method: str, dataset: str, contexts: list[tuple[str, int]]
+) -> list[Path]:
+    """Delete the prediction files of ``contexts`` (``(protocol, seed)``: the contexts the job is about to
+    run), and the progress and failure record of an earlier attempt; return what was removed. Prediction
+    files of other contexts (finished results of another protocol selection) are never touched."""
+    removed = _remove_predictions(results_dir, method, dataset, contexts)
     for p in (progress_path(results_dir, method, dataset), failure_record_path(results_dir, method, dataset)):
+        if p.exists():
+            p.unlink()
+            removed.append(p)
+    return removed
+
+
+def _remove_predictions(
+    results_dir: str | os.PathLike, method: str, dataset: str, contexts: list[tuple[str, int]]
+) -> list[Path]:
+    removed = []
+    for protocol, seed in contexts:
+        p = result_path(results_dir, protocol, method, dataset, seed)
         if p.exists():
             p.unlink()
             removed.append(p)
@@ -237,9 +275,13 @@ def _numerics() -> dict[str, str]:
     return {k: os.environ[k] for k in PORTABLE_ENV if os.environ.get(k)}
 
 
+#: The longest error text recorded for a run (the ``error`` column); longer ones are cut in the middle.
+ERROR_CHARS = 2000
+
+
 def _format_error(exc: BaseException) -> str:
     msg = f"{type(exc).__name__}: {exc}".strip()
-    return " ".join(msg.split())[:2000]
+    return shorten(" ".join(msg.split()), ERROR_CHARS)  # the head (what and what to do) and the tail kept
 
 
 def _is_out_of_memory(exc: BaseException) -> bool:
@@ -323,18 +365,20 @@ def run_job(spec: JobSpec, *, resume: bool = False, log=None) -> dict[str, Any]:
     results_dir = Path(spec.results_dir)
     prog = progress_path(results_dir, spec.method, spec.dataset)
     prior_runs: list[dict[str, Any]] = []
+    selected = job_contexts(spec)
+    if selected == []:
+        raise no_contexts_error(spec)
     if resume and prog.exists():
         prior = json.loads(prog.read_text())
         prior_runs = prior.get("runs", [])
         started = prior.get("started", started)
-        keep = {r["result_file"] for r in prior_runs if r.get("result_file")}
-        for p in Path(results_dir).glob(f"*/{spec.method}/Predictions/{spec.dataset}/testResample*.csv"):
-            if str(p) not in keep:
-                p.unlink()
+        keep = {(r["protocol"], int(r["seed"])) for r in prior_runs if r.get("result_file")}
+        # only the files of the runs recorded so far are kept (of the job's own contexts: never another selection's)
+        _remove_predictions(results_dir, spec.method, spec.dataset, [c for c in selected or [] if c not in keep])
     else:
-        removed = clear_job_outputs(results_dir, spec.method, spec.dataset)
+        removed = clear_job_outputs(results_dir, spec.method, spec.dataset, selected or [])
         if removed:
-            log(f"[{spec.method}/{spec.dataset}] removed {len(removed)} file(s) of an earlier unfinished attempt")
+            log(f"[{spec.method}/{spec.dataset}] removed {len(removed)} file(s) of an earlier attempt")
     done = {(r["protocol"], r["seed"]) for r in prior_runs}
 
     discovery = discover(spec.plugin_dir, only=spec.plugin)
@@ -445,6 +489,8 @@ def run_job(spec: JobSpec, *, resume: bool = False, log=None) -> dict[str, Any]:
                              peak_memory_mb=round(peak, 1), result_file=str(out), extra=extra,
                              result=file_record(out))
             log(f"{tag} accuracy {acc:.4f} (fit {t1 - t0:.1f}s, predict {t2 - t1:.1f}s)")
+        except NoSpaceError:  # the disk is full: no later context can be written either; the job stops here
+            raise
         except Exception as exc:  # one failing context never stops the others
             if spec.fail_fast:
                 raise

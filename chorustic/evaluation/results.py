@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from chorustic.io import atomic_open
+from chorustic.io import atomic_write_text
 
 __all__ = ["result_path", "write_result_file", "read_result_file", "ResultFile", "ResultFileError"]
 
@@ -89,10 +89,8 @@ def write_result_file(
         f"{accuracy!r},{int(round(fit_time_s * 1000))},{int(round(predict_time_s * 1000))},-1,"
         f"{int(memory_bytes)},{proba.shape[1]},,-1,-1",
     ]
-    with atomic_open(path, "w", encoding="utf-8", newline="\n") as fh:
-        fh.write("\n".join(lines) + "\n")
-        for t, p, row in zip(y_true, y_pred, proba):
-            fh.write(f"{t},{p},," + ",".join(repr(float(v)) for v in row) + "\n")
+    lines += [f"{t},{p},," + ",".join(repr(float(v)) for v in row) for t, p, row in zip(y_true, y_pred, proba)]
+    atomic_write_text(path, "\n".join(lines) + "\n")  # its size known: a full disk names the space it needs
     return accuracy
 
 

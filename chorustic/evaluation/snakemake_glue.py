@@ -23,9 +23,13 @@ from pathlib import Path
 from typing import Callable
 
 from chorustic import config as cc
+from chorustic.errors import NoSpaceError, shorten
 from chorustic.evaluation.aggregate import Collected, ExpectedJob, collect_configured, write_accuracies
 
 __all__ = ["tables_after_failure"]
+
+#: The longest reason taken from a job's log (cut in the middle: the head says what and what to do).
+_REASON_CHARS = 1500
 
 
 def _reason_line(path: Path) -> str:
@@ -38,10 +42,10 @@ def _reason_line(path: Path) -> str:
         return ""
     for ln in reversed(lines):
         if "FAILED: " in ln:
-            return ln.split("FAILED: ", 1)[1][:1500]
+            return shorten(ln.split("FAILED: ", 1)[1], _REASON_CHARS)
         if re.match(r"^(chorustic [\w-]+: |\w*(Error|Exception)\b)", ln):
-            return ln[:1500]
-    return lines[-1][:1500] if lines else ""
+            return shorten(ln, _REASON_CHARS)
+    return shorten(lines[-1], _REASON_CHARS) if lines else ""
 
 
 def _why_not_run(
@@ -93,37 +97,50 @@ def tables_after_failure(
     with everything else as failed runs and their reasons; print what failed and what to do."""
     out = out or sys.stderr
     results = Path(cfg["paths"]["results_dir"])
+    table = results / "accuracies.csv"
     try:
         got = collect_configured(cfg, why_not_run=_why_not_run(cfg, steps, evaluate_log))
-        table = results / "accuracies.csv"
+    except Exception:  # never hide the original failure behind one of this handler
+        print("chorustic: could not collect the results after the failure:\n" + traceback.format_exc(), file=out)
+        return None
+    try:
         write_accuracies(got.table, table)
+        table_error = None
+    except NoSpaceError as exc:  # a full disk: one line naming the file; the summary still follows
+        table_error = str(exc)
     except Exception:  # never hide the original failure behind one of this handler
         print("chorustic: could not write the tables after the failure:\n" + traceback.format_exc(), file=out)
         return None
     reports = cfg["paths"]["reports_dir"]
     ref = (cfg.get("reports") or {}).get("reference_method", "chorustic")
     cmd = ["chorustic", "report", "--results", str(results), "--out", reports, "--reference", ref]
-    report_ok = True
-    try:
-        with open(report_log or Path(cfg["paths"]["logs_dir"]) / "report.log", "w") as log:
-            report_ok = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT).returncode == 0
-    except OSError as exc:
-        report_ok = False
-        print(f"chorustic: could not run {' '.join(cmd)}: {exc}", file=out)
+    report_ok = table_error is None
+    if report_ok:
+        try:
+            with open(report_log or Path(cfg["paths"]["logs_dir"]) / "report.log", "w") as log:
+                report_ok = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT).returncode == 0
+        except OSError as exc:
+            report_ok = False
+            print(f"chorustic: could not run {' '.join(cmd)}: {exc}", file=out)
     n_failed = int((got.table["status"] == "failed").sum()) if len(got.table) else 0
+    where = f"`failed` rows (with the reason) in {table}" if table_error is None else "listed below"
     lines = [
         f"chorustic: something failed. {len(got.problems)} evaluation job(s) did not finish; the "
-        f"{n_failed} runs they leave out are `failed` rows (with the reason) in {table}"
+        f"{n_failed} runs they leave out are {where}"
         + (f" and in {reports}/missing_runs.csv" if report_ok else "")
         + ":"
     ]
     lines += [f"  - {p}" for p in got.problems[:50]]
     if len(got.problems) > 50:
         lines.append(f"  ... and {len(got.problems) - 50} more (see {table})")
-    lines.append(
-        f"The tables{' and reports' if report_ok else ''} were written from everything that finished"
-        + ("" if report_ok else f" (the report step failed too: see {report_log or 'logs/report.log'})")
-        + ". Fix the causes above and run the same command again: only what failed runs again."
-    )
+    if table_error is not None:
+        lines.append(f"The tables could not be written: {table_error}.")
+    else:
+        lines.append(
+            f"The tables{' and reports' if report_ok else ''} were written from everything that finished"
+            + ("" if report_ok else f" (the report step failed too: see {report_log or 'logs/report.log'})")
+            + "."
+        )
+    lines.append("Fix the causes above and run the same command again: only what failed runs again.")
     print("\n".join(lines), file=out)
     return got

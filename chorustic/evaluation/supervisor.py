@@ -4,8 +4,11 @@ The supervisor turns the ways a job can die into recorded outcomes, so one faili
 never blocks anything downstream (the aggregate, the report):
 
 * the worker exceeds the job's memory limit (resident memory of its process tree, polled) or time
-  limit -> the worker is killed and the context it was running is recorded as ``failed`` with the
-  reason ("exceeded the memory limit of 16000 MB", ...);
+  limit (:class:`chorustic.resources.WorkerLimits`: a local run has one only where the user set it; under
+  a cluster scheduler the worker stops just before the scheduler would end the job) -> the worker is
+  killed and the context it was running is recorded as ``failed`` with the reason, which names the
+  limit as it was set and the setting to raise ("exceeded the job's memory limit of 16000 MB ...; raise
+  methods.<run>.resources.mem_mb");
 * the worker dies (killed by the operating system's OOM killer, a segfault in native code) -> the
   same, with the signal or exit code as the reason;
 * then a new worker continues with the remaining contexts (a full context that does not fit in
@@ -34,13 +37,16 @@ from chorustic.evaluation.job import (
     JobSpec,
     clear_job_outputs,
     finished_manifest,
+    job_contexts,
     manifest_path,
+    no_contexts_error,
     progress_path,
     run_job,
     run_record,
     write_finished,
 )
 from chorustic.io import atomic_write_json
+from chorustic.resources import WorkerLimits
 
 __all__ = ["run_evaluation", "run_supervised", "thread_env", "JobInterrupted"]
 
@@ -126,6 +132,7 @@ def _pending_contexts(spec: JobSpec, recorded: set[tuple[str, int]]) -> list[dic
 def run_supervised(
     spec: JobSpec,
     *,
+    limits: WorkerLimits | None = None,
     mem_mb: float | None = None,
     runtime_min: float | None = None,
     threads: int = 1,
@@ -135,16 +142,24 @@ def run_supervised(
 ) -> dict[str, Any]:
     """Run ``spec`` in worker processes until every context has a recorded outcome; return the manifest.
 
-    ``log_file``: an open file the workers' stdout and stderr go to (default: inherited).
+    ``limits``: what the worker may use and how a limit reached is recorded (``mem_mb`` / ``runtime_min``:
+    plain limits on the worker, reported as they are). ``log_file``: an open file the workers' stdout and
+    stderr go to (default: inherited).
     """
     log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
+    limits = limits or WorkerLimits(mem_mb=mem_mb, minutes=runtime_min)
     results_dir = Path(spec.results_dir)
     mpath = manifest_path(results_dir, spec.method, spec.dataset)
     prog = progress_path(results_dir, spec.method, spec.dataset)
+    selected = job_contexts(spec)
+    if selected == []:  # nothing to run: the finished record (if any) stays as it is
+        raise no_contexts_error(spec)
     if mpath.exists():
         mpath.unlink()
-    clear_job_outputs(results_dir, spec.method, spec.dataset)
-    deadline = time.monotonic() + runtime_min * 60 if runtime_min else None
+    # only the files of the contexts this job re-makes (none when its context file cannot be read: it fails)
+    clear_job_outputs(results_dir, spec.method, spec.dataset, selected or [])
+    started = time.monotonic()
+    deadline = started + limits.minutes * 60 if limits.minutes else None
     # the worker spec of an earlier attempt that was killed (kill -9 leaves no chance to remove it)
     mpath.parent.mkdir(parents=True, exist_ok=True)
     for stale in [*mpath.parent.glob(f".{spec.dataset}.*.spec.json"),
@@ -168,9 +183,9 @@ def run_supervised(
 
     previous = {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGTERM, signal.SIGINT)} \
         if _in_main_thread() else {}
-    if mem_mb is not None:
+    if limits.mem_mb is not None:
         # Methods that plan their own batching (TabICL) size it to the job's limit, not the machine's.
-        env["CHORUSTIC_MEM_LIMIT_MB"] = str(int(mem_mb))
+        env["CHORUSTIC_MEM_LIMIT_MB"] = str(int(limits.mem_mb))
     try:
         for attempt in range(max_restarts + 1):
             cmd = [sys.executable, "-m", "chorustic.evaluation.worker", spec_file]
@@ -185,12 +200,13 @@ def run_supervised(
                     _kill_tree(proc)
                     why = f"signal {signal.Signals(stop[0]).name}" if stop else "its parent process died"
                     raise JobInterrupted(f"{spec.method}/{spec.dataset}: stopped ({why}); nothing recorded")
-                if mem_mb is not None:
+                if limits.mem_mb is not None:
                     rss = _tree_rss_mb(proc.pid)
-                    if rss > mem_mb:
-                        reason = f"exceeded the memory limit of {mem_mb:.0f} MB (resident {rss:.0f} MB)"
+                    if rss > limits.mem_mb:
+                        reason = limits.mem_reason.format(limit=limits.mem_mb, rss=rss)
                 if reason is None and deadline is not None and time.monotonic() > deadline:
-                    reason = f"exceeded the time limit of {runtime_min:g} min"
+                    elapsed = (time.monotonic() - started) / 60
+                    reason = limits.time_reason.format(limit=limits.minutes, elapsed=elapsed)
                 if reason is not None:
                     _kill_tree(proc)
                     break
@@ -256,24 +272,17 @@ def run_evaluation(
     spec: JobSpec,
     evaluation: dict[str, Any],
     *,
-    job_mem_mb: float | None = None,
-    job_runtime_min: float | None = None,
+    limits: WorkerLimits | None = None,
     threads: int = 1,
 ) -> dict[str, Any]:
     """One evaluate job as the configuration's ``evaluation`` settings say: in a supervised worker
-    (``isolate``, default) whose memory and time are the job's ``job_mem_mb`` / ``job_runtime_min``
-    minus what the job's other processes need (:func:`chorustic.resources.worker_limits`, enforced
+    (``isolate``, default) held to ``limits`` (:func:`chorustic.resources.evaluation_limits`, enforced
     when ``enforce_limits``, default), or in this process."""
-    from chorustic.resources import worker_limits
-
     if not evaluation.get("isolate", True):
         return run_job(spec)
-    mem_mb = runtime_min = None
-    if evaluation.get("enforce_limits", True):
-        inf = float("inf")
-        mem, minutes = worker_limits(job_mem_mb or inf, job_runtime_min or inf)
-        mem_mb, runtime_min = (mem if job_mem_mb else None), (minutes if job_runtime_min else None)
-    return run_supervised(spec, mem_mb=mem_mb, runtime_min=runtime_min, threads=threads)
+    if not evaluation.get("enforce_limits", True):
+        limits = None
+    return run_supervised(spec, limits=limits, threads=threads)
 
 
 def _in_main_thread() -> bool:

@@ -27,11 +27,18 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # outside one context: the supervisor records this reason for every context left
         import traceback
 
+        from chorustic.errors import NoSpaceError
         from chorustic.evaluation.job import _format_error
 
-        traceback.print_exc()
-        with open(args.spec + ".error", "w", encoding="utf-8") as fh:
-            fh.write(_format_error(exc))
+        if isinstance(exc, NoSpaceError):  # a full disk: one line naming the file, no traceback
+            print(f"chorustic worker: {exc}", file=sys.stderr, flush=True)
+        else:
+            traceback.print_exc()
+        try:
+            with open(args.spec + ".error", "w", encoding="utf-8") as fh:
+                fh.write(_format_error(exc))
+        except OSError:  # the disk is full: the supervisor falls back to the exit status
+            pass
         return 1
     return 0
 

@@ -2,14 +2,37 @@
 
 A plugin sets ``cost = CostModel(...)`` (:class:`chorustic.methods.base.Method`); the workflow turns the
 estimate for each job's :class:`JobSize` into the job's Snakemake resources (:mod:`chorustic.resources`,
-which adds the safety margins and the site's limits).
+which adds the safety margins and the site's limits). What every job needs beside its method
+(:data:`JOB_OVERHEAD_MB`) and the least memory a job can be given (:data:`MIN_JOB_MEM_MB`) are here too.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
-__all__ = ["CostModel", "JobSize", "QUERY_MEMORY_MB"]
+__all__ = [
+    "CostModel", "JobSize", "QUERY_MEMORY_MB", "JOB_OVERHEAD_MB", "MIN_WORKER_MB", "MIN_JOB_MEM_MB", "job_memory_problem",
+]
+
+#: Resident memory of what runs beside the evaluation worker in one job: the Snakemake job process
+#: (which parses the workflow; ~250 MB measured) and the supervising script (~100 MB), with room to spare.
+JOB_OVERHEAD_MB = 600
+#: The least resident memory the method's worker needs at all: Python, numpy, the harness and a small
+#: dataset (a nearest-centroid method on GunPoint peaks at ~160 MB; with torch imported, ~300 MB).
+MIN_WORKER_MB = 300
+#: The least memory an evaluation job can be given (``methods.<run>.resources.mem_mb``, ``--mem-mb``):
+#: what runs beside the worker plus the worker's own minimum.
+MIN_JOB_MEM_MB = JOB_OVERHEAD_MB + MIN_WORKER_MB
+
+
+def job_memory_problem(mem_mb: float, where: str) -> str | None:
+    """None when an evaluation job of ``mem_mb`` can run at all, else the message naming ``where`` and the minimum."""
+    if mem_mb >= MIN_JOB_MEM_MB:
+        return None
+    return (f"{where}: {mem_mb:g} MB is less than an evaluation job needs to run at all: at least {MIN_JOB_MEM_MB} MB "
+            f"({JOB_OVERHEAD_MB} MB for Snakemake's job process and the supervisor, {MIN_WORKER_MB} MB for the "
+            f"method's worker); set it to {MIN_JOB_MEM_MB} or more")
+
 
 #: What the predictions of one context may hold at once beyond the context's own needs (MB): the harness
 #: predicts the test split in chunks of :meth:`CostModel.query_chunk` queries, so that no method holds

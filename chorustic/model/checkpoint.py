@@ -169,7 +169,9 @@ def load_checkpoint_file(path: Path, map_location: str | torch.device = "cpu"):
         if tuple(state[k].shape) != tuple(own[k].shape)
     ]
     if missing or unexpected or shapes:
-        raise _mismatch_error(str(path), missing, unexpected, shapes)
+        raise _mismatch_error(str(path), missing, unexpected, shapes,
+                              "the configuration recorded in the file does not match its weights (another version "
+                              "of chorustic wrote it, or it was edited): re-make it with its pretrain step")
     model.load_state_dict(state, strict=True)
     model.to(map_location)
     model.eval()

@@ -337,8 +337,18 @@ def _fmt_keys(keys, limit: int = 25) -> str:
     return head + (f", ... ({len(keys) - limit} more)" if len(keys) > limit else "")
 
 
-def _mismatch_error(source: str, missing, unexpected, shapes) -> CheckpointError:
-    lines = [f"{source}: the state dict does not match the ChorusTIC architecture (strict loading)"]
+#: What to do when a released-format checkpoint does not match the architecture its hyperparameters
+#: describe, in the words of the config (a method run's ``params``) and of the Python API.
+HPARAMS_ADVICE = (
+    f"check the hyperparameters: give the {HPARAMS_FILENAME} that belongs to this checkpoint, in the method "
+    "run's config as `params: {hparams_json: <file>}` (in Python: hparams_json=<file>)"
+)
+
+
+def _mismatch_error(source: str, missing, unexpected, shapes, advice: str = HPARAMS_ADVICE) -> CheckpointError:
+    """The error of a strict load that does not match: what and what to do first (a long message is cut in
+    the middle where it is recorded), then the keys and shapes."""
+    lines = [f"{source}: the state dict does not match the ChorusTIC architecture (strict loading): {advice}."]
     if missing:
         lines.append(f"  missing keys ({len(missing)}): {_fmt_keys(missing)}")
     if unexpected:
@@ -348,7 +358,6 @@ def _mismatch_error(source: str, missing, unexpected, shapes) -> CheckpointError
             f"  shape mismatches ({len(shapes)}): "
             + "; ".join(f"{k}: checkpoint {a} vs model {b}" for k, a, b in shapes[:25])
         )
-    lines.append("  (check the hyperparameters: pass hparams_json=... matching this checkpoint)")
     return CheckpointError("\n".join(lines))
 
 
@@ -576,7 +585,8 @@ def load_task_level_from_tabicl(model, path_or_state_dict) -> dict[str, Any]:
         if tuple(mapped[k].shape) != tuple(own[k].shape)
     ]
     if missing or unexpected or shapes:
-        raise _mismatch_error(source, missing, unexpected, shapes)
+        raise _mismatch_error(source, missing, unexpected, shapes,
+                              "use a TabICL v1/v1.1 checkpoint of the size of the model's task level")
     model.load_state_dict({k: mapped[k].to(own[k].dtype) for k in own}, strict=False)
     info = {"task_level_source": source, "task_level_format": "tabicl-v1", "task_level_tensors": len(own)}
     model.provenance = {**getattr(model, "provenance", {}), **info}

@@ -15,6 +15,7 @@ from chorustic.protocols.contexts import (
     build_contexts,
     context_specs,
     iter_contexts,
+    protocol_ids,
     read_contexts,
     write_contexts,
 )
@@ -35,6 +36,7 @@ __all__ = [
     "build_contexts",
     "context_specs",
     "iter_contexts",
+    "protocol_ids",
     "read_contexts",
     "write_contexts",
     "fixed_shot_context",

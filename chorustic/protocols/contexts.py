@@ -34,6 +34,7 @@ __all__ = [
     "DEFAULT_PROTOCOLS",
     "FORMAT",
     "context_specs",
+    "protocol_ids",
     "build_contexts",
     "write_contexts",
     "read_contexts",
@@ -74,6 +75,12 @@ def context_specs(protocols: dict[str, Any] | None = None) -> list[ContextSpec]:
     if len(set(keys)) != len(keys):
         raise ValueError(f"duplicate protocol contexts in settings: {keys}")
     return specs
+
+
+def protocol_ids(protocols: dict[str, Any] | None = None) -> list[str]:
+    """The protocol ids the settings produce (each once, in the order of :func:`context_specs`): the ids a
+    selection (``methods.<run>.protocols``, ``chorustic evaluate --protocols``) may name."""
+    return list(dict.fromkeys(s.protocol for s in context_specs(protocols)))
 
 
 def build_contexts(

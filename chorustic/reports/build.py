@@ -38,6 +38,7 @@ from typing import Callable
 
 import pandas as pd
 
+from chorustic.errors import NoSpaceError
 from chorustic.io import atomic_write_json, atomic_write_text, sha256_file
 from chorustic.protocols.base import protocol_label
 from chorustic.reports import figures as figs
@@ -125,6 +126,8 @@ class _Builder:
     def attempt(self, what: str, fn: Callable[[], object]):
         try:
             return fn()
+        except NoSpaceError:  # a full disk fails every artifact alike: stop at the first, one line naming it
+            raise
         except Exception as exc:  # one failing artifact never stops the others
             msg = f"{what}: {type(exc).__name__}: {exc}"
             self.problems.append(msg)

@@ -13,4 +13,4 @@ rule aggregate:
     log:
         f"{LOGS}/aggregate.log",
     shell:
-        "chorustic aggregate --config {RUN_CONFIG} --out {output[0]} > {log} 2>&1"
+        "chorustic aggregate --config {RUN_CONFIG:q} --out {output[0]:q} > {log:q} 2>&1"

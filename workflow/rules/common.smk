@@ -1,6 +1,8 @@
 # Shared lists and helpers; all logic lives in the chorustic package (chorustic.config). Every rule runs
-# one `chorustic` command (shell:), the command a user can also run by hand.
+# one `chorustic` command (shell:), the command a user can also run by hand. Every path in a command is
+# quoted (`{x:q}`, or shlex.quote for a value made here), so any folder name works.
 import json
+import shlex
 from pathlib import Path
 
 from chorustic import config as cc
@@ -39,7 +41,7 @@ EVAL_JOBS = PLAN.evaluation_jobs
 FINGERPRINTS = PLAN.fingerprints
 _LOCK = cc.lock_file(config)
 # Where the data lock file is does not change any data: a shell argument, not a params (no re-run).
-DATA_LOCK_ARG = f"--lock-file {_LOCK}" if _LOCK else ""
+DATA_LOCK_ARG = f"--lock-file {shlex.quote(_LOCK)}" if _LOCK else ""
 MANIFESTS = [f"{RESULTS}/runs/{m}/{d}.json" for m, d in EVAL_JOBS]
 ACCURACIES = f"{RESULTS}/accuracies.csv"
 REPORT_INDEX = f"{REPORTS}/README.md"
@@ -52,9 +54,15 @@ RUN_CONFIG = cc.write_config_record(config, LOGS)
 # A finished result that is damaged (a prediction file missing, truncated or edited, a manifest
 # unreadable, a dataset file edited after it was recorded, accuracies.csv changed after it was written)
 # is set aside here, so Snakemake sees it missing and re-makes exactly that job and what depends on it.
+# A manifest without a run of a context the configuration selects (made by hand with another protocol
+# selection, `chorustic evaluate --protocols`) is re-made the same way.
 if workflow.is_main_process:
     _contexts = [f"{RESULTS}/contexts/{d}.json" for d in DATASETS]
-    for _msg in set_aside_damaged(MANIFESTS, SOURCES, [ACCURACIES], _contexts):
+    _expected = {
+        f"{RESULTS}/runs/{j.method}/{j.dataset}.json": {(c["protocol"], c["seed"]) for c in j.contexts}
+        for j in PLAN.expected_jobs(RESULTS)
+    }
+    for _msg in set_aside_damaged(MANIFESTS, SOURCES, [ACCURACIES], _contexts, _expected):
         logger.warning(f"chorustic: {_msg}")
 
 

@@ -10,7 +10,7 @@ rule download:
         SOURCE_RECORD,
     params:
         offline="--offline" if config["data"]["offline"] else "",
-        mirrors=" ".join(f"--mirror {m}" for m in config["data"].get("mirrors") or []),
+        mirrors=" ".join(f"--mirror {shlex.quote(m)}" for m in config["data"].get("mirrors") or []),
     conda:
         "../envs/chorustic.yaml"
     log:
@@ -21,5 +21,5 @@ rule download:
         downloads=1,
         **per_job(DATASET_RESOURCES["download"], lambda w: w.dataset),
     shell:
-        "chorustic download {wildcards.dataset} --data-dir {DATA_DIR} {params.offline} {DATA_LOCK_ARG} "
-        "{params.mirrors} --no-progress --record {output} > {log} 2>&1"
+        "chorustic download {wildcards.dataset} --data-dir {DATA_DIR:q} {params.offline} {DATA_LOCK_ARG} "
+        "{params.mirrors} --no-progress --record {output:q} > {log:q} 2>&1"

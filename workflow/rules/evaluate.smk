@@ -20,6 +20,8 @@ rule evaluate:
     resources:
         **per_job(EVALUATE_RESOURCES, lambda w: (w.method, w.dataset)),
     shell:
-        "chorustic evaluate --config {RUN_CONFIG} --method {wildcards.method} --dataset {wildcards.dataset} "
-        "--contexts {input.contexts} --threads {threads} --mem-mb {resources.mem_mb} --runtime {resources.runtime} "
-        "> {log} 2>&1"
+        # every path quoted (:q): a folder name with spaces, quotes or any other character stays one argument.
+        # The job's runtime is a limit only under a cluster scheduler (chorustic.resources.evaluation_limits).
+        "chorustic evaluate --config {RUN_CONFIG:q} --method {wildcards.method} --dataset {wildcards.dataset} "
+        "--contexts {input.contexts:q} --threads {threads} --mem-mb {resources.mem_mb} "
+        "--cluster-runtime {resources.runtime} > {log:q} 2>&1"

@@ -16,5 +16,5 @@ rule preprocess:
     benchmark:
         f"{LOGS}/benchmarks/preprocess/{{dataset}}.tsv"
     shell:
-        "chorustic preprocess {wildcards.dataset} --data-dir {DATA_DIR} --cache-dir {CACHE_DIR} "
-        "--offline --no-progress {DATA_LOCK_ARG} {params.allow} --json {output} > {log} 2>&1"
+        "chorustic preprocess {wildcards.dataset} --data-dir {DATA_DIR:q} --cache-dir {CACHE_DIR:q} "
+        "--offline --no-progress {DATA_LOCK_ARG} {params.allow} --json {output:q} > {log:q} 2>&1"

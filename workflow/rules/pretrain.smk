@@ -9,7 +9,7 @@ rule pretrain:
     params:
         model_config=lambda w: config["pretrain"][w.run]["model_config"],
         train_config=lambda w: config["pretrain"][w.run]["train_config"],
-        extra=lambda w: " ".join(config["pretrain"][w.run].get("args") or []),
+        extra=lambda w: shlex.join(config["pretrain"][w.run].get("args") or []),
         out_dir=lambda w: f"{MODELS}/{w.run}",
         gpus=lambda w: cr.pretrain_gpus(config, w.run),
         launch=lambda w: launch_prefix(cr.pretrain_gpus(config, w.run)),
@@ -24,6 +24,6 @@ rule pretrain:
     resources:
         **per_job(PRETRAIN_RESOURCES, lambda w: w.run),
     shell:
-        "{params.launch} pretrain --model-config {params.model_config} --train-config {params.train_config} "
-        "{params.extra} --out {params.out_dir} --auto-resume --threads {params.threads_per_process} --no-progress "
-        "> {log} 2>&1"
+        "{params.launch} pretrain --model-config {params.model_config:q} --train-config {params.train_config:q} "
+        "{params.extra} --out {params.out_dir:q} --auto-resume --threads {params.threads_per_process} --no-progress "
+        "> {log:q} 2>&1"

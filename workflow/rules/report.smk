@@ -33,4 +33,4 @@ rule report:
     log:
         f"{LOGS}/report.log",
     shell:
-        "chorustic report --results {RESULTS} --out {REPORTS} --reference {params.reference} > {log} 2>&1"
+        "chorustic report --results {RESULTS:q} --out {REPORTS:q} --reference {params.reference:q} > {log:q} 2>&1"
