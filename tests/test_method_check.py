@@ -246,3 +246,68 @@ def test_rows_of_zeros_and_negative_probabilities_are_refused(rows, message):
     rows[:] = ok
     assert np.array_equal(est.predict_proba(X), [[0.25, 0.75], [1.0, 0.0]])
 
+
+# --------------------------------------------------------------------------------------------------
+# `chorustic check-method baselines/my_method.py`: the path of a plugin file, what an author types first
+# --------------------------------------------------------------------------------------------------
+
+
+def test_check_method_takes_the_path_of_a_plugin_file(tmp_path):
+    """Through the real command line, from the folder holding baselines/: the file's method is checked."""
+    import os
+    import subprocess
+    import sys
+
+    plugins = tmp_path / "baselines"
+    plugins.mkdir()
+    code = textwrap.dedent(SCALED).replace("scale: float = 0.5", "scale: float = 1.0")
+    (plugins / "my_method.py").write_text(code.replace('name="scaled"', 'name="my_method"'))
+    env = {**os.environ, "CHORUSTIC_BASELINES": str(plugins),
+           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run([sys.executable, "-m", "chorustic", "check-method", "baselines/my_method.py"],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert out.returncode == 0, out.stdout + out.stderr
+    head = "checking my_method (baselines/my_method.py), parameters: plugin defaults"
+    assert out.stdout.startswith(head), out.stdout
+    clauses = [ln for ln in out.stdout.splitlines() if ln.startswith(("PASS", "FAIL", "SKIP"))]
+    assert len(clauses) == 17 and all(ln.startswith("PASS") for ln in clauses), out.stdout
+    assert "note:" not in out.stdout  # the file is in the plugin folder
+
+
+TWO_METHODS = SCALED + """
+
+@register
+class Probabilities(Method):
+    info = MethodInfo(name="probabilities", display_name="Probs", group="Classical", fits_on_target=True)
+    estimator = ScaledEstimator
+    fixed_params = {"scale": 1.0}
+"""
+
+
+def test_a_file_outside_the_plugin_folder_with_two_methods_checks_both(tmp_path, capsys):
+    elsewhere = tmp_path / "drafts"
+    elsewhere.mkdir()
+    (elsewhere / "two.py").write_text(textwrap.dedent(TWO_METHODS))
+    rc = main(["check-method", str(elsewhere / "two.py"), "--plugin-dir", str(tmp_path / "baselines")])
+    out = capsys.readouterr().out
+    assert rc == 1, out  # one of the two fails
+    note = r"^note: .*two\.py is not in the plugin folder .*baselines.*CHORUSTIC_BASELINES"
+    assert re.search(note, out, re.M), out
+    assert "registers 2 methods: scaled, probabilities" in out
+    assert "checking scaled (" in out and "checking probabilities (" in out
+    assert out.rstrip().endswith("scaled: FAILED; probabilities: ok"), out
+
+
+def test_a_plugin_path_that_is_missing_broken_or_registers_nothing_says_so(tmp_path, capsys):
+    assert main(["check-method", str(tmp_path / "nope.py")]) == 2
+    assert "no plugin file" in capsys.readouterr().err
+    (tmp_path / "empty.py").write_text("X = 1\n")
+    assert main(["check-method", str(tmp_path / "empty.py")]) == 1
+    assert re.search(r"^FAIL  plugin file registers a method: .*empty\.py registers none; .*@register",
+                     capsys.readouterr().out, re.M)
+    (tmp_path / "broken.py").write_text("import no_such_package_xyz\n")
+    assert main(["check-method", str(tmp_path / "broken.py")]) == 1
+    assert "FAIL  plugin file loads: broken.py: ModuleNotFoundError" in capsys.readouterr().out
+    (tmp_path / "ok.py").write_text(textwrap.dedent(SCALED))
+    assert main(["check-method", str(tmp_path / "ok.py"), "--config", "x.yaml"]) == 2
+    assert "--config selects a method run by its name" in capsys.readouterr().err
