@@ -9,6 +9,7 @@ import re
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from chorustic.cli import main
@@ -99,3 +100,217 @@ def test_fit_on_3d_input_is_reported_as_a_contract_failure(tmp_path, capsys):
     out = capsys.readouterr().out
     fit = next(ln for ln in out.splitlines() if "fit returns self" in ln)
     assert fit.startswith("FAIL") and "(n, C, L)" in fit and "dim 3" in fit, fit
+
+
+# --------------------------------------------------------------------------------------------------
+# a plugin's probabilities are its own: rows that are not probabilities are refused, never rescaled
+# --------------------------------------------------------------------------------------------------
+
+SCALED = """
+import numpy as np
+
+from chorustic.methods import Method, MethodInfo, register
+from chorustic.methods.estimators import ContractClassifier
+
+
+class ScaledEstimator(ContractClassifier):
+    \"\"\"Nearest class mean; its 'probabilities' are a softmax times ``scale`` (0.5: rows summing to 0.5).\"\"\"
+
+    def __init__(self, scale: float = 0.5, random_state: int = 0):
+        self.scale = scale
+        self.random_state = random_state
+
+    def _fit(self, X, y):
+        Z = np.asarray(X).mean(axis=1)
+        self.means_ = np.stack([Z[y == k].mean(axis=0) for k in range(len(self.classes_))])
+
+    def _predict_proba(self, X):
+        d = ((np.asarray(X).mean(axis=1)[:, None, :] - self.means_[None]) ** 2).sum(-1)
+        e = np.exp(-(d - d.min(axis=1, keepdims=True)))
+        return self.scale * e / e.sum(axis=1, keepdims=True)
+
+
+@register
+class Scaled(Method):
+    info = MethodInfo(name="scaled", display_name="Scaled", group="Classical", fits_on_target=True)
+    estimator = ScaledEstimator
+"""
+
+
+def test_scaled_scores_fail_the_contract_with_the_row_sum_and_the_tolerance(tmp_path, capsys):
+    """Rows summing to 0.5 used to pass all 17 clauses (the base class rescaled them); the check now sees
+    what ``_predict_proba`` returned and fails, naming the estimator, the row sum, the tolerance and the fix."""
+    (tmp_path / "scaled.py").write_text(textwrap.dedent(SCALED))
+    assert main(["check-method", "scaled", "--plugin-dir", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    line = next(ln for ln in out.splitlines() if re.match(r"(PASS|FAIL|SKIP)  probabilities\b", ln))
+    assert line.startswith("FAIL"), out
+    for part in ("ScaledEstimator._predict_proba", "sums to 0.5", "tolerance 0.0001", "softmax"):
+        assert part in line, (part, line)
+    # the same method returning its probabilities passes every clause
+    assert main(["check-method", "scaled", "--plugin-dir", str(tmp_path), "--param", "scale=1.0"]) == 0
+    assert "FAIL" not in capsys.readouterr().out
+
+
+class _Model:
+    """What a method's model returns: float32-rounded softmax rows times ``scale``."""
+
+    def __init__(self, scale: float):
+        self.scale = scale
+
+    def fit(self, X, y):
+        self.classes_ = np.unique(y)
+        return self
+
+    def predict_proba(self, X):
+        logits = np.random.default_rng(0).normal(size=(len(X), len(self.classes_)))
+        e = np.exp(logits - logits.max(axis=1, keepdims=True))
+        return (self.scale * e / e.sum(axis=1, keepdims=True)).astype(np.float32)
+
+
+def _estimators(scale: float):
+    """One estimator per contract base class, each producing ``_Model(scale)``'s rows."""
+    from chorustic.methods.estimators import (
+        AeonContractClassifier,
+        ContractClassifier,
+        FrozenEmbeddingClassifier,
+    )
+
+    class Plain(ContractClassifier):
+        def _fit(self, X, y):
+            self.model_ = _Model(scale).fit(X, y)
+
+        def _predict_proba(self, X):
+            return self.model_.predict_proba(X)
+
+    class Aeon(AeonContractClassifier):
+        def _make(self):
+            return _Model(scale)
+
+    class Backbone:
+        key = ("mean-backbone",)
+
+        def embed(self, series):
+            return np.asarray(series).mean(axis=-1, keepdims=True)
+
+    class Frozen(FrozenEmbeddingClassifier):
+        def _backbone(self):
+            return Backbone()
+
+    return {
+        "ContractClassifier": Plain(),
+        "AeonContractClassifier": Aeon(),
+        "FrozenEmbeddingClassifier": Frozen(head="lr"),
+    }
+
+
+@pytest.mark.parametrize("base", ["ContractClassifier", "AeonContractClassifier", "FrozenEmbeddingClassifier"])
+def test_every_contract_base_refuses_rows_that_are_not_probabilities(base):
+    from chorustic.methods.check import synthetic_task
+
+    X, y = synthetic_task("native", 12, 2, seed=0)
+
+    def fitted(scale):
+        est = _estimators(scale)[base].fit(X, y)
+        if base == "FrozenEmbeddingClassifier":  # the head is the model (make_head's heads give probabilities)
+            est.head_ = _Model(scale).fit(None, y)
+        return est
+
+    # float32 rounding passes (rows renormalised in float64); rows summing to 0.5 or 1.001 are refused
+    p = fitted(1.0).predict_proba(X)
+    assert p.dtype == np.float64 and np.abs(p.sum(axis=1) - 1).max() < 1e-12 and (p >= 0).all()
+    for scale in (0.5, 1.001):
+        with pytest.raises(RuntimeError, match=r"_predict_proba .*row 0 sums to .*tolerance 0\.0001.*softmax"):
+            fitted(scale).predict_proba(X)
+
+
+@pytest.mark.parametrize(
+    "rows, message",
+    [
+        ([[0.5, 0.5], [0.0, 0.0]], "row 1 sums to 0, not 1"),  # used to become uniform
+        ([[1.5, -0.5], [0.5, 0.5]], "row 0 holds the negative probability -0.5"),  # used to be clipped
+    ],
+)
+def test_rows_of_zeros_and_negative_probabilities_are_refused(rows, message):
+    from chorustic.methods.estimators import ContractClassifier
+
+    class Fixed(ContractClassifier):
+        def _fit(self, X, y):
+            pass
+
+        def _predict_proba(self, X):
+            return np.asarray(rows)
+
+    X = np.zeros((2, 1, 8), dtype=np.float32)
+    est = Fixed().fit(X, np.array([0, 1]))
+    with pytest.raises(RuntimeError, match=re.escape(message)):
+        est.predict_proba(X)
+    ok = [[0.25, 0.75], [1.0, -1e-9]]  # a rounding-level negative is clipped to 0
+    rows[:] = ok
+    assert np.array_equal(est.predict_proba(X), [[0.25, 0.75], [1.0, 0.0]])
+
+
+# --------------------------------------------------------------------------------------------------
+# `chorustic check-method baselines/my_method.py`: the path of a plugin file, what an author types first
+# --------------------------------------------------------------------------------------------------
+
+
+def test_check_method_takes_the_path_of_a_plugin_file(tmp_path):
+    """Through the real command line, from the folder holding baselines/: the file's method is checked."""
+    import os
+    import subprocess
+    import sys
+
+    plugins = tmp_path / "baselines"
+    plugins.mkdir()
+    code = textwrap.dedent(SCALED).replace("scale: float = 0.5", "scale: float = 1.0")
+    (plugins / "my_method.py").write_text(code.replace('name="scaled"', 'name="my_method"'))
+    env = {**os.environ, "CHORUSTIC_BASELINES": str(plugins),
+           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run([sys.executable, "-m", "chorustic", "check-method", "baselines/my_method.py"],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert out.returncode == 0, out.stdout + out.stderr
+    head = "checking my_method (baselines/my_method.py), parameters: plugin defaults"
+    assert out.stdout.startswith(head), out.stdout
+    clauses = [ln for ln in out.stdout.splitlines() if ln.startswith(("PASS", "FAIL", "SKIP"))]
+    assert len(clauses) == 17 and all(ln.startswith("PASS") for ln in clauses), out.stdout
+    assert "note:" not in out.stdout  # the file is in the plugin folder
+
+
+TWO_METHODS = SCALED + """
+
+@register
+class Probabilities(Method):
+    info = MethodInfo(name="probabilities", display_name="Probs", group="Classical", fits_on_target=True)
+    estimator = ScaledEstimator
+    fixed_params = {"scale": 1.0}
+"""
+
+
+def test_a_file_outside_the_plugin_folder_with_two_methods_checks_both(tmp_path, capsys):
+    elsewhere = tmp_path / "drafts"
+    elsewhere.mkdir()
+    (elsewhere / "two.py").write_text(textwrap.dedent(TWO_METHODS))
+    rc = main(["check-method", str(elsewhere / "two.py"), "--plugin-dir", str(tmp_path / "baselines")])
+    out = capsys.readouterr().out
+    assert rc == 1, out  # one of the two fails
+    note = r"^note: .*two\.py is not in the plugin folder .*baselines.*CHORUSTIC_BASELINES"
+    assert re.search(note, out, re.M), out
+    assert "registers 2 methods: scaled, probabilities" in out
+    assert "checking scaled (" in out and "checking probabilities (" in out
+    assert out.rstrip().endswith("scaled: FAILED; probabilities: ok"), out
+
+
+def test_a_plugin_path_that_is_missing_broken_or_registers_nothing_says_so(tmp_path, capsys):
+    assert main(["check-method", str(tmp_path / "nope.py")]) == 2
+    assert "no plugin file" in capsys.readouterr().err
+    (tmp_path / "empty.py").write_text("X = 1\n")
+    assert main(["check-method", str(tmp_path / "empty.py")]) == 1
+    assert re.search(r"^FAIL  plugin file registers a method: .*empty\.py registers none; .*@register",
+                     capsys.readouterr().out, re.M)
+    (tmp_path / "broken.py").write_text("import no_such_package_xyz\n")
+    assert main(["check-method", str(tmp_path / "broken.py")]) == 1
+    assert "FAIL  plugin file loads: broken.py: ModuleNotFoundError" in capsys.readouterr().out
+    (tmp_path / "ok.py").write_text(textwrap.dedent(SCALED))
+    assert main(["check-method", str(tmp_path / "ok.py"), "--config", "x.yaml"]) == 2
+    assert "--config selects a method run by its name" in capsys.readouterr().err

@@ -13,11 +13,12 @@ Hugging Face files are downloaded into the hub cache and verified against the hu
 authors' checkouts are cloned; without arguments, every method run the configuration evaluates
 (the paper profile by default). Exit status 1 if any method could not be fetched.
 
-``chorustic check-method NAME [--config YAML]... [--param KEY=VALUE]...`` runs the full method
+``chorustic check-method NAME|FILE [--config YAML]... [--param KEY=VALUE]...`` runs the full method
 contract (plugin metadata, parameters, readiness, and every estimator clause on generated data) and
 prints one PASS/FAIL line per clause. NAME is a plugin name or a method run of the configuration
-(then with that run's parameters). Exit status 0 when every clause passes, 1 otherwise, 2 when NAME
-is unknown.
+(then with that run's parameters); FILE is the path of a plugin file (``baselines/my_method.py``,
+or a file anywhere else), and every method it registers is checked. Exit status 0 when every clause
+passes, 1 otherwise, 2 when NAME is unknown or FILE does not exist.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import argparse
 import csv
 import io
 import sys
+from pathlib import Path
 from typing import Any
 
 COLUMNS = [
@@ -94,9 +96,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         "native-input methods, variable-length series) the estimator API: fit returns self, classes_ "
         "from the context, predict_proba of shape (n_query, n_classes) with rows summing to 1, "
         "predict = argmax, same seed -> same output, query order irrelevant, a context missing a class. "
+        "NAME is a plugin or method run name, or the path of a plugin file (e.g. baselines/my_method.py). "
         "Exit status 0 when every clause passes, 1 otherwise.",
     )
-    p.add_argument("name", metavar="NAME", help="plugin name (baselines/<NAME>.py) or method run name of the config")
+    p.add_argument(
+        "name",
+        metavar="NAME|FILE",
+        help="plugin name (baselines/<NAME>.py), method run name of the config, or the path of a plugin file "
+        "(every method it registers is checked)",
+    )
     p.add_argument(
         "--config",
         action="append",
@@ -319,12 +327,97 @@ def _fetch(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def _check_method(args: argparse.Namespace) -> int:
+def _is_plugin_path(name: str) -> bool:
+    """A method name is lowercase letters, digits and underscores: anything with a ``.py`` or a path
+    separator is a file."""
+    return name.endswith(".py") or "/" in name or "\\" in name
+
+
+def _overrides(items: list[str]) -> dict[str, Any] | None:
+    """``--param KEY=VALUE`` items as a dict (VALUE read as YAML); None, after a message, if one is malformed."""
     import yaml
 
-    from chorustic.methods import discover
+    params: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            print(f"chorustic check-method: --param expects KEY=VALUE, got {item!r}", file=sys.stderr)
+            return None
+        params[key.strip()] = yaml.safe_load(value)
+    return params
+
+
+def _run_check(method: Any, source: str, params: dict[str, Any], what: str, args: argparse.Namespace) -> bool:
+    """Check one method and print its clauses; True when every clause passes."""
     from chorustic.methods.check import check_method
 
+    print(f"checking {method.info.name} ({source}), parameters: {what}"
+          + (f" + {len(args.param)} override(s)" if args.param else ""))
+    run = check_method(method, params, device=args.device)
+    print(run.report())
+    n_fail = len(run.failed)
+    n_pass = sum(c.passed for c in run.clauses)
+    print(f"{n_pass} passed, {n_fail} failed, {len(run.clauses) - n_pass - n_fail} skipped")
+    return run.ok
+
+
+def _check_file(args: argparse.Namespace) -> int:
+    """``check-method FILE``: every method the plugin file registers, with its defaults and ``--param``."""
+    from chorustic.methods import default_plugin_dir
+    from chorustic.methods.registry import discover_file
+
+    path = Path(args.name)
+    if not path.is_file() and not path.suffix and path.with_suffix(".py").is_file():
+        path = path.with_suffix(".py")
+    if args.config:
+        print(
+            "chorustic check-method: --config selects a method run by its name; a plugin file is checked with "
+            "its default parameters and --param KEY=VALUE",
+            file=sys.stderr,
+        )
+        return 2
+    if not path.is_file():
+        print(f"chorustic check-method: no plugin file {path} (a plugin file is a .py file; "
+              "or give a plugin name, see `chorustic methods`)", file=sys.stderr)
+        return 2
+    params = _overrides(args.param)
+    if params is None:
+        return 2
+    discovery = discover_file(path)
+    for file, tb in discovery.broken.items():
+        last = tb.strip().splitlines()[-1] if tb.strip() else "unknown error"
+        print(f"FAIL  plugin file loads: {file}: {last}")
+        return 1
+    if not discovery.methods:
+        print(
+            f"FAIL  plugin file registers a method: {path} registers none; decorate the plugin class with "
+            "@register (from chorustic.methods import Method, MethodInfo, register)"
+        )
+        return 1
+    plugin_dir = Path(args.plugin_dir) if args.plugin_dir else default_plugin_dir()
+    if path.resolve().parent != plugin_dir.resolve():
+        print(
+            f"note: {path} is not in the plugin folder {plugin_dir}: the workflow and `chorustic methods` only "
+            "discover plugins there (move the file there, or point $CHORUSTIC_BASELINES at its folder)"
+        )
+    elif path.name.startswith("_"):
+        print(f"note: discovery skips files whose name starts with '_': rename {path.name} for the workflow")
+    names = list(discovery.methods)
+    if len(names) > 1:
+        print(f"{path} registers {len(names)} methods: {', '.join(names)}; checking each")
+    ok = {}
+    for name in names:
+        ok[name] = _run_check(discovery.methods[name], str(path), dict(params), "plugin defaults", args)
+    if len(names) > 1:
+        print("; ".join(f"{n}: {'ok' if v else 'FAILED'}" for n, v in ok.items()))
+    return 0 if all(ok.values()) else 1
+
+
+def _check_method(args: argparse.Namespace) -> int:
+    from chorustic.methods import discover
+
+    if _is_plugin_path(args.name):
+        return _check_file(args)
     discovery = discover(args.plugin_dir)
     params: dict[str, Any] = {}
     plugin = args.name
@@ -352,21 +445,14 @@ def _check_method(args: argparse.Namespace) -> int:
             print(f"FAIL  plugin file loads: {broken[0]}: {last}")
             return 1
         print(
-            f"chorustic check-method: unknown method {args.name!r}; plugins: {', '.join(sorted(discovery.methods))}",
+            f"chorustic check-method: unknown method {args.name!r}; plugins: {', '.join(sorted(discovery.methods))} "
+            "(or give the path of a plugin file)",
             file=sys.stderr,
         )
         return 2
-    for item in args.param:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            print(f"chorustic check-method: --param expects KEY=VALUE, got {item!r}", file=sys.stderr)
-            return 2
-        params[key.strip()] = yaml.safe_load(value)
-    print(f"checking {method.info.name} ({discovery.sources.get(method.info.name, '?')}), parameters: {source}"
-          + (f" + {len(args.param)} override(s)" if args.param else ""))
-    run = check_method(method, params, device=args.device)
-    print(run.report())
-    n_fail = len(run.failed)
-    n_pass = sum(c.passed for c in run.clauses)
-    print(f"{n_pass} passed, {n_fail} failed, {len(run.clauses) - n_pass - n_fail} skipped")
-    return 0 if run.ok else 1
+    overrides = _overrides(args.param)
+    if overrides is None:
+        return 2
+    params.update(overrides)
+    ok = _run_check(method, discovery.sources.get(method.info.name, "?"), params, source, args)
+    return 0 if ok else 1

@@ -8,6 +8,7 @@ from chorustic.methods.base import (
     Method,
     MethodInfo,
     MethodNotReady,
+    PROBA_TOL,
     ReportedMethod,
 )
 from chorustic.methods.registry import Discovery, default_plugin_dir, discover, import_plugin_module, register
@@ -20,6 +21,7 @@ __all__ = [
     "Method",
     "MethodInfo",
     "MethodNotReady",
+    "PROBA_TOL",
     "ReportedMethod",
     "Discovery",
     "default_plugin_dir",

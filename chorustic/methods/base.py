@@ -14,8 +14,10 @@ Estimator contract (sklearn/aeon style)
   the unresampled series, an array ``(n, C, L)`` for equal-length datasets or a list of ``(C, L_i)``
   arrays for variable-length ones (missing values already replaced by 0). ``y`` is int64 in
   ``0..K-1`` (labels encoded on the training split).
-* ``predict_proba(X) -> (n_query, len(classes_))`` float array, rows sum to 1, columns ordered as
-  ``classes_`` (the classes seen in ``fit``; never more).
+* ``predict_proba(X) -> (n_query, len(classes_))`` float array of class probabilities: non-negative,
+  rows sum to 1 within :data:`PROBA_TOL` (the method's own probabilities: the harness never rescales
+  them; a method that produces scores or logits applies a softmax), columns ordered as ``classes_``
+  (the classes seen in ``fit``; never more).
 * ``predict(X) -> classes_[argmax predict_proba]``.
 * ``classes_`` after ``fit``; ``get_params()`` returns the constructor parameters.
 * Same seed, same machine, same inputs -> identical outputs.
@@ -46,13 +48,49 @@ __all__ = [
     "ReportedMethod",
     "Estimator",
     "MethodNotReady",
+    "PROBA_ADVICE",
+    "PROBA_TOL",
     "estimator_defaults",
+    "probability_rows_problem",
 ]
 
 #: Table groups, as in the paper's tables, plus the classical state of the art.
 GROUPS = ("Time-series ICL", "Generic ICL", "Frozen TSFM", "Classical")
 #: What the estimator receives: the paper's 512-length resampled arrays or the native series.
 INPUT_KINDS = ("resampled", "native")
+
+
+#: How far (absolute) a row of ``predict_proba`` may sum from 1, and a probability lie below 0. float32
+#: rounding stays far inside it (a float32 softmax over 10,000 classes, normalised by naive summation,
+#: sums to 1 within 3e-5); scores, unnormalised weights or a dropped class are far outside it.
+PROBA_TOL = 1e-4
+#: What to do about rows that are not probabilities (part of every message that refuses them).
+PROBA_ADVICE = (
+    "Return class probabilities (non-negative, rows summing to 1: the harness does not rescale them), "
+    "or apply a softmax to scores or logits (scipy.special.softmax(scores, axis=1))"
+)
+
+
+def probability_rows_problem(proba: np.ndarray, tol: float = PROBA_TOL) -> str | None:
+    """Why the rows of ``proba`` ``(n, K)`` are not class probabilities within ``tol``, naming the first
+    offending row (a sum more than ``tol`` from 1, or a value below ``-tol``); None when they are."""
+    proba = np.asarray(proba, dtype=np.float64)
+    negative = np.flatnonzero((proba < -tol).any(axis=1))
+    if negative.size:
+        i = int(negative[0])
+        return (
+            f"row {i} holds the negative probability {proba[i].min():.6g} "
+            f"({negative.size} of {len(proba)} rows below -{tol:g})"
+        )
+    sums = proba.sum(axis=1)
+    off = np.flatnonzero(np.abs(sums - 1.0) > tol)
+    if off.size:
+        i = int(off[0])
+        return (
+            f"row {i} sums to {sums[i]:.6g}, not 1 ({off.size} of {len(proba)} rows off by more than the "
+            f"tolerance {tol:g})"
+        )
+    return None
 
 
 class MethodNotReady(RuntimeError):

@@ -24,7 +24,16 @@ from typing import Any
 
 import numpy as np
 
-from chorustic.methods.base import GROUPS, INPUT_KINDS, Method, MethodNotReady, ReportedMethod
+from chorustic.methods.base import (
+    GROUPS,
+    INPUT_KINDS,
+    PROBA_ADVICE,
+    PROBA_TOL,
+    Method,
+    MethodNotReady,
+    ReportedMethod,
+    probability_rows_problem,
+)
 
 __all__ = [
     "Clause",
@@ -212,8 +221,7 @@ def check_probabilities(t: _Subject) -> None:
     shape = (t.n_query, len(t.classes))
     _assert(proba.shape == shape, f"predict_proba shape {proba.shape} != (n_query, n_classes) = {shape}")
     _assert(np.all(np.isfinite(proba)), "probabilities must be finite")
-    _assert(np.all(proba >= -t.atol), "probabilities must be non-negative")
-    _assert(np.allclose(proba.sum(axis=1), 1.0, atol=1e-5), f"rows must sum to 1: {proba.sum(axis=1)[:5]}")
+    _assert_probabilities(proba)
     t.proba = t.observed["proba"] = proba
 
 
@@ -259,7 +267,7 @@ def check_missing_class(t: _Subject) -> None:
         p3.shape == (t.n_query, len(seen)),
         f"context without class {drop}: probabilities of shape {p3.shape}, expected {(t.n_query, len(seen))}",
     )
-    _assert(np.allclose(p3.sum(axis=1), 1.0, atol=1e-5), "rows must sum to 1")
+    _assert_probabilities(p3, f"context without class {drop}: ")
     t.observed["proba_missing_class"] = p3
 
 
@@ -269,10 +277,8 @@ def check_other_input(Xc: Any, yc: np.ndarray, Xq: Any) -> Callable[[_Subject], 
     def check(t: _Subject) -> None:
         p = np.asarray(t.build(0).fit(Xc, yc).predict_proba(Xq))
         k = len(np.unique(yc))
-        _assert(
-            p.shape == (_n(Xq), k) and np.allclose(p.sum(axis=1), 1.0, atol=1e-5),
-            f"probabilities of shape {p.shape}, expected {(_n(Xq), k)} with rows summing to 1",
-        )
+        _assert(p.shape == (_n(Xq), k), f"probabilities of shape {p.shape}, expected {(_n(Xq), k)}")
+        _assert_probabilities(p)
 
     return check
 
@@ -297,7 +303,7 @@ def _estimator_checks(t: _Subject, extra_inputs: dict[str, tuple[Any, np.ndarray
     yield "predict_proba takes only X", check_predict_proba_signature, api, "", None
     yield "fit returns self", check_fit, api, fit_hint, None
     yield "classes_", check_classes, "fit returns self", "", None
-    hint = "predict_proba(X) -> (n_query, len(classes_)), rows sum to 1"
+    hint = f"predict_proba(X) -> (n_query, len(classes_)), rows sum to 1 within {PROBA_TOL:g}"
     yield "probabilities", check_probabilities, "fit returns self", hint, None
     yield "predict", check_predict, "probabilities", "", None
     yield "same seed, same output", check_same_seed, "probabilities", "", None
@@ -350,6 +356,12 @@ def estimator_clauses(
 def _assert(cond: bool, msg: str) -> None:
     if not cond:
         raise AssertionError(msg)
+
+
+def _assert_probabilities(proba: np.ndarray, prefix: str = "") -> None:
+    """Rows of class probabilities within :data:`PROBA_TOL`, else the row, its sum and what to do."""
+    problem = probability_rows_problem(proba)
+    _assert(problem is None, f"{prefix}{problem}. {PROBA_ADVICE}")
 
 
 def _describe(X) -> str:
@@ -500,7 +512,8 @@ def check_estimator_contract(
     """Assert the method contract for estimators made by ``build(seed)``; return what was observed.
 
     Checks: sklearn-style API (``fit`` returns self, ``get_params``, ``predict_proba`` takes only X),
-    probability shape ``(n_query, n_classes_in_context)``, finite non-negative rows summing to 1,
+    probability shape ``(n_query, n_classes_in_context)``, finite non-negative rows summing to 1
+    (within :data:`~chorustic.methods.base.PROBA_TOL`),
     ``predict`` = ``classes_[argmax]``, classes come from the context only (a context missing a class
     gives probabilities for the seen classes only), same seed -> identical output, and query order
     does not matter (each query's prediction depends on the context and that query only: no test

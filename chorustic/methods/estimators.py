@@ -22,14 +22,16 @@ import abc
 import collections
 import contextlib
 import os
+import sys
 import threading
+from pathlib import Path
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 
-from chorustic.methods.base import MethodNotReady
+from chorustic.methods.base import PROBA_ADVICE, MethodNotReady, probability_rows_problem
 from chorustic.methods.heads import make_head
 from chorustic.methods.inputs import (
     check_series,
@@ -85,7 +87,11 @@ class ContractClassifier(ClassifierMixin, BaseEstimator):
     Subclasses implement ``_fit(X, y_idx)`` (``y_idx`` in ``0..len(classes_)-1``) and
     ``_predict_proba(X) -> (n, len(classes_))``. ``fit`` takes ``classes_`` from the context labels
     only; with a single class in the context every query gets that class with probability 1 (no
-    model is run). ``predict_proba`` validates and renormalises the subclass' output.
+    model is run). ``predict_proba`` validates the subclass' output: finite, non-negative rows that sum
+    to 1 within :data:`~chorustic.methods.base.PROBA_TOL` (float32 rounding; such rows are renormalised
+    in float64 and tiny negatives clipped to 0). Anything else (scores, logits, unnormalised weights, a
+    row of zeros) is refused with a RuntimeError naming the estimator, the row and the tolerance: the
+    harness never turns a method's numbers into probabilities it did not produce.
     ``run_info_`` collects facts the harness stores with each result (weights used, tensors loaded).
     """
 
@@ -120,18 +126,24 @@ class ContractClassifier(ClassifierMixin, BaseEstimator):
         proba = np.asarray(self._predict_proba(X), dtype=np.float64)
         if proba.shape != (n, len(self.classes_)):
             raise RuntimeError(
-                f"{type(self).__name__} produced probabilities of shape {proba.shape}, "
+                f"{self._source()} returned probabilities of shape {proba.shape}, "
                 f"expected {(n, len(self.classes_))}"
             )
         if not np.all(np.isfinite(proba)):
-            raise RuntimeError(f"{type(self).__name__} produced non-finite probabilities")
-        proba = np.clip(proba, 0.0, None)
-        sums = proba.sum(axis=1, keepdims=True)
-        bad = sums[:, 0] <= 0
-        if np.any(bad):
-            proba[bad] = 1.0 / proba.shape[1]
-            sums[bad] = 1.0
-        return proba / sums
+            raise RuntimeError(f"{self._source()} returned non-finite probabilities")
+        problem = probability_rows_problem(proba)
+        if problem is not None:
+            raise RuntimeError(
+                f"{self._source()} returned rows that are not probabilities: {problem}. {PROBA_ADVICE}"
+            )
+        proba = np.clip(proba, 0.0, None)  # within the tolerance: float rounding only
+        return proba / proba.sum(axis=1, keepdims=True)
+
+    def _source(self) -> str:
+        """``"MiniRocketEstimator._predict_proba (baselines/minirocket.py)"``: where the numbers come from."""
+        file = getattr(sys.modules.get(type(self).__module__), "__file__", None)
+        where = f" ({Path(file).parent.name}/{Path(file).name})" if file else ""
+        return f"{type(self).__name__}._predict_proba{where}"
 
     def predict(self, X: Any) -> np.ndarray:
         return self.classes_[np.argmax(self.predict_proba(X), axis=1)]

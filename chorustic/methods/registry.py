@@ -32,6 +32,7 @@ __all__ = [
     "PluginLoadError",
     "default_plugin_dir",
     "discover",
+    "discover_file",
     "import_plugin_module",
     "load_module_file",
     "register",
@@ -144,6 +145,21 @@ def discover(plugin_dir: str | os.PathLike | None = None, only: str | None = Non
             continue
         _load_plugin_file(path, methods, broken, sources)
     return Discovery(methods, broken, sources)
+
+
+def discover_file(path: str | os.PathLike) -> Discovery:
+    """The methods one plugin file registers, imported as :func:`discover` imports it (wherever the file
+    is; ``sources`` maps each method to the file's path as given). A file that fails to import, or does not
+    exist, is in ``broken``."""
+    path = Path(path)
+    methods: dict[str, Method | ReportedMethod] = {}
+    broken: dict[str, str] = {}
+    sources: dict[str, str] = {}
+    if not path.is_file():
+        broken[str(path)] = f"plugin file {path} does not exist"
+        return Discovery(methods, broken, sources)
+    _load_plugin_file(path, methods, broken, sources)
+    return Discovery(methods, broken, {name: str(path) for name in sources})
 
 
 def load_module_file(module_name: str, path: str | os.PathLike) -> ModuleType:

@@ -43,6 +43,9 @@ __all__ = [
 
 FORMATS = ("png", "pdf")
 REFERENCE_COLOR = "#1b1b1b"
+#: Margin of the scatter panels around [lo, 1], as a fraction of the range: a point at 1.0 is drawn whole,
+#: inside the frame.
+SCATTER_PAD = 0.04
 _MARKERS = ["o", "s", "^", "D", "v", "P", "X", "<", ">", "h", "*", "p"]
 # matplotlib >= 3.10 takes `orientation`; `vert` is deprecated there and the only option before
 _HORIZONTAL = (
@@ -157,6 +160,7 @@ def scatter_figure(matrix: pd.DataFrame, reference: str, labels: dict[str, str],
     axes = fig.subplots(nrow, ncol, squeeze=False)
     ref = matrix[reference].to_numpy(float)
     lo = max(0.0, math.floor(10 * min(matrix.min().min(), 1.0) - 0.5) / 10)
+    pad = SCATTER_PAD * (1 - lo)
     for ax, m in zip(axes.flat, others):
         x = matrix[m].to_numpy(float)
         d = np.round(ref - x, 12)
@@ -166,9 +170,16 @@ def scatter_figure(matrix: pd.DataFrame, reference: str, labels: dict[str, str],
             (d == 0, "#7f7f7f", "tie"),
         ):
             ax.scatter(x[mask], ref[mask], s=16, color=color, alpha=0.75, edgecolor="none", label=name)
-        ax.plot([lo, 1], [lo, 1], color="black", linewidth=0.8, linestyle="--", zorder=0)
-        ax.set_xlim(lo, 1.0)
-        ax.set_ylim(lo, 1.0)
+        edge = [lo - pad, 1 + pad]
+        ax.plot(edge, edge, color="black", linewidth=0.8, linestyle="--", zorder=0)
+        # padded around [lo, 1], so points at an accuracy of 0 or 1 are drawn whole, off the frame;
+        # ticks stay within [lo, 1]
+        ax.set_xlim(*edge)
+        ax.set_ylim(*edge)
+        step = 0.2 if 1 - lo > 0.6 else 0.1 if 1 - lo > 0.25 else 0.05
+        ticks = np.round(np.arange(lo, 1 + 1e-9, step), 2)
+        ax.set_xticks(ticks)
+        ax.set_yticks(ticks)
         ax.set_aspect("equal")
         wtl = win_tie_loss(ref, x)
         ax.text(
@@ -229,11 +240,143 @@ def distribution_figure(matrix: pd.DataFrame, labels: dict[str, str], reference:
 
 
 def _fmt_seconds(s: float) -> str:
-    if s < 120:
-        return f"{s:.3g} s"
-    if s < 7200:
-        return f"{s / 60:.3g} min"
-    return f"{s / 3600:.3g} h"
+    """A tick label of the log-time axis: ``"0.5 s"``, ``"30 s"``, ``"2 min"``, ``"5 h"``, ``"2 d"``."""
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if s >= size:
+            return f"{s / size:.3g} {unit}"
+    return f"{s:.3g} s"
+
+
+#: Tick positions (s) of the log-time axis, densest first; each ladder is a subset of "round" durations
+#: (1-2-5 steps within a unit, then the unit boundaries). :func:`_time_ticks` takes the densest whose
+#: rendered labels keep apart.
+TIME_TICK_LADDERS = (
+    (0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, 18000, 36000, 86400,
+     172800, 432000, 864000, 1728000, 4320000, 8640000),
+    (0.1, 0.5, 1, 5, 10, 30, 60, 300, 600, 1800, 3600, 18000, 36000, 86400, 432000, 864000, 4320000, 8640000),
+    (0.1, 1, 10, 60, 600, 3600, 36000, 86400, 864000, 8640000),
+    (0.1, 10, 600, 36000, 864000),
+)
+
+
+def _renderer(fig: Figure):
+    """The Agg renderer of ``fig`` (text extents in display pixels), attaching an Agg canvas if needed."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    if not isinstance(fig.canvas, FigureCanvasAgg):
+        FigureCanvasAgg(fig)
+    return fig.canvas.get_renderer()
+
+
+def _tick_label_boxes(ax, renderer) -> list:
+    """Window extents of the x tick labels drawn inside the view (after laying the axis out)."""
+    ax.figure.draw_without_rendering()
+    lo, hi = sorted(ax.get_xlim())
+    return [
+        lab.get_window_extent(renderer)
+        for loc, lab in zip(ax.xaxis.get_majorticklocs(), ax.xaxis.get_majorticklabels())
+        if lo <= loc <= hi and lab.get_visible() and lab.get_text()
+    ]
+
+
+def _time_ticks(ax, renderer, min_gap_px: float) -> None:
+    """Log-time major ticks: the densest of :data:`TIME_TICK_LADDERS` with >= 2 ticks in view whose
+    rendered labels are at least ``min_gap_px`` apart (else the sparsest), labelled by
+    :func:`_fmt_seconds`."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter
+
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: _fmt_seconds(v)))
+    ax.xaxis.set_minor_locator(LogLocator(subs=(2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0)))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    lo, hi = sorted(ax.get_xlim())
+    for ladder in TIME_TICK_LADDERS:
+        ticks = [t for t in ladder if lo <= t <= hi]
+        if len(ticks) < 2 and ladder is not TIME_TICK_LADDERS[-1]:
+            continue
+        ax.xaxis.set_major_locator(FixedLocator(ticks))
+        boxes = sorted(_tick_label_boxes(ax, renderer), key=lambda b: b.x0)
+        if all(b.x0 - a.x1 >= min_gap_px for a, b in zip(boxes, boxes[1:])):
+            return
+
+
+def _overlap(a, b) -> float:
+    """Area (px^2) shared by two display bounding boxes (a line's box, of zero width or height, counts
+    as 1 px across)."""
+    w = min(a.x1, b.x1) - max(a.x0, b.x0)
+    h = min(a.y1, b.y1) - max(a.y0, b.y0)
+    if w < 0 or h < 0 or (w == 0 and a.width and b.width) or (h == 0 and a.height and b.height):
+        return 0.0
+    return max(w, 1.0) * max(h, 1.0)
+
+
+def _outside(box, frame) -> float:
+    """Area (px^2) of ``box`` outside ``frame``."""
+    return box.width * box.height - _overlap(box, frame)
+
+
+#: Where a point's label may go: (dx, dy) from the point, in units of the ring's distance, and the text's
+#: alignment there, in order of preference.
+_LABEL_SPOTS = (
+    ((1, 0.7), "left", "bottom"), ((1, -0.7), "left", "top"), ((-1, 0.7), "right", "bottom"),
+    ((-1, -0.7), "right", "top"), ((1.2, 0), "left", "center"), ((-1.2, 0), "right", "center"),
+    ((0, 1.2), "center", "bottom"), ((0, -1.2), "center", "top"),
+)
+#: Distances (points) of the spots from their point: next to it, then further out with a leader line.
+NEAR_RING = ((6, False),)
+LEADER_RINGS = ((16, True), (28, True), (42, True))
+
+
+def place_labels(ax, points: list[tuple[float, float, str, dict]], marker_pt: list[float], renderer, *,
+                 segments=(), rings=NEAR_RING + LEADER_RINGS, clearance_pt: float = 6.0,
+                 margin_px: float = 2.0) -> list | None:
+    """Label each point ``(x, y, text, text_kwargs)`` without overlap, inside the axes (greedy, in order).
+
+    Each label takes the first spot of :data:`_LABEL_SPOTS` on the first of ``rings`` whose rendered extent
+    (from ``renderer``) lies inside the axes and overlaps no label placed before it, its own marker, the
+    surroundings of any other point (its marker, ``marker_pt`` in points, plus ``clearance_pt``, so a
+    label never reads as another point's), or a line of the plot (``segments``: axis-parallel segments
+    ``((x0, y0), (x1, y1))`` in data coordinates). Spots on a leader ring get a leader line to their point.
+    Returns the annotations, or None (nothing drawn) when some label has no free spot: the caller widens
+    the axes or allows further rings and tries again.
+    """
+    from matplotlib.transforms import Bbox
+
+    frame = ax.get_window_extent(renderer).padded(-margin_px)
+    px = ax.figure.dpi / 72.0
+    centers = ax.transData.transform([(x, y) for x, y, _, _ in points])
+
+    def around(k: int, extra_pt: float):
+        (cx, cy), r = centers[k], (marker_pt[k] + extra_pt) * px
+        return Bbox.from_extents(cx - r, cy - r, cx + r, cy + r)
+
+    lines = [Bbox(ax.transData.transform([a, b])) for a, b in segments]
+    placed, boxes = [], []
+    for k, (x, y, text, kw) in enumerate(points):
+        keep_off = boxes + lines + [around(j, 0 if j == k else clearance_pt) for j in range(len(points))]
+        probe = ax.annotate(text, (x, y), xytext=(0, 0), textcoords="offset points", **kw)
+        spot = None
+        for dist, leader in rings:
+            for (ux, uy), ha, va in _LABEL_SPOTS:
+                probe.xyann = (ux * dist, uy * dist)
+                probe.set_horizontalalignment(ha)
+                probe.set_verticalalignment(va)
+                box = probe.get_window_extent(renderer).padded(1.5 * px)
+                if _outside(box, frame) == 0 and not any(_overlap(box, b) for b in keep_off):
+                    spot = (probe.xyann, ha, va, leader, box)
+                    break
+            if spot is not None:
+                break
+        probe.remove()
+        if spot is None:
+            for a in placed:
+                a.remove()
+            return None
+        offset, ha, va, leader, box = spot
+        arrow = {"arrowstyle": "-", "color": "#777777", "linewidth": 0.6, "shrinkA": 1, "shrinkB": 4}
+        placed.append(ax.annotate(text, (x, y), xytext=offset, textcoords="offset points", ha=ha, va=va,
+                                  arrowprops=arrow if leader else None, **kw))
+        boxes.append(box)
+    return placed
 
 
 def cost_figure(cost: pd.DataFrame, labels: dict[str, str], reference: str | None, title: str):
@@ -242,6 +385,9 @@ def cost_figure(cost: pd.DataFrame, labels: dict[str, str], reference: str | Non
     ``cost``: one row per method with ``method``, ``group``, ``device``, ``avg_acc`` (fraction) and
     ``total_time_s``. Colour = group, marker = device (circle: CPU, square: GPU, triangle: other or
     unknown). The dashed line joins the Pareto front: no other method is both faster and more accurate.
+    Labels are placed where they overlap no other label or point and stay inside the axes
+    (:func:`place_labels`; the time axis widens until they fit); time ticks are the densest round
+    durations whose labels keep apart (:func:`_time_ticks`).
     """
     from matplotlib.lines import Line2D
 
@@ -255,58 +401,51 @@ def cost_figure(cost: pd.DataFrame, labels: dict[str, str], reference: str | Non
     groups = [g for g in known if g in set(cost.loc[cost["method"] != reference, "group"])]
     fig = Figure(figsize=(7.6, 4.8))
     ax = fig.subplots()
+    renderer = _renderer(fig)
 
     def marker(device: str) -> str:
         d = str(device).lower()
         return "o" if d == "cpu" else "s" if d.startswith("cuda") or d == "gpu" else "^"
 
-    for r in cost.itertuples(index=False):
+    points, radii = [], []
+    # the reference is labelled first, then from the most accurate down: the crowded top gets first pick
+    order = sorted(cost.itertuples(index=False), key=lambda r: (r.method != reference, -r.avg_acc, r.method))
+    for r in order:
         is_ref = r.method == reference
+        size = 90 if is_ref else 55
         ax.scatter(
             r.total_time_s,
             100 * r.avg_acc,
-            s=90 if is_ref else 55,
+            s=size,
             marker=marker(r.device),
             color=REFERENCE_COLOR if is_ref else gcolor[r.group],
             edgecolor="black" if is_ref else "white",
             linewidth=0.8,
             zorder=3,
         )
-        ax.annotate(
-            labels.get(r.method, r.method),
-            (r.total_time_s, 100 * r.avg_acc),
-            xytext=(6, 4),
-            textcoords="offset points",
-            fontsize=8.5,
-            fontweight="bold" if is_ref else "normal",
-        )
+        font = {"fontsize": 8.5, "fontweight": "bold" if is_ref else "normal"}
+        points.append((r.total_time_s, 100 * r.avg_acc, labels.get(r.method, r.method), font))
+        radii.append(math.sqrt(size) / 2)
     front = cost.sort_values(["total_time_s", "avg_acc"], ascending=[True, False])
     best, pts = -np.inf, []
     for r in front.itertuples(index=False):
         if r.avg_acc > best:
             best = r.avg_acc
             pts.append((r.total_time_s, 100 * r.avg_acc))
+    segments = []  # the Pareto line, which labels keep off
     if len(pts) > 1:
         xs, ys = zip(*pts)
         ax.step(xs, ys, where="post", linestyle="--", color="#888888", linewidth=1, zorder=1)
+        for (xa, ya), (xb, yb) in zip(pts, pts[1:]):
+            segments += [((xa, ya), (xb, ya)), ((xb, ya), (xb, yb))]
     ax.set_xscale("log")
     lo, hi = cost["total_time_s"].min(), cost["total_time_s"].max()
-    ax.set_xlim(lo / 2, hi * 4)
     ymin, ymax = 100 * cost["avg_acc"].min(), 100 * cost["avg_acc"].max()
     pad = max(1.0, 0.1 * (ymax - ymin))
+    ax.set_xlim(lo / 2, hi * 4)
     ax.set_ylim(ymin - pad, min(100.5, ymax + pad))
     ax.set_xlabel("Total wall time: fit + predict, summed over the datasets (log scale)")
     ax.set_ylabel("Average accuracy (%)")
-    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
-
-    nice = [0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, 18000, 36000, 86400,
-            172800, 432000, 864000]
-    ticks = [t for t in nice if lo / 2 <= t <= hi * 4]
-    while len(ticks) > 7:
-        ticks = ticks[::2]
-    ax.xaxis.set_major_locator(FixedLocator(ticks))
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: _fmt_seconds(v)))
-    ax.xaxis.set_minor_formatter(NullFormatter())
     ax.grid(True, alpha=0.3, which="both")
     ax.set_title(title, fontsize=11)
     handles = [Line2D([], [], marker="o", linestyle="", color=gcolor[g], label=g) for g in groups]
@@ -321,7 +460,30 @@ def cost_figure(cost: pd.DataFrame, labels: dict[str, str], reference: str | Non
     if len(pts) > 1:
         handles.append(Line2D([], [], linestyle="--", color="#888888", label="Pareto front"))
     ax.legend(handles=handles, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False, fontsize=8.5)
-    fig.tight_layout()
+    gap = 0.8 * 8.5 * fig.dpi / 72  # tick labels keep most of an em apart
+    _time_ticks(ax, renderer, gap)
+    fig.tight_layout()  # the axes' final place: labels are placed in its pixels
+    # labels next to their points, widening the time axis to the right (where labels go first) up to
+    # twice; then with leader lines too; in a view too crowded even for that, in place
+    x0, x1 = ax.get_xlim()
+    y0, y1 = ax.get_ylim()
+    for rings in (NEAR_RING, NEAR_RING + LEADER_RINGS):
+        for widen in (0, 1, 2):
+            ax.set_xlim(x0, x1 * 2**widen)
+            ax.set_ylim(y0, max(y1, min(y1 + widen * pad / 2, 102.5)))  # room above the top point
+            if place_labels(ax, points, radii, renderer, segments=segments, rings=rings) is not None:
+                break
+        else:
+            continue
+        break
+    else:
+        ax.set_xlim(x0, x1)
+        ax.set_ylim(y0, y1)
+        for x, y, text, kw in points:
+            ax.annotate(text, (x, y), xytext=(6, 4), textcoords="offset points", **kw)
+    bottom, top = ax.get_ylim()
+    ax.set_yticks([t for t in ax.get_yticks() if bottom <= t <= min(top, 100)])  # never above 100 %
+    _time_ticks(ax, renderer, gap)
     return fig
 
 
