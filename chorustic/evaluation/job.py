@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from chorustic.evaluation.integrity import file_record
+from chorustic.evaluation.numerics import numerics_record
 from chorustic.evaluation.results import result_path, write_result_file
 from chorustic.io import atomic_write_json
 
@@ -230,13 +231,6 @@ def _versions() -> dict[str, str]:
     return out
 
 
-def _numerics() -> dict[str, str]:
-    """The SIMD caps this process runs under (empty: the libraries' own choice for this CPU)."""
-    from chorustic.evaluation.numerics import PORTABLE_ENV
-
-    return {k: os.environ[k] for k in PORTABLE_ENV if os.environ.get(k)}
-
-
 def _format_error(exc: BaseException) -> str:
     msg = f"{type(exc).__name__}: {exc}".strip()
     return " ".join(msg.split())[:2000]
@@ -338,7 +332,7 @@ def run_job(spec: JobSpec, *, resume: bool = False, log=None) -> dict[str, Any]:
         "started": started,
         "finished": None,
         "host": platform.node(),
-        "numerics": _numerics(),
+        "numerics": None,  # set when the runs are done (the libraries are loaded then)
         "versions": {},
         "runs": list(prior_runs),
     }
@@ -437,6 +431,7 @@ def run_job(spec: JobSpec, *, resume: bool = False, log=None) -> dict[str, Any]:
         atomic_write_json(prog, manifest)
 
     manifest["versions"] = _versions()
+    manifest["numerics"] = numerics_record(device, requested=spec.portable_numerics)
     manifest["finished"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     write_finished(results_dir, manifest)
     if prog.exists():
