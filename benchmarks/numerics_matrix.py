@@ -252,7 +252,7 @@ def main(argv=None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     jobs = args.jobs.split(",")
-    wanted = args.settings.split(",") if args.settings else [s.name for s in SETTINGS]
+    wanted = list(dict.fromkeys(args.settings.split(","))) if args.settings else [s.name for s in SETTINGS]
     by_name = {s.name: s for s in SETTINGS}
     unknown = [w for w in wanted if w not in by_name]
     if unknown:

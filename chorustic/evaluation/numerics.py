@@ -38,8 +38,16 @@ false with the reason, and the ``portable_numerics`` column of ``accuracies.csv`
 (ARM), with ``evaluation.portable_numerics: false``, or with a pinned variable overridden. Thread counts
 are the job's (``threads`` of the method's resources), the same on every machine.
 
-Cost (measured on the demo's jobs, 2 cores): none visible for the classical methods; ChorusTIC on CPU
-runs its matrix products in MKL's SSE2 branch.
+What was measured on an AMD EPYC (Zen 4, AVX-512) with every other kernel choice forced in turn
+(``benchmarks/numerics_matrix.md``): MKL made to dispatch as on an Intel CPU changes no prediction under
+these pins; ``ONEDNN_MAX_CPU_ISA`` and ``ATEN_CPU_CAPABILITY`` at AVX-512 and numpy's AVX-512 kernels
+change predictions (pinned at AVX2 here); OpenBLAS's core type and numba's target changed none of the
+demo's predictions. That the AVX2 code of oneDNN, ATen, numpy and numba gives the same bits on an Intel
+CPU follows from their dispatch (by instruction set, not vendor); a run on an Intel machine is the check.
+
+Cost (demo jobs, one thread, quiet machine): none for the classical methods (QUANT 4.8 -> 4.9 s,
+MiniRocket 2.3 -> 2.6 s per job); ChorusTIC-small on CPU about 1.6x (ArrowHead 2.3 -> 3.7 s,
+ItalyPowerDemand 11.1 -> 19.1 s per job): its matrix products run in MKL's SSE2 branch.
 """
 
 from __future__ import annotations
