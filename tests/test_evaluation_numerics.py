@@ -1,6 +1,7 @@
-"""Portable numerics: evaluation workers run with SIMD capped at AVX2 (the cause of the cross-machine
-differences of the demo, see chorustic/evaluation/numerics.py), record it in the manifest, and leave a
-value the user set alone."""
+"""Portable numerics: evaluation workers run with the pins of chorustic/evaluation/numerics.py (the
+causes of the cross-machine and cross-vendor differences of the demo), the libraries in the worker
+report that they use them (the manifest's ``numerics``), a value the user set is kept and makes the run
+non-portable, and a demo subset reproduces the committed predictions bit for bit."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ import textwrap
 import pytest
 
 from chorustic.evaluation.job import JobSpec
-from chorustic.evaluation.numerics import PORTABLE_ENV, portable_numerics_env
+from chorustic.evaluation.aggregate import aggregate_manifests
+from chorustic.evaluation.job import manifest_path
+from chorustic.evaluation.numerics import PORTABLE_EFFECTIVE, PORTABLE_ENV, portable_numerics_env
 from chorustic.evaluation.supervisor import run_supervised
 from chorustic.protocols.contexts import build_contexts, write_contexts
 
@@ -42,6 +45,10 @@ class NC(Method):
     info = MethodInfo(name="nc", display_name="NC", group="Classical", fits_on_target=True)
 
     def build(self, *, seed, device="cpu", n_jobs=1, **params):
+        import numba  # noqa: F401  (loaded, so the manifest reports numba's target)
+        import torch
+
+        torch.ones(4, 4) @ torch.ones(4, 4)  # torch's MKL
         return NearestCentroid()
 """
 
@@ -77,13 +84,56 @@ def job(tmp_path_factory):
     return spec
 
 
-def test_workers_run_with_simd_capped_at_avx2_and_say_so(job, tmp_path, monkeypatch):
+def test_pins_reach_the_workers_libraries_and_the_record_says_so(job, tmp_path, monkeypatch):
     for key in PORTABLE_ENV:
         monkeypatch.delenv(key, raising=False)
-    monkeypatch.setenv("ATEN_CPU_CAPABILITY", "default")  # set by the user: kept
-    portable = run_supervised(job(tmp_path / "a"))
-    assert portable["numerics"] == {**PORTABLE_ENV, "ATEN_CPU_CAPABILITY": "default"}
-    assert portable["numerics"]["NPY_DISABLE_CPU_FEATURES"].startswith("AVX512F")
+    monkeypatch.setenv("ATEN_CPU_CAPABILITY", "default")  # set by the user: kept, and the run not portable
+    pinned = run_supervised(job(tmp_path / "a"))["numerics"]
+    assert pinned["env"] == {**PORTABLE_ENV, "ATEN_CPU_CAPABILITY": "default"}
+    # what numpy, torch, MKL, OpenBLAS and numba report inside the worker
+    assert pinned["effective"] == {**PORTABLE_EFFECTIVE, "torch_cpu_capability": "DEFAULT"}
+    assert pinned["portable"] is False and "ATEN_CPU_CAPABILITY=default" in pinned["reason"]
+
     native = run_supervised(job(tmp_path / "b", portable_numerics=False))
-    assert native["numerics"] == {"ATEN_CPU_CAPABILITY": "default"}
-    assert portable["runs"][0]["status"] == native["runs"][0]["status"] == "ok"
+    assert native["numerics"]["env"] == {"ATEN_CPU_CAPABILITY": "default"}
+    assert native["numerics"]["portable"] is False
+    assert "portable_numerics is off" in native["numerics"]["reason"]
+    assert native["runs"][0]["status"] == "ok"
+    table = aggregate_manifests([manifest_path(tmp_path / "b", "nc", "GunPoint")])
+    assert table["portable_numerics"].tolist() == [False]  # and so in accuracies.csv and the reports
+
+
+#: Runs of the demo whose predictions differed between an AMD EPYC and an Intel Xeon before MKL was
+#: pinned to its vendor-neutral branch (issue 31); their prediction files are committed next to the
+#: demo's accuracies.
+DEMO_SUBSET = (("quant", "ArrowHead", "prop40"), ("chorustic_small", "ArrowHead", "prop20"))
+
+
+def test_demo_subset_reproduces_the_committed_predictions_bit_for_bit(tmp_path):
+    from pathlib import Path
+
+    from chorustic import config as cc
+    from chorustic.data import load_dataset
+    from chorustic.reports.accuracies import load_accuracies
+    from chorustic.reports.reproduction import differences_from_reference
+
+    root = Path(__file__).resolve().parents[1]
+    demo = root / "examples" / "demo" / "results"
+    cfg = cc.load_config([root / "config" / "demo.yaml"])
+    cfg["paths"].update(data_dir=str(tmp_path / "raw"), cache_dir=str(tmp_path / "cache"),
+                        results_dir=str(tmp_path / "results"))
+    manifests = []
+    for method, dataset, protocol in DEMO_SUBSET:
+        ctx = tmp_path / f"{dataset}.json"
+        if not ctx.exists():
+            ds = load_dataset(dataset, tmp_path / "raw", cache_dir=tmp_path / "cache", offline=True)
+            write_contexts(ctx, build_contexts(ds.y_train, dataset=dataset, archive=ds.archive,
+                                               protocols=cfg["protocols"], class_labels=ds.classes))
+        spec = JobSpec.from_config(cfg, method, dataset, contexts_file=ctx)
+        spec.protocols = [protocol]
+        assert run_supervised(spec)["numerics"]["portable"] is True
+        manifests.append(manifest_path(tmp_path / "results", method, dataset))
+    ours = aggregate_manifests(manifests)
+    diff = differences_from_reference(ours, tmp_path / "results", load_accuracies(demo / "accuracies.csv"), demo)
+    assert len(diff) == len(DEMO_SUBSET) and set(diff["basis"]) == {"predictions"}
+    assert set(diff["status"]) == {"identical"}, diff.to_string()

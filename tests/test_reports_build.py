@@ -224,10 +224,15 @@ def test_cli_is_reproducible_and_prunes_stale_files(built, tmp_path, capsys):
                 "ChorusTIC",
                 "--formats",
                 "png",
+                "--reference-results",
+                str(root / "results"),
             ]
         )
         == 0
     )
+    # against reference results (here the same table, without prediction files: compared by accuracy)
+    assert "**0 differ** (0 test cases)" in (out / "README.md").read_text()
+    assert "**0 differ**" in (out / "reproduction" / "reference_results.md").read_text()
     assert not (out / "tables" / "table4_ablation_uea.md").exists()
     assert not (out / "figures" / "scatter_uea.pdf").exists()  # --formats png
     assert (out / "figures" / "scatter_uea.png").exists() and (out / "notes.txt").read_text() == "mine"

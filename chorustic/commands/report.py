@@ -1,6 +1,7 @@
 """``chorustic report``: statistics, the paper's tables and figures, and the reproduction check.
 
 chorustic report --results results/ --out reports/ [--reference ChorusTIC]
+chorustic report --reference-results examples/demo/results   # which runs differ from the committed demo
 chorustic report --paper-check            # only: the paper's own tables through the statistics code
 """
 
@@ -66,6 +67,14 @@ def register(subparsers) -> None:
         default=2.0,
         help="flag datasets more than this many accuracy points from the paper (default: 2)",
     )
+    p.add_argument(
+        "--reference-results",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="another results folder (or its accuracies.csv), e.g. examples/demo/results: list the runs that "
+        "differ from it and in how many test cases (reproduction/reference_results.md)",
+    )
     p.add_argument("--formats", default="png,pdf", help="figure formats, comma-separated (default: png,pdf)")
     p.add_argument("--strict", action="store_true", help="exit with status 1 if any table or figure failed")
     p.add_argument(
@@ -93,6 +102,7 @@ def run(args: argparse.Namespace) -> int:
         paper_dir=args.paper_dir,
         off_threshold_pp=args.off_threshold,
         figure_formats=tuple(f.strip() for f in args.formats.split(",") if f.strip()),
+        reference_results=args.reference_results,
     )
     if args.ablation:
         config.ablations = dict(args.ablation)

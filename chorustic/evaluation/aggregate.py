@@ -2,7 +2,9 @@
 
 Columns: :data:`COLUMNS`. ``status`` is one of :data:`~chorustic.evaluation.job.RUN_STATUSES`
 (``ok`` | ``failed`` | ``ineligible`` | ``reported``); ``device`` is where the job ran (``cpu``,
-``cuda``); ``accuracy`` is empty unless ``ok`` or
+``cuda``); ``portable_numerics`` whether its predictions are the same on every x86-64 CPU with AVX2
+(the manifest's ``numerics``, :mod:`chorustic.evaluation.numerics`; empty for manifests made before it
+was recorded); ``accuracy`` is empty unless ``ok`` or
 ``reported``. Failed runs stay in the table with their reason: reports show them as missing, never
 drop or impute them.
 
@@ -82,6 +84,7 @@ OPTIONAL_COLUMNS = [
     "predict_time_s",
     "peak_memory_mb",
     "device",
+    "portable_numerics",
     "error",
     "result_file",
 ]
@@ -122,6 +125,8 @@ def _rows(doc: dict[str, Any], metadata: dict[str, dict], relative_to) -> list[d
             if doc.get(k) is not None
         },
     }
+    numerics = doc.get("numerics")
+    portable = numerics.get("portable") if isinstance(numerics, dict) else None
     rows = []
     for run in doc["runs"]:
         result_file = run.get("result_file")
@@ -152,6 +157,7 @@ def _rows(doc: dict[str, Any], metadata: dict[str, dict], relative_to) -> list[d
                 "predict_time_s": run.get("predict_time_s"),
                 "peak_memory_mb": run.get("peak_memory_mb"),
                 "device": doc.get("device") if run.get("status") == "ok" else None,
+                "portable_numerics": portable if run.get("status") == "ok" else None,
                 "error": run.get("error"),
                 "result_file": result_file,
             }
@@ -169,6 +175,7 @@ def _frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
         df = df.reset_index(drop=True)
     for col in ("budget", "seed", "n_context", "n_test", "n_classes"):
         df[col] = df[col].astype("Int64")
+    df["portable_numerics"] = df["portable_numerics"].astype("boolean")
     return df
 
 

@@ -38,6 +38,7 @@ import numpy as np
 
 from chorustic.errors import NoSpaceError, shorten
 from chorustic.evaluation.integrity import file_record
+from chorustic.evaluation.numerics import numerics_record
 from chorustic.evaluation.results import result_path, write_result_file
 from chorustic.io import atomic_write_json
 
@@ -268,13 +269,6 @@ def _versions() -> dict[str, str]:
     return out
 
 
-def _numerics() -> dict[str, str]:
-    """The SIMD caps this process runs under (empty: the libraries' own choice for this CPU)."""
-    from chorustic.evaluation.numerics import PORTABLE_ENV
-
-    return {k: os.environ[k] for k in PORTABLE_ENV if os.environ.get(k)}
-
-
 #: The longest error text recorded for a run (the ``error`` column); longer ones are cut in the middle.
 ERROR_CHARS = 2000
 
@@ -403,7 +397,7 @@ def run_job(spec: JobSpec, *, resume: bool = False, log=None) -> dict[str, Any]:
         "started": started,
         "finished": None,
         "host": platform.node(),
-        "numerics": _numerics(),
+        "numerics": None,  # set when the runs are done (the libraries are loaded then)
         "versions": {},
         "runs": list(prior_runs),
     }
@@ -509,6 +503,7 @@ def run_job(spec: JobSpec, *, resume: bool = False, log=None) -> dict[str, Any]:
         atomic_write_json(prog, manifest)
 
     manifest["versions"] = _versions()
+    manifest["numerics"] = numerics_record(device, requested=spec.portable_numerics)
     manifest["finished"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     write_finished(results_dir, manifest)
     if prog.exists():

@@ -17,6 +17,8 @@ Layout of the output folder::
     reports/figures/<name>.{png,pdf}
         scaling_<archive>, cd_<archive>, scatter_<archive>, violin_<archive>, mcm_<archive>, cost_<archive>
     reports/reproduction/reproduction.{md,html} (+ CSVs)  the check against the paper
+    reports/reproduction/reference_results.{md,html,csv}  with ``reference_results``: which runs differ
+                                                   from a reference results folder, in how many test cases
     reports/overview/coverage.html                 coverage, missing runs, ineligible datasets, problems
     reports/missing_runs.csv, reports/ineligible_datasets.csv
     reports/aeon/<protocol>/classification/accuracy/<EST>_accuracy.csv   for aeon's results loaders
@@ -55,7 +57,7 @@ from chorustic.reports.catalog import FOLDERS
 from chorustic.reports.interop import AEON_SUBDIR, aeon_estimator_names, write_aeon_results
 from chorustic.reports.paper import default_reference_dir, load_paper_reference
 from chorustic.reports.render import Table, html_page, to_markdown, write_table
-from chorustic.reports.reproduction import compare_with_paper, paper_self_check
+from chorustic.reports.reproduction import compare_with_paper, differences_from_reference, paper_self_check
 from chorustic.reports.tables import (
     ablation_table,
     budget_table,
@@ -67,7 +69,7 @@ from chorustic.reports.tables import (
     stats_table,
     summary_frame,
 )
-from chorustic.reports.writeup import write_reproduction
+from chorustic.reports.writeup import write_reference_comparison, write_reproduction
 
 __all__ = ["ReportConfig", "ReportResult", "build_report", "resolve_method", "MANIFEST_NAME"]
 
@@ -87,6 +89,9 @@ class ReportConfig:
     """the paper's numbers; default ``<results>/reference``, else the repository's ``results/reference``"""
     off_threshold_pp: float = 2.0
     figure_formats: tuple[str, ...] = figs.FORMATS
+    reference_results: Path | None = None
+    """another results folder (or its ``accuracies.csv``), e.g. ``examples/demo/results``: list the runs
+    whose predictions differ from it, and in how many test cases"""
 
 
 @dataclasses.dataclass
@@ -329,11 +334,18 @@ def build_report(
         lambda: _reproduction(b, results_dir, config, matrices, meta, summary_all, reference),
     )
 
+    # ---- against reference results (another machine's run, the committed demo)
+    against = None
+    if config.reference_results is not None:
+        against = b.attempt(
+            "comparison with reference results", lambda: _reference_results(b, results_dir, df, config)
+        )
+
     # ---- index, and the overview page of `snakemake --report`
     b.attempt(
         "README.md",
         lambda: _readme(
-            b, acc_path, df, meta, matrices, reference, main_exclude, paper_passed, miss_df, config
+            b, acc_path, df, meta, matrices, reference, main_exclude, paper_passed, miss_df, config, against
         ),
     )
     b.attempt(
@@ -506,6 +518,16 @@ def _reproduction(
     return bool(check["verdict"]["passed"].all()) if len(check["verdict"]) else None
 
 
+def _reference_results(b: _Builder, results_dir: Path, df: pd.DataFrame, config: ReportConfig) -> pd.DataFrame:
+    ref_path = Path(config.reference_results)
+    ref_acc = ref_path if ref_path.suffix == ".csv" else ref_path / "accuracies.csv"
+    diff = differences_from_reference(df, results_dir, load_accuracies(ref_acc), ref_acc.parent)
+    b.written += write_reference_comparison(b.out / "reproduction", diff, str(ref_acc))
+    md = b.out / "reproduction" / "reference_results.md"
+    b.text("reproduction/reference_results.html", html_page("These results against reference results", md.read_text()))
+    return diff
+
+
 def _coverage(matrices, meta, exclude) -> pd.DataFrame:
     rows = []
     for (archive, protocol), mx in matrices.items():
@@ -579,7 +601,8 @@ def _overview(
 
 
 def _readme(
-    b: _Builder, acc_path: Path, df, meta, matrices, reference, exclude, paper_passed, miss_df, config
+    b: _Builder, acc_path: Path, df, meta, matrices, reference, exclude, paper_passed, miss_df, config,
+    against: pd.DataFrame | None = None,
 ) -> None:
     lines = [
         "# Benchmark report",
@@ -668,11 +691,42 @@ def _readme(
             "paper: [reproduction/reproduction.md](reproduction/reproduction.md)."
         )
     lines.append("")
+    lines += _numerics_lines(df, config, against)
     if b.notes:
         lines += ["## Notes", ""] + [f"- {n}" for n in b.notes] + [""]
     if b.problems:
         lines += ["## Problems", ""] + [f"- {p}" for p in b.problems] + [""]
     b.text("README.md", "\n".join(lines))
+
+
+def _numerics_lines(df: pd.DataFrame, config: ReportConfig, against: pd.DataFrame | None) -> list[str]:
+    """Which runs are not covered by portable numerics, and the comparison with reference results."""
+    lines = []
+    flag = df["portable_numerics"] if "portable_numerics" in df.columns else pd.Series(dtype=object)
+    loose = df[flag.astype(str).str.lower().isin(["false", "0"])]
+    if len(loose):
+        lines += [
+            "## Same numbers on another machine",
+            "",
+            f"{len(loose)} runs are not covered by portable numerics, so another machine may predict differently "
+            f"(GPU, pins off or overridden; the reason is in each run manifest's `numerics`): "
+            + ", ".join(f"{m} ({n})" for m, n in loose["display_name"].value_counts().sort_index().items()) + ".",
+            "",
+        ]
+    if config.reference_results is not None:
+        if not lines:
+            lines += ["## Same numbers on another machine", ""]
+        if against is None:
+            lines.append("The comparison with the reference results failed (see Problems).")
+        else:
+            differ = against[against["status"] == "differs"]
+            lines.append(
+                f"Against `{config.reference_results}`: {len(against)} runs in both, **{len(differ)} differ** "
+                f"({int(differ['n_cases_differ'].sum())} test cases): "
+                "[reproduction/reference_results.md](reproduction/reference_results.md)."
+            )
+        lines.append("")
+    return lines
 
 
 def _prune_stale(out_dir: Path, written: list[Path]) -> None:

@@ -10,11 +10,15 @@
    with the rounding ties resolved as the printed W/T/L requires.
 2. :func:`compare_with_paper` compares the harness's results with the paper, per dataset (difference, mean
    absolute difference, datasets off by more than a threshold) and at the level of the headline averages.
+3. :func:`differences_from_reference` compares the harness's results with a reference results folder
+   (another machine's run, the committed ``examples/demo/results``): which runs differ and in how many
+   test cases, from the prediction files where the reference has them, else from the accuracies.
 """
 
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -26,7 +30,15 @@ from chorustic.reports.tables import comparison_frame, summary_frame
 from chorustic.stats import average_rank_range, holm_correction, relative_gain, wilcoxon_signed_rank
 from chorustic.stats.win_tie_loss import WinTieLoss, win_tie_loss_range
 
-__all__ = ["paper_self_check", "compare_with_paper", "same_printed", "impose_printed_wtl", "TABLE_DECIMALS"]
+__all__ = [
+    "paper_self_check",
+    "compare_with_paper",
+    "differences_from_reference",
+    "same_printed",
+    "impose_printed_wtl",
+    "TABLE_DECIMALS",
+    "REFERENCE_COLUMNS",
+]
 
 #: Decimals of the published per-dataset tables.
 TABLE_DECIMALS = 4
@@ -537,3 +549,77 @@ def compare_with_paper(
             )
     headline = pd.DataFrame(head_rows)
     return {"per_dataset": per, "per_method": per_method, "headline": headline}
+
+
+#: Columns of :func:`differences_from_reference`.
+REFERENCE_COLUMNS = [
+    "archive", "method", "display_name", "dataset", "protocol", "seed", "accuracy", "reference_accuracy",
+    "n_test", "basis", "n_cases_differ", "probabilities", "portable_numerics", "status",
+]
+
+
+def differences_from_reference(
+    results: pd.DataFrame,
+    results_dir: str | Path,
+    reference: pd.DataFrame,
+    reference_dir: str | Path,
+) -> pd.DataFrame:
+    """Every run with an outcome (``ok``) in both ``results`` and ``reference`` (two ``accuracies.csv``
+    tables; ``*_dir``: the folders holding them and their prediction files), one row each
+    (:data:`REFERENCE_COLUMNS`), differing runs first.
+
+    ``basis`` ``predictions`` (both prediction files present): ``n_cases_differ`` is the number of test
+    cases predicted as another class and ``probabilities`` says whether every probability is
+    bit-identical; ``basis`` ``accuracy`` (a reference without the file): ``n_cases_differ`` is the
+    smallest number of test cases the two accuracies allow (|difference| x n_test).
+    ``status``: ``identical`` | ``same predictions, other probabilities`` | ``same accuracy`` | ``differs``.
+    ``portable_numerics`` (from ``results``): False for a run whose bit-identity across machines is not
+    guaranteed (GPU, no portable pins; :mod:`chorustic.evaluation.numerics`).
+    """
+    from chorustic.evaluation.results import read_result_file, result_path
+
+    key = ["method", "dataset", "protocol", "seed"]
+    ours = results[results["status"] == "ok"].copy()
+    ref = reference[reference["status"] == "ok"][key + ["accuracy"]].rename(
+        columns={"accuracy": "reference_accuracy"}
+    )
+    for df in (ours, ref):
+        df["seed"] = df["seed"].astype(int)
+    both = ours.merge(ref, on=key, how="inner")
+    rows = []
+    for r in both.itertuples(index=False):
+        mine = result_path(results_dir, r.protocol, r.method, r.dataset, r.seed)
+        theirs = result_path(reference_dir, r.protocol, r.method, r.dataset, r.seed)
+        portable = getattr(r, "portable_numerics", None)
+        row = {
+            "archive": r.archive,
+            "method": r.method,
+            "display_name": r.display_name,
+            "dataset": r.dataset,
+            "protocol": r.protocol,
+            "seed": int(r.seed),
+            "accuracy": float(r.accuracy),
+            "reference_accuracy": float(r.reference_accuracy),
+            "n_test": None if pd.isna(getattr(r, "n_test", None)) else int(r.n_test),
+            "portable_numerics": None if portable is None or pd.isna(portable) else bool(portable),
+        }
+        if mine.is_file() and theirs.is_file():
+            a, b = read_result_file(mine), read_result_file(theirs)
+            same_shape = a.y_pred.shape == b.y_pred.shape and a.proba.shape == b.proba.shape
+            n_diff = int(np.sum(a.y_pred != b.y_pred)) if same_shape else max(len(a.y_pred), len(b.y_pred))
+            identical_p = same_shape and bool(np.array_equal(a.proba, b.proba))
+            row.update(basis="predictions", n_cases_differ=n_diff,
+                       probabilities="identical" if identical_p else "differ")
+            row["status"] = ("identical" if identical_p else "same predictions, other probabilities") \
+                if n_diff == 0 else "differs"
+        else:
+            n = row["n_test"] or 0
+            n_diff = int(round(abs(row["accuracy"] - row["reference_accuracy"]) * n))
+            row.update(basis="accuracy", n_cases_differ=n_diff, probabilities=None,
+                       status="same accuracy" if n_diff == 0 else "differs")
+        rows.append(row)
+    out = pd.DataFrame(rows, columns=REFERENCE_COLUMNS)
+    if len(out):
+        out["_d"] = out["status"] != "differs"
+        out = out.sort_values(["_d", "archive", "dataset", "method"], kind="mergesort").drop(columns="_d")
+    return out.reset_index(drop=True)

@@ -11,7 +11,7 @@ from chorustic.io import atomic_write_text
 from chorustic.reports.paper import PaperReference
 from chorustic.stats.wilcoxon import format_p
 
-__all__ = ["reproduction_markdown", "write_reproduction"]
+__all__ = ["reproduction_markdown", "write_reproduction", "reference_markdown", "write_reference_comparison"]
 
 
 def _f(v, digits=2, signed=False) -> str:
@@ -330,3 +330,62 @@ def write_reproduction(
     atomic_write_text(p, reproduction_markdown(check, comparison, ref, threshold_pp))
     paths.append(p)
     return paths
+
+
+def reference_markdown(diff: pd.DataFrame, source: str) -> str:
+    """``reference_results.md``: which runs differ from a reference results folder and in how many test
+    cases (the frame of :func:`chorustic.reports.reproduction.differences_from_reference`)."""
+    L = ["# These results against reference results", "", f"Reference: `{source}`.", ""]
+    if not len(diff):
+        return "\n".join(L + ["No run has an outcome in both.", ""])
+    differ = diff[diff["status"] == "differs"]
+    by_pred = diff[diff["basis"] == "predictions"]
+    L += [
+        f"{len(diff)} runs in both; **{len(differ)} differ** "
+        f"({int(differ['n_cases_differ'].sum())} test cases in all). {len(by_pred)} runs compared prediction by "
+        f"prediction (the reference has their prediction files; "
+        f"{int((by_pred['status'] == 'identical').sum())} bit-identical, probabilities included), "
+        f"{len(diff) - len(by_pred)} by accuracy only (test cases: the fewest the two accuracies allow).",
+        "",
+    ]
+    loose = diff[diff["portable_numerics"].eq(False)]
+    if len(loose):
+        names = ", ".join(sorted(set(loose["display_name"])))
+        L += [
+            f"Not covered by portable numerics (bit-identity across machines not guaranteed: GPU, pins off or "
+            f"overridden; see the run manifests' `numerics`): {len(loose)} runs of {names}; marked * below.",
+            "",
+        ]
+    if len(differ):
+        rows = [
+            [
+                r.archive,
+                r.dataset,
+                r.display_name + (" *" if r.portable_numerics is False else ""),
+                r.protocol,
+                r.seed,
+                _f(r.accuracy, 4),
+                _f(r.reference_accuracy, 4),
+                f"{r.n_cases_differ} of {r.n_test}" if r.basis == "predictions" else f">= {r.n_cases_differ} of {r.n_test}",
+            ]
+            for r in differ.itertuples()
+        ]
+        L += [
+            "## Runs that differ",
+            "",
+            _table(["Archive", "Dataset", "Method", "Protocol", "Seed", "Accuracy", "Reference", "Test cases"], rows),
+        ]
+    same_pred = diff[diff["status"] == "same predictions, other probabilities"]
+    if len(same_pred):
+        L += [f"{len(same_pred)} runs predict the same classes with probabilities that differ in the last bits.", ""]
+    L += ["Every run: [reference_results.csv](reference_results.csv).", ""]
+    return "\n".join(L)
+
+
+def write_reference_comparison(directory: str | Path, diff: pd.DataFrame, source: str) -> list[Path]:
+    directory = Path(directory)
+    csv = directory / "reference_results.csv"
+    atomic_write_text(csv, diff.to_csv(index=False, float_format="%.10g", lineterminator="\n"))
+    md = directory / "reference_results.md"
+    atomic_write_text(md, reference_markdown(diff, source))
+    return [csv, md]
