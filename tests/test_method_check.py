@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from chorustic.cli import main
+from chorustic.methods.base import PROBA_TOL
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -46,6 +47,8 @@ def test_readme_plugin_example_passes_the_full_contract(tmp_path, capsys):
     assert "(n, C, L)" in section and "predict_proba" in section and "docs/adding-a-method.md" in section
     contract = (ROOT / "docs" / "adding-a-method.md").read_text()
     assert "(n, C, L)" in contract and "predict_proba" in contract and "Probabilities are required" in contract
+    tol = re.search(r"`PROBA_TOL` = ([0-9.e-]+)", contract)  # the contract page states the tolerance in force
+    assert tol and float(tol.group(1)) == PROBA_TOL, "docs/adding-a-method.md states another PROBA_TOL"
 
 
 BROKEN = """
