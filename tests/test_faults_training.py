@@ -4,8 +4,8 @@
 Each fault ends with the state of the last complete step on disk, one line from chorustic naming the
 cause and ``--resume``, and a resume that continues exactly where an uninterrupted run would be. The
 saved states are compared with a reference trained in this process from the run's own ``run.json``
-(the data stream does not depend on the number of prior workers). The README section "When something
-goes wrong" lists the same faults.
+(the data stream does not depend on the number of prior workers). docs/troubleshooting.md ("Pretraining")
+lists the same faults.
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ tests/data/official_golden holds a reduced-width model with the official archite
 (random weights), four episodes (univariate with resampling, 3 channels, 20 channels > 16 slots,
 K = 12 > K_max) and the official forward's outputs and intermediates. The state dict is loaded
 through the strict official-format loader and the recorded RSSC assignments are injected; every
-logits target must agree within 1e-4 (absolute) and every intermediate within the README's tolerances.
+logits target must agree within 1e-4 (absolute) and every intermediate within the tolerances of
+tests/data/official_golden/README.md.
 """
 
 from __future__ import annotations

@@ -51,9 +51,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     help="prior worker processes (default: automatic; 0 = generate in the training process)")
     hw.add_argument("--compile", action="store_true", default=None,
                     help="torch.compile the model's shape-stable stages (tokenizer, dual-axis + readout "
-                         "chunk, column embedding, row interaction, ICL) with dynamic sizes: ~16 graphs, "
-                         "compiled in the first steps (about 8 min on one CPU core for the small model, less "
-                         "with inductor's cache), then about 11 %% faster steps on a CPU (README, Pretraining)")
+                         "chunk, column embedding, row interaction, ICL) with dynamic sizes: about 20 "
+                         "graphs, compiled in the first steps (about 8 min on one CPU core for the small "
+                         "model, less with inductor's cache), then about 11 %% faster steps on a CPU "
+                         "(docs/pretraining.md)")
     hw.add_argument("--cpu-amp", action="store_true", default=None,
                     help="bf16 autocast on CPU (CPUs with AVX512-BF16 / AMX)")
     pl = p.add_argument_group("planning (--plan: print the plan as JSON and exit; no training)")

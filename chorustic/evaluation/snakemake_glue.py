@@ -1,6 +1,6 @@
 """The Snakefile's ``onerror`` handler: the tables after a failed run (the rules call the ``chorustic`` CLI).
 
-Failure semantics of the workflow (README, "When something goes wrong"):
+Failure semantics of the workflow (docs/troubleshooting.md):
 
 * a job that cannot do its work fails (non-zero exit, its traceback or one-line reason in its log):
   an evaluation with any failed run leaves its manifest as ``<dataset>.failed.json`` and fails, so it

@@ -23,9 +23,9 @@ Layout of the output folder::
     reports/missing_runs.csv, reports/ineligible_datasets.csv
     reports/aeon/<protocol>/classification/accuracy/<EST>_accuracy.csv   for aeon's results loaders
 
-Every file is written atomically. A failing table or figure is reported (README "Problems", stderr) and
-never stops the others. Files of a previous build that this build did not write again are removed (only
-files listed in the previous build's manifest, ``reports/.report-manifest.json``).
+Every file is written atomically. A failing table or figure is reported (reports/README.md, "Problems";
+stderr) and never stops the others. Files of a previous build that this build did not write again are
+removed (only files listed in the previous build's manifest, ``reports/.report-manifest.json``).
 """
 
 from __future__ import annotations
