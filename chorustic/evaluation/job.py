@@ -105,7 +105,7 @@ class JobSpec:
     fingerprint: str | None = None
     """The run's fingerprint (:func:`chorustic.evaluation.integrity.run_fingerprint`), recorded."""
     portable_numerics: bool = True
-    """start the worker with SIMD capped at AVX2 (chorustic.evaluation.numerics): same results across machines"""
+    """start the worker with the vendor-neutral numerics pins (chorustic.evaluation.numerics): same results across x86-64 machines"""
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "JobSpec":

@@ -8,7 +8,7 @@ extra-trees split threshold on a feature computed by an FFT, ChorusTIC's probabi
 then predicts another class.
 
 What each pin does and why it is vendor-neutral (evidence: ``benchmarks/numerics_matrix.py``, output in
-``benchmarks/results/numerics_matrix.md``):
+``benchmarks/numerics_matrix.md``):
 
 * ``MKL_CBWR=COMPATIBLE`` (torch's MKL: matrix products, FFT). MKL's other CNR branches (``AVX2``,
   ``AVX512``) exist on Intel CPUs only: on an AMD CPU MKL silently replaces them by ``AUTO``, its own
