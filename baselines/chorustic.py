@@ -27,9 +27,12 @@ from chorustic.model.checkpoint import DEFAULT_CHECKPOINT, DEFAULT_HPARAMS
 #: weights; per series and channel ~110 ms and ~2 MB, channel attention ~0.3x more per extra channel)
 #: and the committed small model (1.1 M parameters, ~3 ms per series and channel).
 PAPER_COST = CostModel(mem_base_mb=1100, mem_bytes_per_value=4000, time_job_s=20, time_base_s=15,
-                       time_ns_per_value=150_000, time_ns_per_value_channel=70_000)
+                       time_ns_per_value=150_000, time_ns_per_series=1_000_000,
+                       time_ns_per_series_pair=1_000, model_channels=64,
+                       gpu_speedup=100)
 SMALL_COST = CostModel(mem_base_mb=600, mem_bytes_per_value=170, time_job_s=10, time_base_s=1,
-                       time_ns_per_value=8_000)
+                       time_ns_per_value=8_000, time_ns_per_series=100_000, time_ns_per_series_pair=100,
+                       model_channels=64, gpu_speedup=20)
 #: Checkpoint files below this size (about 12 M float32 parameters) are costed as the small model.
 SMALL_CHECKPOINT_BYTES = 50_000_000
 
@@ -53,18 +56,18 @@ class ChorusTICMethod(Method):
     # The model is used through the inference code: both are part of the method.
     code: ClassVar[tuple[str, ...]] = ("chorustic.model", "chorustic.inference")
     # On CPU the paper model takes minutes per small dataset and hours for the largest ones.
-    resources: ClassVar[dict[str, Any]] = {"threads": 2, "mem_mb": 16000, "runtime": 720, "gpu": 0}
+    resources: ClassVar[dict[str, Any]] = {"threads": 2, "mem_mb": 16000, "runtime": 720, "gpu": 1}
     cost: ClassVar[CostModel] = PAPER_COST
 
-    def job_cost(self, size, **params: Any) -> tuple[float, float]:
+    def cost_model(self, **params: Any) -> CostModel:
         """The paper configuration's cost, or the small model's for a local checkpoint file under
         :data:`SMALL_CHECKPOINT_BYTES` (a checkpoint still to be pretrained, or on the hub, is costed
         as the paper configuration)."""
         ckpt = self.params(params)["checkpoint"]
         path = Path(ckpt) if isinstance(ckpt, str) and "://" not in ckpt else None
         if path is not None and path.is_file() and path.stat().st_size < SMALL_CHECKPOINT_BYTES:
-            return SMALL_COST.estimate(size)
-        return self.cost.estimate(size)
+            return SMALL_COST
+        return self.cost
 
     def _files(self, p: dict[str, Any], *, download: bool) -> dict[str, Any]:
         hparams = p["hparams_json"]

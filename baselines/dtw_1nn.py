@@ -68,13 +68,13 @@ class DTW1NN(Method):
     #: Measured (benchmarks/job_costs.py, 1 thread): ~4.6 ns per alignment cell of every (context,
     #: query) pair (10 here), numba compilation once per job; memory: the series and the distance matrix.
     cost: ClassVar[CostModel] = CostModel(mem_base_mb=450, mem_bytes_per_value=32, mem_bytes_per_pair=16,
-                                          time_job_s=30, time_base_s=0.2, time_ns_per_value=0, time_ns_per_cell=10)
+                                          time_job_s=30, time_base_s=0.2, time_ns_per_value=0, time_ns_per_cell=10,
+                                          time_ns_per_series_pair=1_000)
 
     def validate(self, params: dict[str, Any]) -> None:
         check_window(params["window"])
 
-    def job_cost(self, size, **params: Any) -> tuple[float, float]:
+    def cost_band(self, size, **params: Any) -> float | None:
         """A Sakoe-Chiba ``window`` (fraction of the length) limits each alignment to a band."""
         window = self.params(params)["window"]
-        band = size.length if window is None else min(size.length, 2 * math.ceil(float(window) * size.length) + 1)
-        return self.cost.estimate(size, band=band)
+        return None if window is None else min(size.length, 2 * math.ceil(float(window) * size.length) + 1)

@@ -146,7 +146,7 @@ class MantisBase(HubMethod):
     #: every channel of every series through the frozen encoder (8 M parameters, 32 tokens), then a
     #: forest or logistic regression on the embeddings.
     cost: ClassVar[CostModel] = CostModel(mem_base_mb=900, mem_bytes_per_value=64, time_job_s=30, time_base_s=2,
-                                          time_ns_per_value=50_000, time_ns_per_pair=100)
+                                          time_ns_per_value=50_000, time_ns_per_series_pair=100)
 
     def hub_files(self, p: dict[str, Any]) -> list[HubFile]:
         repo_id = self.fixed_params["repo_id"]

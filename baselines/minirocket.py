@@ -56,4 +56,4 @@ class MiniRocket(Method):
     #: ridge's copies), numba compilation once per job, transform time per value, ridge CV per pair.
     cost: ClassVar[CostModel] = CostModel(mem_base_mb=550, mem_bytes_per_value=32, mem_kb_per_series=200,
                                           time_job_s=60, time_base_s=0.5, time_ns_per_value=4_000,
-                                          time_ns_per_pair=1_500)
+                                          time_ns_per_series_pair=1_500, model_channels=9)

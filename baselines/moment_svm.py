@@ -172,7 +172,8 @@ class MomentSVM(HubMethod):
     #: SVM grid search on the context (Gram matrix per pair).
     cost: ClassVar[CostModel] = CostModel(mem_base_mb=2000, mem_bytes_per_value=64, mem_bytes_per_pair=16,
                                           time_job_s=60, time_base_s=2, time_ns_per_value=1_600_000,
-                                          time_ns_per_pair=5_000, model_length=512)
+                                          time_ns_per_series_pair=5_000, model_length=512,
+                                          gpu_speedup=50)
 
     def hub_files(self, p) -> list[HubFile]:
         return [

@@ -59,4 +59,4 @@ class MultiRocketHydra(Method):
     #: compilation once per job, transform time per value, ridge CV per pair.
     cost: ClassVar[CostModel] = CostModel(mem_base_mb=750, mem_bytes_per_value=128, mem_kb_per_series=1024,
                                           time_job_s=90, time_base_s=1, time_ns_per_value=80_000,
-                                          time_ns_per_pair=10_000)
+                                          time_ns_per_series_pair=10_000, model_channels=9)

@@ -240,7 +240,8 @@ class TabICLBase(HubMethod):
     #: the column embedding holds rows x features x 128 float32 per ensemble member (the plugin shrinks
     #: its batches to the job's memory, so this is what one member with all rows needs).
     cost: ClassVar[CostModel] = CostModel(mem_base_mb=1500, mem_bytes_per_value=600, time_job_s=30, time_base_s=2,
-                                          time_ns_per_value=50_000, time_ns_per_pair=2_000)
+                                          time_ns_per_value=50_000, time_ns_per_series_pair=2_000,
+                                          gpu_speedup=100)
 
     def hub_files(self, p: dict[str, Any]) -> list[HubFile]:
         return [HubFile(REPO_ID, self.checkpoint_file, revision=p["revision"])]

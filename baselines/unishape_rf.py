@@ -189,7 +189,8 @@ class UniShapeRF(CheckoutMethod):
     #: Cost model not measured (its weights are not available offline): estimated from the architecture on one CPU thread:
     #: every channel of every series, resampled to 512, through the frozen encoder, then a random forest.
     cost: ClassVar[CostModel] = CostModel(mem_base_mb=900, mem_bytes_per_value=64, time_job_s=30, time_base_s=2,
-                                          time_ns_per_value=50_000, time_ns_per_pair=100, model_length=512)
+                                          time_ns_per_value=50_000, time_ns_per_pair=100, model_length=512,
+                                          gpu_speedup=50)
 
     def load(self, params: dict[str, Any], resolved: dict[str, Any]):
         arch = {k: params[k] for k in ARCH_KEYS}

@@ -30,6 +30,7 @@ import os
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -118,6 +119,19 @@ def _config(workdir: Path, tag: str, dataset: str, runs: dict[str, dict]) -> Pat
     return path
 
 
+def _standin_size(cfg: dict, plugin, dataset: str, spec):
+    """The job's :class:`JobSize` at the stand-in's shape, each context at its expected training size."""
+    import dataclasses
+
+    from chorustic import resources as cr
+    from chorustic.protocols.contexts import context_specs, expected_train_size
+
+    size = cr.job_size(dataset, input_kind=plugin.info.input_kind, cfg=cfg)
+    train = tuple(expected_train_size(s, spec.n_train, spec.n_classes) for s in context_specs(cfg["protocols"]))
+    return dataclasses.replace(size, n_train=spec.n_train, n_test=spec.n_test, n_channels=spec.n_channels,
+                               n_contexts=len(train), context_train=train)
+
+
 def _estimate(cfg_path: Path, method: str, dataset: str, spec) -> tuple[float, float, int, int, int]:
     """The cost model at the stand-in's shape: (MB, s, request MB, request min, contexts)."""
     import dataclasses
@@ -129,8 +143,7 @@ def _estimate(cfg_path: Path, method: str, dataset: str, spec) -> tuple[float, f
     cfg = cc.load_config([cfg_path])
     entry = cc.method_entry(cfg, method)
     plugin = discover(only=entry["plugin"]).get(entry["plugin"])
-    size = cr.job_size(dataset, input_kind=plugin.info.input_kind, contexts=cr.n_contexts(cfg))
-    size = dataclasses.replace(size, n_train=spec.n_train, n_test=spec.n_test, n_channels=spec.n_channels)
+    size = _standin_size(cfg, plugin, dataset, spec)
     mem, seconds = plugin.job_cost(size, **cc.resolved_params(cfg, method))
     req_mb, req_min = cr.job_request(mem, seconds)
     return mem, seconds, req_mb, req_min, size.n_contexts
@@ -187,6 +200,99 @@ def measure(workdir: Path, method: str, dataset: str, fraction: float, job: dict
     return row
 
 
+#: Terms every method has, whatever its current model says.
+ALWAYS_FITTED = ("time_job_s", "mem_base_mb", "mem_bytes_per_value")
+#: Terms kept at the model's value (the harness's own work, the same for every method).
+KEPT = ("time_ns_per_input_value",)
+
+
+def _fit_one(terms: "np.ndarray", measured: "np.ndarray", names: tuple[str, ...], current: dict[str, float],
+             upper: float) -> dict[str, float]:
+    """Coefficients of ``names`` (those the current model uses, the model's form) that minimise the
+    relative error of ``terms @ coef`` against ``measured`` (non-negative least squares), then scaled up
+    where needed so that a job's request (``upper`` x the model: ``MEM_SAFETY``, ``TIME_SAFETY``) is at
+    least every measurement: a job is never stopped at what its model asks."""
+    import numpy as np
+    from scipy.optimize import nnls
+
+    kept = [i for i, k in enumerate(names) if k in KEPT]
+    rest = measured - terms[:, kept] @ np.array([current[names[i]] for i in kept]) if kept else measured
+    used = [i for i, k in enumerate(names) if (current[k] > 0 or k in ALWAYS_FITTED) and k not in KEPT]
+    coef = {k: (current[k] if k in KEPT else 0.0) for k in names}
+    if len(measured) > len(used):
+        a = terms[:, used] / measured[:, None]
+        scale = np.maximum(np.abs(a).max(axis=0), 1e-30)  # columns of ~1 for a well-conditioned solve
+        x, _ = nnls(a / scale, rest / measured)
+        for i, v in zip(used, x / scale):
+            coef[names[i]] = float(v)
+    else:  # too few jobs to tell the terms apart: the current model's form, scaled to the jobs (geometric mean)
+        model = terms[:, used] @ np.array([current[names[i]] for i in used])
+        factor = float(np.exp(np.mean(np.log(np.maximum(rest, 1e-9) / np.maximum(model, 1e-9)))))
+        for i in used:
+            coef[names[i]] = current[names[i]] * factor
+    if upper:  # scaled where needed until the job's request (safety x the model) covers every measurement
+        worst = float(np.max(measured / np.maximum(terms @ np.array([coef[k] for k in names]), 1e-9)))
+        coef = {k: v if k in KEPT else v * max(1.0, worst / upper) for k, v in coef.items()}
+    return coef
+
+
+def fit(csv_paths: list[Path], workdir: Path) -> str:
+    """Refit every measured method's cost model on the rows of ``csv_paths`` (ok rows only): per method,
+    the coefficients, and for each row the measured / model ratio before and after. Markdown."""
+    import numpy as np
+
+    from chorustic import config as cc
+    from chorustic.data.standin import standin_spec
+    from chorustic.methods import discover
+    from chorustic.methods.cost import CostModel
+    from chorustic.resources import MEM_SAFETY, TIME_SAFETY
+
+    latest = {}  # a job measured again (numba's caches warm, a quieter machine): its last measurement
+    for p in csv_paths:
+        for r in csv.DictReader(open(p)):
+            latest[(r["method"], r["dataset"], float(r["series_fraction"]))] = r
+    rows = [r for r in latest.values() if r["status"] == "ok" and r.get("cpu_s")]
+    runs = _assets(workdir)
+    scratch = Path(tempfile.mkdtemp(prefix="archive-scale-fit-"))  # the jobs' configurations, re-made here
+    out = [f"Fitted on {len(rows)} jobs ({', '.join(str(p) for p in csv_paths)}); ratio = measured / model.", ""]
+    for method in dict.fromkeys(r["method"] for r in rows):
+        mine = [r for r in rows if r["method"] == method]
+        t, m, secs, mbs, labels = [], [], [], [], []
+        for r in mine:
+            spec = standin_spec(r["dataset"], series_fraction=float(r["series_fraction"]))
+            cfg = cc.load_config([_config(scratch, f"{r['dataset']}-f{float(r['series_fraction']):g}", r["dataset"],
+                                          {method: runs[method]})])
+            entry = cc.method_entry(cfg, method)
+            plugin = discover(only=entry["plugin"]).get(entry["plugin"])
+            params = cc.resolved_params(cfg, method)
+            model = plugin.cost_model(**params)
+            size = _standin_size(cfg, plugin, r["dataset"], spec)
+            t.append(model.time_terms(size, band=plugin.cost_band(size, **params)))
+            m.append(model.memory_terms(size))
+            secs.append(float(r["cpu_s"]))
+            mbs.append(float(r["peak_mb"]))
+            labels.append(f"{r['dataset']} {float(r['series_fraction']):g}")
+        t, m, secs, mbs = map(np.array, (t, m, secs, mbs))
+        now = {k: getattr(model, k) for k in CostModel.TIME_COEFFICIENTS + CostModel.MEMORY_COEFFICIENTS}
+        new = {**_fit_one(t, secs, CostModel.TIME_COEFFICIENTS, now, TIME_SAFETY),
+               **_fit_one(m, mbs, CostModel.MEMORY_COEFFICIENTS, now, MEM_SAFETY)}
+
+        def model_of(coef):
+            return (t @ np.array([coef[k] for k in CostModel.TIME_COEFFICIENTS]),
+                    m @ np.array([coef[k] for k in CostModel.MEMORY_COEFFICIENTS]))
+
+        (t0, m0), (t1, m1) = model_of(now), model_of(new)
+        out += [f"### {method}", "", "coefficients: " + ", ".join(
+            f"{k}={new[k]:.4g} (was {now[k]:.4g})" for k in now if now[k] > 0 or new[k] > 0), "",
+            "| job | CPU s | model s before | ratio | model s after | ratio | peak MB | model MB after | ratio |",
+            "|---|---|---|---|---|---|---|---|---|"]
+        for i, lab in enumerate(labels):
+            out.append(f"| {lab} | {secs[i]:.1f} | {t0[i]:.1f} | {secs[i] / t0[i]:.2f} | {t1[i]:.1f} | "
+                       f"{secs[i] / t1[i]:.2f} | {mbs[i]:.0f} | {m1[i]:.0f} | {mbs[i] / m1[i]:.2f} |")
+        out.append("")
+    return "\n".join(out)
+
+
 def _cpu() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -207,7 +313,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/archive-scale"), help="stand-ins, assets, runs")
     ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "archive_scale.csv",
                     help="CSV the rows are appended to (one row per job)")
+    ap.add_argument("--fit", nargs="+", type=Path, metavar="CSV",
+                    help="run nothing: refit the cost models on these measured tables and print the result")
     args = ap.parse_args(argv)
+    if args.fit:
+        print(fit(args.fit, args.workdir))
+        return 0
     runs = _assets(args.workdir)
     unknown = [m for m in args.methods if m not in runs]
     if unknown:

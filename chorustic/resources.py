@@ -99,22 +99,32 @@ TIME_SAFETY = 3.0
 
 def n_contexts(cfg: Mapping[str, Any], protocols: list[str] | None = None) -> int:
     """Contexts one evaluate job runs: the profile's protocols, restricted to a run's ``protocols``."""
+    return max(1, len(_specs(cfg, protocols)))
+
+
+def _specs(cfg: Mapping[str, Any], protocols: list[str] | None):
     from chorustic.protocols.contexts import context_specs
 
     specs = context_specs(cfg["protocols"])
-    if protocols:
-        specs = [s for s in specs if s.protocol in protocols]
-    return max(1, len(specs))
+    return [s for s in specs if s.protocol in protocols] if protocols else specs
 
 
-def job_size(dataset: str, *, input_kind: str = "native", contexts: int = 1) -> JobSize:
-    """The :class:`JobSize` of ``dataset`` (registry metadata) for a method with ``input_kind``."""
+def job_size(dataset: str, *, input_kind: str = "native", contexts: int = 1,
+             cfg: Mapping[str, Any] | None = None, protocols: list[str] | None = None) -> JobSize:
+    """The :class:`JobSize` of ``dataset`` (registry metadata) for a method with ``input_kind``: with
+    ``cfg``, its contexts are the profile's (restricted to ``protocols``), each at its expected training
+    size; else ``contexts`` contexts on the whole training split."""
     from chorustic.data.preprocessing import MODEL_LENGTH
     from chorustic.data.registry import get_info
+    from chorustic.protocols.contexts import expected_train_size
 
     info = get_info(dataset)
     length = MODEL_LENGTH if input_kind == "resampled" else info.length
-    return JobSize(info.n_train, info.n_test, info.n_channels, length, contexts)
+    train: tuple[int, ...] = ()
+    if cfg is not None:
+        train = tuple(expected_train_size(s, info.n_train, info.n_classes) for s in _specs(cfg, protocols))
+        contexts = max(1, len(train))
+    return JobSize(info.n_train, info.n_test, info.n_channels, length, contexts, train)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -223,7 +233,7 @@ def evaluate_estimate(cfg: Mapping[str, Any], method: str, dataset: str, plugin_
     m = plugin_obj if plugin_obj is not None else _plugin(entry["plugin"])
     if not isinstance(m, Method):
         return None, 400.0, 10.0
-    size = job_size(dataset, input_kind=m.info.input_kind, contexts=n_contexts(cfg, entry["protocols"]))
+    size = job_size(dataset, input_kind=m.info.input_kind, cfg=cfg, protocols=entry["protocols"])
     mem, seconds = m.job_cost(size, **(cc.resolved_params(cfg, method) if params is None else params))
     return size, float(mem), float(seconds)
 

@@ -70,6 +70,7 @@ def test_cost_model_terms():
     size = JobSize(n_train=100, n_test=50, n_channels=2, length=10, n_contexts=3)
     assert size.n_series == 150 and size.n_values == 3000
     m = CostModel(mem_base_mb=100, mem_bytes_per_value=2**20, mem_kb_per_series=1024, mem_bytes_per_pair=2**20,
+                  time_ns_per_input_value=0,
                   time_job_s=5, time_base_s=1, time_ns_per_value=1e9 / 3000, time_ns_per_pair=1e9 / 30000,
                   time_ns_per_cell=1e9 / (100 * 50 * 2 * 10 * 4))
     mem, secs = m.estimate(size, band=4)
@@ -78,6 +79,30 @@ def test_cost_model_terms():
     assert m.query_chunk(size) == 10
     assert mem == pytest.approx(100 + 3000 + 110 + 100 * 110)
     assert secs == pytest.approx(5 + 3 * (1 + 1 + 1 + 1))
+
+
+def test_cost_model_contexts_channels_and_per_job_terms():
+    from chorustic.protocols.base import ContextSpec
+    from chorustic.protocols.contexts import expected_train_size
+
+    # each context is costed at its own training size; a skipped context (0 series) costs nothing
+    size = JobSize(n_train=100, n_test=50, n_channels=20, length=10, context_train=(100, 30, 0))
+    assert size.n_contexts == 3
+    m = CostModel(mem_base_mb=0, mem_bytes_per_value=0, time_job_s=2, time_ns_per_input_value=1e9 / 30000,
+                  time_base_s=1, time_ns_per_series_pair=1e6, time_ns_per_series=1e6, time_ns_per_value=0)
+    _, secs = m.estimate(size)
+    # per job: 2 s + the whole input (150 x 20 x 10 values) once; per context: 1 s, N series, n_train x N pairs
+    assert secs == pytest.approx(2 + 1 + (1 + 150e-3 + 100 * 150e-3) + (1 + 80e-3 + 30 * 80e-3))
+    # model_channels caps the channels of the time's terms, not of the memory (the input is held whole)
+    per_value = CostModel(mem_base_mb=0, mem_bytes_per_value=2**20, time_job_s=0, time_base_s=0,
+                          time_ns_per_input_value=0, time_ns_per_value=1e9, model_channels=4)
+    one = JobSize(n_train=1, n_test=1, n_channels=20, length=1)
+    assert per_value.estimate(one) == pytest.approx((40, 8))
+    # the protocols' expected context sizes: 5 shots of 4 classes, 20 % of each class, a class too small
+    assert expected_train_size(ContextSpec("fixed5", "fixed_shot", 5, 0), 100, 4) == 20
+    assert expected_train_size(ContextSpec("prop20", "proportional", 20, 0), 100, 4) == 20
+    assert expected_train_size(ContextSpec("fixed10", "fixed_shot", 10, 0), 30, 4) == 0
+    assert expected_train_size(ContextSpec("full", "full", None, 0), 30, 4) == 30
 
 
 def test_evaluate_jobs_follow_the_dataset_with_the_plugin_as_ceiling(methods):

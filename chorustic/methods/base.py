@@ -227,18 +227,26 @@ class Method(_Parametrised, abc.ABC):
                 **cls.extra_params,
             }
 
-    def job_cost(self, size: JobSize, **params: Any) -> tuple[float, float]:
-        """(peak memory in MB, time in s) of one evaluate job of ``size`` run with ``params``.
+    def cost_model(self, **params: Any) -> CostModel:
+        """The :class:`~chorustic.methods.cost.CostModel` of a run with ``params``: :attr:`cost`; override it
+        when the parameters pick another model (a small checkpoint)."""
+        return self.cost
 
-        The default evaluates :attr:`cost`; override it when a parameter changes the cost (a DTW window).
-        """
-        return self.cost.estimate(size)
+    def cost_band(self, size: JobSize, **params: Any) -> float | None:
+        """Alignment cells per time point of an elastic distance at ``size`` (None: the whole length, or
+        no elastic distance); override it when a parameter limits the band (a DTW window)."""
+        return None
+
+    def job_cost(self, size: JobSize, **params: Any) -> tuple[float, float]:
+        """(peak memory in MB, time in s) of one evaluate job of ``size`` run with ``params``: the
+        :meth:`cost_model` at ``size`` with the :meth:`cost_band`."""
+        return self.cost_model(**params).estimate(size, band=self.cost_band(size, **params))
 
     def query_chunk(self, size: JobSize, **params: Any) -> int:
         """How many test series the harness predicts at once for a context of ``size`` (the cost model's
         :meth:`~chorustic.methods.cost.CostModel.query_chunk`): a large test split is predicted in chunks,
         so a method never holds (test x context) or (test x features) beyond a fixed budget."""
-        return self.cost.query_chunk(size)
+        return self.cost_model(**params).query_chunk(size)
 
     @property
     def label(self) -> str:

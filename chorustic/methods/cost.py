@@ -54,6 +54,19 @@ class JobSize:
     n_contexts: int = 1
     """Protocol contexts the job evaluates (each is one fit on at most ``n_train`` series and one
     prediction of the ``n_test`` series)."""
+    context_train: tuple[int, ...] = ()
+    """The training series of each context (``expected_train_size``: a 5-shot context of 3 classes
+    holds 15); empty: every one of the ``n_contexts`` contexts fits on all ``n_train``."""
+
+    def __post_init__(self):
+        if self.context_train and len(self.context_train) != self.n_contexts:
+            object.__setattr__(self, "n_contexts", len(self.context_train))
+
+    def contexts(self) -> list["JobSize"]:
+        """One size per context: its own training series, the same test split."""
+        train = self.context_train or (self.n_train,) * self.n_contexts
+        return [dataclasses.replace(self, n_train=min(int(k), self.n_train), n_contexts=1, context_train=())
+                for k in train]
 
     @property
     def n_series(self) -> int:
@@ -75,18 +88,21 @@ class CostModel:
 
         peak memory (MB) = mem_base_mb + mem_bytes_per_value * V / 2**20
                            + mem_kb_per_series * H / 1024 + mem_bytes_per_pair * n_train * H / 2**20
-        time (s)         = time_job_s + n_contexts * (time_base_s + (time_ns_per_value * V
-                           + time_ns_per_value_channel * V * n_channels + time_ns_per_pair * P
-                           + time_ns_per_cell * n_train * n_test * n_channels * length * band) / 1e9)
+        time (s)         = time_job_s + time_ns_per_input_value * V / 1e9
+                           + sum over contexts of (time_base_s + (time_ns_per_value * V
+                           + time_ns_per_series * N + time_ns_per_pair * P
+                           + time_ns_per_cell * n_train * n_test * n_channels * length * band
+                           + time_ns_per_series_pair * n_train * N) / 1e9)
 
     ``H = n_train + q`` is the series held at once: the context and one chunk of ``q`` queries
     (:meth:`query_chunk`: as many as fit :data:`QUERY_MEMORY_MB` at ``mem_kb_per_series`` +
     ``mem_bytes_per_pair * n_train`` each; all of them when that is 0 or they fit).
     ``band`` is the number of alignment cells per time point of an elastic distance (the whole length
-    for unconstrained DTW; see :meth:`estimate`). Each context fits on at most ``n_train`` series, so the
-    time is an upper bound per context. Times are for one CPU thread; more threads or a GPU only make
-    a job faster. Coefficients are measured with ``benchmarks/job_costs.py`` where the method runs
-    offline; a job adds :data:`chorustic.resources.MEM_SAFETY` / :data:`~chorustic.resources.TIME_SAFETY` on top.
+    for unconstrained DTW; see :meth:`estimate`). In the time, ``n_train`` (and so ``N``, ``V``, ``P``) is each
+    context's own training size (:attr:`JobSize.context_train`: a 5-shot context fits on 5 series per
+    class), and ``n_channels`` is at most :attr:`model_channels`; the memory is the largest context's. Times are CPU seconds of one thread; more threads or a
+    GPU only make a job faster. Coefficients are fitted by ``benchmarks/archive_scale.py --fit`` on jobs
+    measured on stand-ins of the archives' largest shapes (``benchmarks/results/archive_scale.csv``); a job adds :data:`chorustic.resources.MEM_SAFETY` / :data:`~chorustic.resources.TIME_SAFETY` on top.
     """
 
     mem_base_mb: float = 700.0
@@ -99,20 +115,32 @@ class CostModel:
     """Per (context series, series held) pair: Gram, distance or attention matrices."""
     time_job_s: float = 10.0
     """Once per job: imports, JIT compilation, loading weights."""
+    time_ns_per_input_value: float = 1500.0
+    """Once per job and input value of every channel: the harness reading and checking the data (the
+    same for every method; ~1.3-1.9 us per value in the fits of ``benchmarks/archive_scale.py``, which
+    keep it fixed)."""
     time_base_s: float = 1.0
     """Per context: fit and predict overhead independent of the data size."""
     time_ns_per_value: float = 500.0
     """Per context and input value (transforms, encoders)."""
-    time_ns_per_value_channel: float = 0.0
-    """Per context, input value and channel: attention across the channels of each time step."""
+    time_ns_per_series: float = 0.0
+    """Per context and series (context and queries), whatever its channels and length: the per-row layers
+    of an in-context model (channel mixing, row interaction) on a fixed number of slots."""
     time_ns_per_pair: float = 0.0
     """Per context and (context series, series, channel): ridge/SVM fits, attention over the context."""
     time_ns_per_cell: float = 0.0
     """Per context and alignment cell of a pairwise elastic distance."""
+    time_ns_per_series_pair: float = 0.0
+    """Per context and (context series, series), whatever the channels: a nearest-neighbour search's
+    per-pair work, a ridge fit on a fixed number of features (the Gram matrix of the context)."""
     gpu_speedup: float | None = None
     """How many times faster one GPU runs a job's per-context work than one CPU thread (``time_job_s`` is
     not sped up). An estimate until measured on a GPU; ``chorustic plan-run`` prints it with the GPU
     hours. None: the method gains nothing from a GPU (its GPU jobs are billed at the CPU time)."""
+    model_channels: int | None = None
+    """The most channels the method computes on per series (the time's terms use ``min(n_channels,
+    model_channels)``; the memory's hold the whole input): a ROCKET kernel reads a few random channels whatever their number, ChorusTIC's
+    RSSC draws ``G * S`` channels per draw. None: every channel."""
     model_length: int | None = None
     """The length the method computes on whatever the input's (an encoder that resamples or pads every
     series to 512): replaces the job's ``length``."""
@@ -125,18 +153,48 @@ class CostModel:
             return max(1, size.n_test)
         return max(1, min(size.n_test, int(QUERY_MEMORY_MB * 2**20 / per_query + 1e-9)))
 
-    def estimate(self, size: JobSize, *, band: float | None = None) -> tuple[float, float]:
-        """(peak memory in MB, time in seconds), without safety margins."""
+    #: The time coefficients (ns or s), in the order of :meth:`time_terms`.
+    TIME_COEFFICIENTS = ("time_job_s", "time_ns_per_input_value", "time_base_s", "time_ns_per_value", "time_ns_per_series",
+                         "time_ns_per_pair", "time_ns_per_cell", "time_ns_per_series_pair")
+    #: The memory coefficients, in the order of :meth:`memory_terms`.
+    MEMORY_COEFFICIENTS = ("mem_base_mb", "mem_bytes_per_value", "mem_kb_per_series", "mem_bytes_per_pair")
+
+    def _effective(self, size: JobSize, *, channels: bool = True) -> JobSize:
+        """``size`` as the method computes on it: :attr:`model_length`, at most :attr:`model_channels`
+        (``channels``: the time's terms; the memory holds every channel of the input)."""
         if self.model_length is not None:
             size = dataclasses.replace(size, length=self.model_length)
-        band = float(size.length if band is None else band)
+        if channels and self.model_channels is not None:
+            size = dataclasses.replace(size, n_channels=min(size.n_channels, self.model_channels))
+        return size
+
+    def time_terms(self, size: JobSize, *, band: float | None = None) -> tuple[float, ...]:
+        """What multiplies each of :data:`TIME_COEFFICIENTS` in the job's time (seconds = their dot
+        product): summed over the job's contexts, each at its own training size. What
+        ``benchmarks/archive_scale.py --fit`` fits the coefficients on."""
+        out = [1.0, size.n_values / 1e9, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+        size = self._effective(size)
+        for c in size.contexts():
+            if c.n_train == 0:  # a context the job skips
+                continue
+            b = float(c.length if band is None else band)
+            out[2] += 1.0
+            out[3] += c.n_values / 1e9
+            out[4] += c.n_series / 1e9
+            out[5] += c.n_train * c.n_series * c.n_channels / 1e9
+            out[6] += c.n_train * c.n_test * c.n_channels * c.length * b / 1e9
+            out[7] += c.n_train * c.n_series / 1e9
+        return tuple(out)
+
+    def memory_terms(self, size: JobSize) -> tuple[float, ...]:
+        """What multiplies each of :data:`MEMORY_COEFFICIENTS` in the job's peak memory (MB): the largest
+        context (all ``n_train`` series) with a chunk of queries held at once."""
+        size = self._effective(size, channels=False)
         held = size.n_train + self.query_chunk(size)
-        pairs = size.n_train * size.n_series
-        cells = size.n_train * size.n_test * size.n_channels * size.length * band
-        mem = (self.mem_base_mb + self.mem_bytes_per_value * size.n_values / 2**20
-               + self.mem_kb_per_series * held / 1024 + self.mem_bytes_per_pair * size.n_train * held / 2**20)
-        per_context = self.time_base_s + (self.time_ns_per_value * size.n_values
-                                          + self.time_ns_per_value_channel * size.n_values * size.n_channels
-                                          + self.time_ns_per_pair * pairs * size.n_channels
-                                          + self.time_ns_per_cell * cells) / 1e9
-        return mem, self.time_job_s + size.n_contexts * per_context
+        return (1.0, size.n_values / 2**20, held / 1024, size.n_train * held / 2**20)
+
+    def estimate(self, size: JobSize, *, band: float | None = None) -> tuple[float, float]:
+        """(peak memory in MB, time in seconds), without safety margins."""
+        mem = sum(getattr(self, k) * t for k, t in zip(self.MEMORY_COEFFICIENTS, self.memory_terms(size)))
+        seconds = sum(getattr(self, k) * t for k, t in zip(self.TIME_COEFFICIENTS, self.time_terms(size, band=band)))
+        return mem, seconds

@@ -28,12 +28,13 @@ from chorustic.io import atomic_write_json
 from chorustic.protocols.base import ContextSpec, Ineligible, class_counts, protocol_id
 from chorustic.protocols.fixed_shot import fixed_shot_context
 from chorustic.protocols.full import full_context
-from chorustic.protocols.proportional import proportional_context
+from chorustic.protocols.proportional import per_class_budget, proportional_context
 
 __all__ = [
     "DEFAULT_PROTOCOLS",
     "FORMAT",
     "context_specs",
+    "expected_train_size",
     "protocol_ids",
     "build_contexts",
     "write_contexts",
@@ -55,6 +56,21 @@ DEFAULT_PROTOCOLS: dict[str, Any] = {
 
 def labels_sha256(y: np.ndarray) -> str:
     return hashlib.sha256(np.ascontiguousarray(np.asarray(y, dtype=np.int64)).tobytes()).hexdigest()
+
+
+def expected_train_size(spec: ContextSpec, n_train: int, n_classes: int) -> int:
+    """How many training series the context of ``spec`` holds on a dataset of ``n_train`` training series
+    in ``n_classes`` classes of equal size: the size a cost estimate uses before the labels are read
+    (the context file has the exact indices). 0: a fixed-shot context the job skips (a class with
+    fewer than ``budget`` series)."""
+    n_classes = max(1, min(int(n_classes), int(n_train)))
+    if spec.family == "fixed_shot":
+        return int(spec.budget) * n_classes if int(spec.budget) <= int(n_train) // n_classes else 0
+    if spec.family == "proportional":
+        per_class, extra = divmod(int(n_train), n_classes)
+        return (extra * per_class_budget(per_class + 1, int(spec.budget))
+                + (n_classes - extra) * (per_class_budget(per_class, int(spec.budget)) if per_class else 0))
+    return int(n_train)
 
 
 def context_specs(protocols: dict[str, Any] | None = None) -> list[ContextSpec]:
