@@ -19,7 +19,7 @@ from typing import Any, Iterable
 import yaml
 
 from chorustic.errors import UserError, did_you_mean
-from chorustic.paths import REPO_ROOT
+from chorustic.paths import REPO_ROOT, repo_path
 
 __all__ = [
     "REPO_ROOT",
@@ -44,6 +44,7 @@ __all__ = [
     "check_methods",
     "allow_modified_data",
     "lock_file",
+    "reference_results",
 ]
 
 SCHEMA_PATH = REPO_ROOT / "workflow" / "schema" / "config.schema.yaml"
@@ -151,6 +152,25 @@ def validate_config(cfg: dict) -> None:
     ref = (cfg.get("reports") or {}).get("reference_method")
     if ref is not None and ref not in cfg["evaluate"]:
         raise ConfigError(f"reports.reference_method {ref!r} is not one of the evaluated methods {cfg['evaluate']}")
+    _check_reference_results(cfg)
+
+
+def _check_reference_results(cfg: dict) -> None:
+    """``reports.reference_results`` names a results folder holding ``accuracies.csv`` (or such a file)."""
+    value = (cfg.get("reports") or {}).get("reference_results")
+    if not value:
+        return
+    from chorustic.evaluation.results import accuracies_file
+
+    path = repo_path(value)
+    table = accuracies_file(path)
+    if table.is_file():
+        return
+    what = "does not exist" if not path.exists() else f"holds no {table.name}"
+    raise ConfigError(
+        f"reports.reference_results: {value!r} {what} ({path}; a relative path is read from the repository "
+        f"root); set it to a results folder holding accuracies.csv, such as examples/demo/results, or to null"
+    )
 
 
 def _check_job_memory(cfg: dict, run: str) -> None:
@@ -365,6 +385,21 @@ def read_config_record(path: str | os.PathLike) -> dict | None:
 def lock_file(cfg: dict) -> str | None:
     """``data.lock_file``: the data lock file (None: ``<data_dir>/chorustic-data.lock.json``)."""
     return (cfg.get("data") or {}).get("lock_file") or None
+
+
+def reference_results(cfg: dict) -> str | None:
+    """``reports.reference_results``: the results folder (or its ``accuracies.csv``) the report compares this
+    run with (``chorustic report --reference-results``), or None. A relative path is read from the repository
+    root, like the other reference files of a configuration (:mod:`chorustic.paths`): it is returned as
+    written when the working directory is the repository root (the demo's ``examples/demo/results``, named
+    so in the report), else as an absolute path."""
+    value = (cfg.get("reports") or {}).get("reference_results")
+    if not value:
+        return None
+    path = repo_path(value)
+    if not Path(value).expanduser().is_absolute() and Path.cwd().resolve() == REPO_ROOT:
+        return str(value)
+    return str(path)
 
 
 def allow_modified_data(cfg: dict, dataset: str | None = None) -> bool:

@@ -168,6 +168,29 @@ PLUGINS = {
             def build(self, *, seed, device="cpu", n_jobs=1, **params):
                 return Chunky(seed)
     ''',
+    "scores.py": '''
+        import numpy as np
+        from chorustic.methods import Method, MethodInfo, register
+        from chorustic_plugins.centroid import Centroid
+
+        class Scores(Centroid):
+            """A plain estimator (no ContractClassifier): the full context gets unnormalised scores (rows
+            summing to 3), the others float32-rounded probabilities a little off 1 (within PROBA_TOL)."""
+            def predict_proba(self, X):
+                p = super().predict_proba(X)
+                if self.n_fit_ > 20:
+                    return 3.0 * p
+                return (p * (1 + 5e-5)).astype(np.float32)
+            def fit(self, X, y):
+                self.n_fit_ = len(y)
+                return super().fit(X, y)
+
+        @register
+        class ScoresMethod(Method):
+            info = MethodInfo(name="scores", display_name="Scores", group="Classical", fits_on_target=True)
+            def build(self, *, seed, device="cpu", n_jobs=1, **params):
+                return Scores(seed)
+    ''',
     "broken.py": "this is not python (\n",
 }
 
@@ -269,6 +292,26 @@ def test_failing_contexts_are_recorded_without_result_files(gunpoint, plugin_dir
     assert not result_path(tmp_path, "fixed5", "flaky", "GunPoint", 0).exists()
     assert runs[("full", 0)]["status"] == "ok"  # one failure never stops the others
     assert result_path(tmp_path, "full", "flaky", "GunPoint", 0).exists()
+
+
+def test_rows_that_are_not_probabilities_fail_the_run_and_rounding_is_renormalised(gunpoint, plugin_dir,
+                                                                                      tmp_path):
+    """A plain estimator (not a ContractClassifier) is held to the same probability clause: scores fail
+    their run with a message naming the run, the row and what to do; float32 rounding within PROBA_TOL is
+    renormalised in float64, never a failure."""
+    manifest = run_job(_spec(gunpoint, plugin_dir, tmp_path, "scores", ["full", "fixed5"]))
+    runs = {(r["protocol"], r["seed"]): r for r in manifest["runs"]}
+    full = runs[("full", 0)]
+    assert full["status"] == "failed"
+    assert ("[scores/GunPoint/full/seed0] Scores: predict_proba returned rows that are not probabilities"
+            in full["error"])
+    assert "row 0 sums to 3" in full["error"] and "apply a softmax" in full["error"]
+    assert not result_path(tmp_path, "full", "scores", "GunPoint", 0).exists()
+    assert failure_record_path(tmp_path, "scores", "GunPoint").exists()
+    ok = [r for k, r in runs.items() if k[0] == "fixed5"]
+    assert len(ok) == 5 and all(r["status"] == "ok" for r in ok)
+    proba = read_result_file(ok[0]["result_file"]).proba
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=0, atol=1e-12)
 
 
 def test_method_only_ever_sees_test_features(gunpoint, plugin_dir, tmp_path, monkeypatch):

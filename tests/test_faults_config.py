@@ -196,6 +196,13 @@ FAULTS = [
         args=("--mem-mb", "500"),
     ),
     ConfigFault(
+        "C27",
+        "reference results (reports.reference_results) that do not exist",
+        {"reports": {"reference_method": "minirocket", "reference_results": "no such/results"}},
+        ("reports.reference_results", "'no such/results' does not exist", "read from the repository root",
+         "examples/demo/results"),
+    ),
+    ConfigFault(
         "C17",
         "an unknown dataset on the command line",
         None,

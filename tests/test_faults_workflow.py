@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import shlex
 import shutil
 import subprocess
 from pathlib import Path
@@ -152,6 +153,11 @@ def fix_everything(wd: Path) -> None:
 
 def check_fixed(wd: Path, out: str) -> None:
     assert (table(wd).status == "ok").all() and len(table(wd)) == 8
+    # the demo profile's reports.reference_results reaches the report from a workdir elsewhere: this run is
+    # compared with the committed demo run (no run in common here)
+    index = (wd / REPORTS / "README.md").read_text()
+    assert f"Against `{REPO / 'examples' / 'demo' / 'results'}`: 0 runs in both" in index, index[-2000:]
+    assert (wd / REPORTS / "reproduction" / "reference_results.md").is_file()
     assert sha256_file(wd / GP / "GunPoint_TRAIN.ts") == (wd / "train.sha256").read_text()
     (wd / "table_before.csv").write_bytes((wd / RESULTS / "accuracies.csv").read_bytes())
 
@@ -265,11 +271,27 @@ def check_typo(wd: Path, out: str) -> None:
     assert "methods.centroid.params" in out and "Did you mean 'shrink'" in out
 
 
+def missing_reference_results(wd: Path) -> None:
+    set_config(wd, evaluate=["centroid", "flaky"],
+               reports={"reference_method": "centroid", "reference_results": "no such results"})
+
+
+def check_missing_reference_results(wd: Path, out: str) -> None:
+    assert "reports.reference_results: 'no such results' does not exist" in out, out[-3000:]
+
+
+#: reference results in a folder whose name needs quoting (W9)
+REFERENCE = "reference 'r' ü"
+
+
 def data_settings(wd: Path) -> None:
+    (wd / REFERENCE).mkdir(exist_ok=True)
+    shutil.copyfile(wd / RESULTS / "accuracies.csv", wd / REFERENCE / "accuracies.csv")
     set_config(
         wd,
         evaluate=["centroid", "flaky"],
         data={"offline": True, "lock_file": "locks/data.lock.json", "allow_modified_data": ["GunPoint"]},
+        reports={"reference_method": "centroid", "reference_results": str(wd / REFERENCE)},
     )
 
 
@@ -280,6 +302,8 @@ def check_data_settings(wd: Path, out: str) -> None:
         for ln in pre
     ), pre
     assert all("--allow-modified-data" not in ln for ln in pre if "ItalyPowerDemand" in ln), pre
+    report = [ln for ln in out.splitlines() if "chorustic report" in ln]
+    assert report and all(f"--reference-results {shlex.quote(str(wd / REFERENCE))} " in ln for ln in report), report
     # moving the lock file re-runs nothing (the data did not change); GunPoint's download is still pending from W7
     assert (
         "chorustic download ItalyPowerDemand" not in out
@@ -355,8 +379,18 @@ STEPS = [
         dry_run=True,
     ),
     Step(
+        "W8b",
+        "reports.reference_results names a folder that does not exist",
+        missing_reference_results,
+        False,
+        {},
+        check_missing_reference_results,
+        dry_run=True,
+    ),
+    Step(
         "W9",
-        "the data lock file moved (for a read-only data folder), GunPoint allowed to differ (dry run)",
+        "the data lock file moved (for a read-only data folder), GunPoint allowed to differ, reference results in a "
+        "folder whose name needs quoting (dry run)",
         data_settings,
         True,
         {},

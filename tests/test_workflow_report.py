@@ -53,6 +53,8 @@ def report(tmp_path_factory):
                 "chorustic",
                 "--formats",
                 "png",
+                "--reference-results",  # the page of reports.reference_results (here: the run itself)
+                str(work / "results"),
             ]
         )
         == 0
@@ -80,6 +82,7 @@ def test_every_table_and_figure_is_in_the_report_with_a_caption(report):
         "reports/figures/cd_ucr.png",
         "reports/overview/coverage.html",
         "reports/reproduction/reproduction.html",
+        "reports/reproduction/reference_results.html",
     } <= expected
     assert set(results) == expected
     for path, entry in results.items():

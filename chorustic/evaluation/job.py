@@ -41,6 +41,7 @@ from chorustic.evaluation.integrity import file_record
 from chorustic.evaluation.numerics import numerics_record
 from chorustic.evaluation.results import result_path, write_result_file
 from chorustic.io import atomic_write_json
+from chorustic.methods.base import PROBA_ADVICE, probability_rows_problem
 
 __all__ = [
     "FINISHED_STATUSES",
@@ -286,19 +287,29 @@ def _is_out_of_memory(exc: BaseException) -> bool:
 
 
 def _align_proba(proba: np.ndarray, est_classes: np.ndarray, n_classes: int, name: str) -> np.ndarray:
-    """Map the estimator's probability columns (its ``classes_``) onto the dataset's K classes."""
+    """Map the estimator's probability columns (its ``classes_``) onto the dataset's K classes.
+
+    Any estimator (a :class:`~chorustic.methods.estimators.ContractClassifier` or a plain sklearn/aeon one a
+    plugin returns) is held to the contract's probability clause: rows more than
+    :data:`~chorustic.methods.base.PROBA_TOL` from probabilities are a ValueError naming ``name`` (the run
+    is recorded failed), rows within it are renormalised in float64 (tiny negatives clipped to 0), as the base
+    class does. The harness never rescales scores into probabilities."""
     proba = np.asarray(proba, dtype=np.float64)
     est_classes = np.asarray(est_classes).astype(np.int64)
     if proba.ndim != 2 or proba.shape[1] != len(est_classes):
         raise ValueError(f"{name}: predict_proba returned shape {proba.shape} for {len(est_classes)} classes_")
     if np.any(est_classes < 0) or np.any(est_classes >= n_classes):
         raise ValueError(f"{name}: classes_ {est_classes.tolist()} outside 0..{n_classes - 1}")
+    if not np.all(np.isfinite(proba)):
+        raise ValueError(f"{name}: predict_proba returned non-finite probabilities")
+    problem = probability_rows_problem(proba)
+    if problem is not None:
+        raise ValueError(f"{name}: predict_proba returned rows that are not probabilities: {problem}. "
+                         f"{PROBA_ADVICE}")
+    proba = np.clip(proba, 0.0, None)  # within the tolerance: float rounding only
     full = np.zeros((proba.shape[0], n_classes), dtype=np.float64)
-    full[:, est_classes] = proba
-    sums = full.sum(axis=1, keepdims=True)
-    if not np.all(np.isfinite(full)) or np.any(sums <= 0):
-        raise ValueError(f"{name}: predict_proba returned non-finite or all-zero rows")
-    return full / sums
+    full[:, est_classes] = proba / proba.sum(axis=1, keepdims=True)
+    return full
 
 
 def _job_size(X_train: Any, idx: np.ndarray, X_test: Any):
@@ -316,9 +327,13 @@ def _predict_in_chunks(estimator: Any, X_test: Any, chunk: int, n_classes: int, 
     mapped onto the dataset's ``n_classes`` columns."""
     n = len(X_test)
     parts = []
-    for start in range(0, n, max(1, int(chunk))):
-        part = X_test[start:start + chunk]
-        parts.append(_align_proba(estimator.predict_proba(part), estimator.classes_, n_classes, tag))
+    step = max(1, int(chunk))
+    for start in range(0, n, step):
+        part = X_test[start:start + step]
+        name = f"{tag} {type(estimator).__name__}"
+        if step < n:  # a row named in a message counts from the chunk's first test series
+            name += f" (test series {start}..{min(start + step, n) - 1})"
+        parts.append(_align_proba(estimator.predict_proba(part), estimator.classes_, n_classes, name))
     return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 

@@ -26,7 +26,8 @@ import numpy as np
 
 from chorustic.io import atomic_write_text
 
-__all__ = ["result_path", "write_result_file", "read_result_file", "ResultFile", "ResultFileError"]
+__all__ = ["accuracies_file", "result_path", "write_result_file", "read_result_file", "ResultFile",
+           "ResultFileError"]
 
 
 class ResultFileError(ValueError):
@@ -35,6 +36,12 @@ class ResultFileError(ValueError):
 
 def result_path(results_dir: str | os.PathLike, protocol: str, method: str, dataset: str, seed: int) -> Path:
     return Path(results_dir) / protocol / method / "Predictions" / dataset / f"testResample{int(seed)}.csv"
+
+
+def accuracies_file(results: str | os.PathLike) -> Path:
+    """The run table (``accuracies.csv``) of a results folder, or ``results`` itself when it names a ``.csv``."""
+    results = Path(results)
+    return results if results.suffix == ".csv" else results / "accuracies.csv"
 
 
 @dataclasses.dataclass

@@ -46,26 +46,16 @@ from chorustic.evaluation.job import (
     write_finished,
 )
 from chorustic.io import atomic_write_json
+from chorustic.processes import die_with_parent_preexec
 from chorustic.resources import WorkerLimits
 
 __all__ = ["run_evaluation", "run_supervised", "thread_env", "JobInterrupted"]
 
 _POLL_S = 0.5
-_PR_SET_PDEATHSIG = 1
 
 
 class JobInterrupted(RuntimeError):
     """The job was stopped from outside (Ctrl-C, SIGTERM, its parent died): nothing is recorded."""
-
-
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
-    """Linux: the worker gets SIGKILL when the supervisor dies, so a killed run leaves no orphan."""
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    except OSError:
-        pass
 
 
 def thread_env(threads: int, base: dict[str, str] | None = None) -> dict[str, str]:
@@ -192,7 +182,7 @@ def run_supervised(
             if attempt > 0:
                 cmd.append("--resume")
             proc = subprocess.Popen(cmd, env=env, stdout=log_file, stderr=subprocess.STDOUT if log_file else None,
-                                    preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
+                                    preexec_fn=die_with_parent_preexec())
             reason = None
             while proc.poll() is None:
                 time.sleep(_POLL_S)

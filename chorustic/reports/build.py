@@ -41,6 +41,7 @@ from typing import Callable
 import pandas as pd
 
 from chorustic.errors import NoSpaceError
+from chorustic.evaluation.results import accuracies_file
 from chorustic.io import atomic_write_json, atomic_write_text, sha256_file
 from chorustic.protocols.base import protocol_label
 from chorustic.reports import figures as figs
@@ -519,8 +520,7 @@ def _reproduction(
 
 
 def _reference_results(b: _Builder, results_dir: Path, df: pd.DataFrame, config: ReportConfig) -> pd.DataFrame:
-    ref_path = Path(config.reference_results)
-    ref_acc = ref_path if ref_path.suffix == ".csv" else ref_path / "accuracies.csv"
+    ref_acc = accuracies_file(config.reference_results)
     diff = differences_from_reference(df, results_dir, load_accuracies(ref_acc), ref_acc.parent)
     b.written += write_reference_comparison(b.out / "reproduction", diff, str(ref_acc))
     md = b.out / "reproduction" / "reference_results.md"

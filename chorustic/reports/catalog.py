@@ -45,6 +45,12 @@ ARTIFACTS: list[tuple[str, str, str, str]] = [
         "Reproduction check",
         "The paper's tables through this code; results vs paper",
     ),
+    (
+        "reproduction",
+        r"^reference_results$",
+        "Reproduction check",
+        "These results against reference results (another run)",
+    ),
 ]
 
 _ARCHIVE = re.compile(r"(?:^|_)(uea|ucr)(?:_|$)")

@@ -32,10 +32,11 @@ import torch
 from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
 from chorustic.prior import EpisodePrior, PriorConfig, collate
+from chorustic.processes import die_with_parent
 from chorustic.training.config import TrainConfig
 
 __all__ = ["MicroBatch", "EpisodeStream", "StreamLayout", "auto_workers", "dead_workers", "describe_exit",
-           "die_with_parent", "dropout_seed", "generate_micro_batch", "make_loader", "usable_cpus",
+           "dropout_seed", "generate_micro_batch", "make_loader", "usable_cpus",
            "worker_start_method"]
 
 _EPISODE, _SHAPE, _RSSC, _DROPOUT = 1, 2, 3, 4
@@ -212,34 +213,12 @@ def _identity(x):
     return x
 
 
-_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
-
-
-def die_with_parent(parent_pid: int) -> None:
-    """Linux: this process gets SIGKILL the moment its parent ends (``prctl(PR_SET_PDEATHSIG)``), even when
-    the parent is killed with ``kill -9`` and cannot stop it; if the parent is already gone, it ends now.
-    Elsewhere a no-op (DataLoader workers then notice a dead parent within ~5 s themselves)."""
-    import os
-    import signal
-    import sys
-
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    except (OSError, AttributeError):  # no prctl in this C library
-        return
-    if os.getppid() != parent_pid:  # the parent died before prctl: no signal will come
-        os.kill(os.getpid(), signal.SIGKILL)
-
-
 def _init_worker(_worker_id: int, parent_pid: int) -> None:
-    """A prior worker ends with the training process (:func:`die_with_parent`), and leaves SIGINT/SIGTERM to it:
-    Ctrl-C in a terminal, ``kill`` of the process group, or SLURM's SIGTERM at a job's time limit reach every
-    process, and a worker that died of it would make the DataLoader raise in the middle of a step. The
-    training process finishes its step, saves its state and shuts the workers down itself."""
+    """A prior worker ends with the training process (:func:`~chorustic.processes.die_with_parent`), and
+    leaves SIGINT/SIGTERM to it: Ctrl-C in a terminal, ``kill`` of the process group, or SLURM's SIGTERM at a
+    job's time limit reach every process, and a worker that died of it would make the DataLoader raise in the
+    middle of a step. The training process finishes its step, saves its state and shuts the workers down
+    itself."""
     import signal
 
     die_with_parent(parent_pid)

@@ -8,6 +8,7 @@ from pathlib import Path
 from chorustic import config as cc
 from chorustic import resources as cr
 from chorustic.evaluation.integrity import set_aside_damaged
+from chorustic.evaluation.results import accuracies_file
 from chorustic.methods import discover
 from chorustic.run_plan import RunPlan
 from chorustic.training.distributed import launch_prefix
@@ -42,6 +43,11 @@ FINGERPRINTS = PLAN.fingerprints
 _LOCK = cc.lock_file(config)
 # Where the data lock file is does not change any data: a shell argument, not a params (no re-run).
 DATA_LOCK_ARG = f"--lock-file {shlex.quote(_LOCK)}" if _LOCK else ""
+# The results the report compares this run with (reports.reference_results; "" without): a params of the
+# report rule (another reference re-makes the report), its table an input (an edited one does too).
+_REFERENCE_RESULTS = cc.reference_results(config)
+REFERENCE_RESULTS_ARG = f"--reference-results {shlex.quote(_REFERENCE_RESULTS)}" if _REFERENCE_RESULTS else ""
+REFERENCE_RESULTS_TABLE = [str(accuracies_file(_REFERENCE_RESULTS))] if _REFERENCE_RESULTS else []
 MANIFESTS = [f"{RESULTS}/runs/{m}/{d}.json" for m, d in EVAL_JOBS]
 ACCURACIES = f"{RESULTS}/accuracies.csv"
 REPORT_INDEX = f"{REPORTS}/README.md"

@@ -18,6 +18,7 @@ rule report:
     """Statistics, the paper's tables and figures, and the reproduction check against the paper."""
     input:
         ACCURACIES,
+        reference_results=REFERENCE_RESULTS_TABLE,
     output:
         index=REPORT_INDEX,
         tables=report_folder("tables"),
@@ -26,6 +27,7 @@ rule report:
         reproduction=report_folder("reproduction"),
     params:
         reference=config["reports"].get("reference_method", "chorustic"),
+        reference_results=REFERENCE_RESULTS_ARG,
     conda:
         "../envs/chorustic.yaml"
     resources:
@@ -33,4 +35,5 @@ rule report:
     log:
         f"{LOGS}/report.log",
     shell:
-        "chorustic report --results {RESULTS:q} --out {REPORTS:q} --reference {params.reference:q} > {log:q} 2>&1"
+        "chorustic report --results {RESULTS:q} --out {REPORTS:q} --reference {params.reference:q} "
+        "{params.reference_results} > {log:q} 2>&1"
