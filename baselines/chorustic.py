@@ -26,11 +26,11 @@ from chorustic.model.checkpoint import DEFAULT_CHECKPOINT, DEFAULT_HPARAMS
 #: one CPU thread with the full deployment ensemble: the paper configuration (53 M parameters, random
 #: weights; per series and channel ~110 ms and ~2 MB, channel attention ~0.3x more per extra channel)
 #: and the committed small model (1.1 M parameters, ~3 ms per series and channel).
-PAPER_COST = CostModel(mem_base_mb=1100, mem_bytes_per_value=4000, time_job_s=20, time_base_s=15,
+PAPER_COST = CostModel(mem_base_mb=1100, mem_bytes_per_value=16, mem_bytes_per_model_value=4000, mem_kb_per_series=100, time_job_s=20, time_base_s=15,
                        time_ns_per_value=150_000, time_ns_per_series=1_000_000,
                        time_ns_per_series_pair=1_000, model_channels=64,
                        gpu_speedup=100)
-SMALL_COST = CostModel(mem_base_mb=600, mem_bytes_per_value=170, time_job_s=10, time_base_s=1,
+SMALL_COST = CostModel(mem_base_mb=600, mem_bytes_per_value=16, mem_bytes_per_model_value=170, mem_kb_per_series=10, time_job_s=10, time_base_s=1,
                        time_ns_per_value=8_000, time_ns_per_series=100_000, time_ns_per_series_pair=100,
                        model_channels=64, gpu_speedup=20)
 #: Checkpoint files below this size (about 12 M float32 parameters) are costed as the small model.

@@ -65,11 +65,11 @@ class DTW1NN(Method):
     )
     estimator = DTW1NNEstimator  # its parameter (window) is the method's
     resources: ClassVar[dict[str, Any]] = {"threads": 4, "mem_mb": 8000, "runtime": 2880, "gpu": 0}
-    #: Measured (benchmarks/job_costs.py, 1 thread): ~4.6 ns per alignment cell of every (context,
-    #: query) pair (10 here), numba compilation once per job; memory: the series and the distance matrix.
-    cost: ClassVar[CostModel] = CostModel(mem_base_mb=450, mem_bytes_per_value=32, mem_bytes_per_pair=16,
-                                          time_job_s=30, time_base_s=0.2, time_ns_per_value=0, time_ns_per_cell=10,
-                                          time_ns_per_series_pair=1_000)
+    #: Fitted on jobs on stand-ins of the largest archive shapes (benchmarks/archive_scale.py --fit, 1 thread;
+    #: benchmarks/results/archive_scale.md): ~1.2 ns per alignment cell and ~12 us per (context, query) pair.
+    cost: ClassVar[CostModel] = CostModel(time_job_s=12.6, time_ns_per_input_value=1500, time_base_s=0.0499,
+                                          time_ns_per_cell=1.15, time_ns_per_series_pair=11900, mem_base_mb=513,
+                                          mem_bytes_per_value=19)
 
     def validate(self, params: dict[str, Any]) -> None:
         check_window(params["window"])

@@ -52,8 +52,9 @@ class MiniRocket(Method):
     )
     estimator = MiniRocketEstimator  # its parameters (n_kernels) are the method's
     resources: ClassVar[dict[str, Any]] = {"threads": 4, "mem_mb": 16000, "runtime": 120, "gpu": 0}
-    #: Measured (benchmarks/job_costs.py, 1 thread): ~160 KB per series (10,000 float64 features and the
-    #: ridge's copies), numba compilation once per job, transform time per value, ridge CV per pair.
-    cost: ClassVar[CostModel] = CostModel(mem_base_mb=550, mem_bytes_per_value=32, mem_kb_per_series=200,
-                                          time_job_s=60, time_base_s=0.5, time_ns_per_value=4_000,
-                                          time_ns_per_series_pair=1_500, model_channels=9)
+    #: Fitted on jobs on stand-ins of the largest archive shapes (benchmarks/archive_scale.py --fit, 1 thread;
+    #: benchmarks/results/archive_scale.md): ~126 KB per series (10,000 float64 features and the ridge's
+    #: copies), transform time per value of at most 9 channels (a kernel's channels), ridge CV per pair.
+    cost: ClassVar[CostModel] = CostModel(time_job_s=8.98, time_ns_per_input_value=1500, time_base_s=0.149,
+                                          time_ns_per_value=1410, time_ns_per_series_pair=431, mem_base_mb=619,
+                                          mem_bytes_per_value=20.7, mem_kb_per_series=126, model_channels=9)

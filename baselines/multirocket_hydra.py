@@ -54,9 +54,10 @@ class MultiRocketHydra(Method):
     )
     estimator = MultiRocketHydraEstimator  # its parameters (n_kernels, n_groups) are the method's
     resources: ClassVar[dict[str, Any]] = {"threads": 4, "mem_mb": 32000, "runtime": 360, "gpu": 0}
-    #: Measured (benchmarks/job_costs.py, 1 thread): ~0.8 MB per series (MultiRocket's ~50,000 and
-    #: Hydra's features, float64, and the ridge's copies) plus ~95 bytes per value, ~70 s of numba
-    #: compilation once per job, transform time per value, ridge CV per pair.
-    cost: ClassVar[CostModel] = CostModel(mem_base_mb=750, mem_bytes_per_value=128, mem_kb_per_series=1024,
-                                          time_job_s=90, time_base_s=1, time_ns_per_value=80_000,
-                                          time_ns_per_series_pair=10_000, model_channels=9)
+    #: Fitted on jobs on stand-ins of the largest archive shapes (benchmarks/archive_scale.py --fit, 1 thread;
+    #: benchmarks/results/archive_scale.md): ~1.1 MB per series (MultiRocket's ~50,000 and Hydra's features,
+    #: float64, and the ridge's copies), transform time per value of at most 9 channels, ridge CV per pair.
+    #: numba compiles its kernels once per machine (~30 s, cached after), not counted.
+    cost: ClassVar[CostModel] = CostModel(time_job_s=10.6, time_ns_per_input_value=1500, time_ns_per_value=12200,
+                                          time_ns_per_series_pair=13000, mem_base_mb=889, mem_bytes_per_value=29.4,
+                                          mem_kb_per_series=1090, model_channels=9)

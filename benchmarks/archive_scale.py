@@ -17,8 +17,15 @@ so the rows of one dataset show whether the model's form holds as the job grows.
 Methods: the classical four (``minirocket``, ``multirocket_hydra``, ``quant``, ``dtw_1nn``), ``chorustic_small``
 (the committed ``models/chorustic-small``), ``chorustic_paper`` (the paper configuration, random weights),
 and the pretrained baselines with random weights at their real architectures: ``tabicl`` (v1.1),
-``tabicl_v2``, ``mantis_rf`` (Mantis-8M), ``mantisv2_rf``, ``moment_svm`` (MOMENT-1-base). The committed
-table is ``benchmarks/results/archive_scale.csv``, its summary ``benchmarks/results/archive_scale.md``.
+``tabicl_v2``, ``mantis_rf`` (Mantis-8M), ``mantisv2_rf``, ``moment_svm`` (MOMENT-1-base); any other plugin
+that runs offline by its name, with its default parameters. The committed table is
+``benchmarks/results/archive_scale.csv``, its summary ``benchmarks/results/archive_scale.md``.
+
+Fitting: ``--fit CSV [CSV ...]`` runs nothing and prints, per method, the cost model's coefficients
+refitted on the measured jobs (the terms of ``CostModel.time_terms`` / ``memory_terms``: non-negative least
+squares on the relative error, over the terms the method's current model uses; scaled up where needed so
+that a job's request, ``TIME_SAFETY`` / ``MEM_SAFETY`` times the model, covers every measurement) and every
+job's measured / model ratio before and after; a job measured twice counts with its last measurement.
 """
 
 from __future__ import annotations
@@ -96,6 +103,16 @@ def _assets(workdir: Path) -> dict[str, dict]:
     runs["moment_svm"] = {"plugin": "moment_svm", "params": {"weights": once(
         assets / "moment-base", lambda p: ck.write_moment(p, real_size=True))}}
     return runs
+
+
+def _add_plugins(runs: dict[str, dict], names: list[str]) -> None:
+    """Any other registered plugin (a method author's own) runs with its default parameters."""
+    from chorustic.methods import discover
+
+    plugins = discover().methods
+    for name in names:
+        if name not in runs and name in plugins:
+            runs[name] = {"plugin": name}
 
 
 def _config(workdir: Path, tag: str, dataset: str, runs: dict[str, dict]) -> Path:
@@ -236,9 +253,23 @@ def _fit_one(terms: "np.ndarray", measured: "np.ndarray", names: tuple[str, ...]
     return coef
 
 
-def fit(csv_paths: list[Path], workdir: Path) -> str:
-    """Refit every measured method's cost model on the rows of ``csv_paths`` (ok rows only): per method,
-    the coefficients, and for each row the measured / model ratio before and after. Markdown."""
+def _literal(coef: dict[str, float], model) -> str:
+    """``CostModel(...)`` with ``coef`` (3 significant digits) and the model's other fields: ready to paste."""
+    import dataclasses
+
+    def g(v):
+        return f"{float(f'{v:.3g}'):g}" if v else "0"
+
+    parts = [f"{k}={g(v)}" for k, v in coef.items() if v]
+    parts += [f"{f.name}={getattr(model, f.name)!r}" for f in dataclasses.fields(model)
+              if f.name not in coef and getattr(model, f.name) is not None]
+    return "CostModel(" + ", ".join(parts) + ")"
+
+
+def fit(csv_paths: list[Path], workdir: Path, figure: Path | None = None) -> str:
+    """Refit every measured method's cost model on the rows of ``csv_paths`` (ok rows only): a summary,
+    then per method the refitted model and every job's measured / model ratio with the committed model
+    and with the refit. Markdown; with ``figure``, measured against modelled time and memory (PNG)."""
     import numpy as np
 
     from chorustic import config as cc
@@ -252,9 +283,14 @@ def fit(csv_paths: list[Path], workdir: Path) -> str:
         for r in csv.DictReader(open(p)):
             latest[(r["method"], r["dataset"], float(r["series_fraction"]))] = r
     rows = [r for r in latest.values() if r["status"] == "ok" and r.get("cpu_s")]
+    failed = [r for r in latest.values() if r["status"] != "ok"]
     runs = _assets(workdir)
+    _add_plugins(runs, [r["method"] for r in rows])
     scratch = Path(tempfile.mkdtemp(prefix="archive-scale-fit-"))  # the jobs' configurations, re-made here
-    out = [f"Fitted on {len(rows)} jobs ({', '.join(str(p) for p in csv_paths)}); ratio = measured / model.", ""]
+    summary = ["| method | jobs | datasets | CPU s measured | time: measured / committed model | "
+               "memory: measured / committed model | time / refit | memory / refit |",
+               "|---|---|---|---|---|---|---|---|"]
+    detail, points = [], {}
     for method in dict.fromkeys(r["method"] for r in rows):
         mine = [r for r in rows if r["method"] == method]
         t, m, secs, mbs, labels = [], [], [], [], []
@@ -271,7 +307,8 @@ def fit(csv_paths: list[Path], workdir: Path) -> str:
             m.append(model.memory_terms(size))
             secs.append(float(r["cpu_s"]))
             mbs.append(float(r["peak_mb"]))
-            labels.append(f"{r['dataset']} {float(r['series_fraction']):g}")
+            labels.append(f"{r['dataset']} {float(r['series_fraction']):g} "
+                          f"({spec.n_train}/{spec.n_test} x {spec.n_channels} x {spec.length})")
         t, m, secs, mbs = map(np.array, (t, m, secs, mbs))
         now = {k: getattr(model, k) for k in CostModel.TIME_COEFFICIENTS + CostModel.MEMORY_COEFFICIENTS}
         new = {**_fit_one(t, secs, CostModel.TIME_COEFFICIENTS, now, TIME_SAFETY),
@@ -282,15 +319,63 @@ def fit(csv_paths: list[Path], workdir: Path) -> str:
                     m @ np.array([coef[k] for k in CostModel.MEMORY_COEFFICIENTS]))
 
         (t0, m0), (t1, m1) = model_of(now), model_of(new)
-        out += [f"### {method}", "", "coefficients: " + ", ".join(
-            f"{k}={new[k]:.4g} (was {now[k]:.4g})" for k in now if now[k] > 0 or new[k] > 0), "",
-            "| job | CPU s | model s before | ratio | model s after | ratio | peak MB | model MB after | ratio |",
-            "|---|---|---|---|---|---|---|---|---|"]
+        points[method] = (secs, t0, mbs, m0)
+
+        def span(a):
+            return f"{a.min():.2f}-{a.max():.2f}"
+
+        summary.append(f"| {method} | {len(mine)} | {len({r['dataset'] for r in mine})} | "
+                       f"{secs.min():.0f}-{secs.max():.0f} | {span(secs / t0)} | {span(mbs / m0)} | "
+                       f"{span(secs / t1)} | {span(mbs / m1)} |")
+        detail += [f"### {method}", "", f"Refit: `{_literal(new, model)}`", "",
+                   "| job (train/test x channels x length) | CPU s | committed model s | ratio | refit s | ratio "
+                   "| peak MB | committed model MB | ratio | refit MB | ratio |",
+                   "|---|---|---|---|---|---|---|---|---|---|---|"]
         for i, lab in enumerate(labels):
-            out.append(f"| {lab} | {secs[i]:.1f} | {t0[i]:.1f} | {secs[i] / t0[i]:.2f} | {t1[i]:.1f} | "
-                       f"{secs[i] / t1[i]:.2f} | {mbs[i]:.0f} | {m1[i]:.0f} | {mbs[i] / m1[i]:.2f} |")
-        out.append("")
-    return "\n".join(out)
+            detail.append(f"| {lab} | {secs[i]:.1f} | {t0[i]:.1f} | {secs[i] / t0[i]:.2f} | {t1[i]:.1f} | "
+                          f"{secs[i] / t1[i]:.2f} | {mbs[i]:.0f} | {m0[i]:.0f} | {mbs[i] / m0[i]:.2f} | "
+                          f"{m1[i]:.0f} | {mbs[i] / m1[i]:.2f} |")
+        detail.append("")
+    if failed:
+        detail += ["### Jobs that did not finish", "", "| method | job | CPU s | error |", "|---|---|---|---|"]
+        detail += [f"| {r['method']} | {r['dataset']} {float(r['series_fraction']):g} | {r['cpu_s']} | "
+                   f"{r['error'][:160]} |" for r in failed]
+        detail.append("")
+    if figure is not None:
+        _figure(points, figure)
+    head = [f"{len(rows)} jobs ({', '.join(p.name for p in csv_paths)}); ratio = measured / model (1: exact, "
+            "above 1: the model is short).", ""]
+    return "\n".join(head + summary + [""] + detail)
+
+
+def _figure(points: dict, path: Path) -> None:
+    """Measured against modelled CPU time and peak memory, one colour per method (log-log, y = x)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 5))
+    for method, (secs, t0, mbs, m0) in points.items():
+        axes[0].scatter(t0, secs, s=18, label=method)
+        axes[1].scatter(m0, mbs, s=18, label=method)
+    for ax, what in zip(axes, ("CPU time of the job (s)", "peak memory of the worker (MB)")):
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        lo, hi = ax.get_xlim()
+        lo, hi = min(lo, ax.get_ylim()[0]), max(hi, ax.get_ylim()[1])
+        ax.plot([lo, hi], [lo, hi], "k-", lw=0.8)
+        ax.plot([lo, hi], [2 * lo, 2 * hi], "k:", lw=0.6)
+        ax.plot([lo, hi], [lo / 2, hi / 2], "k:", lw=0.6)
+        ax.set_xlim(lo, hi)
+        ax.set_ylim(lo, hi)
+        ax.set_xlabel(f"cost model: {what}")
+        ax.set_ylabel(f"measured: {what}")
+    axes[0].legend(fontsize=7, loc="upper left")
+    fig.suptitle("Evaluate jobs on stand-ins of the archives' largest shapes (dotted: 2x off)")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
 
 
 def _cpu() -> str:
@@ -315,14 +400,16 @@ def main(argv: list[str] | None = None) -> int:
                     help="CSV the rows are appended to (one row per job)")
     ap.add_argument("--fit", nargs="+", type=Path, metavar="CSV",
                     help="run nothing: refit the cost models on these measured tables and print the result")
+    ap.add_argument("--figure", type=Path, help="with --fit: write the measured-against-model figure (PNG) here")
     args = ap.parse_args(argv)
     if args.fit:
-        print(fit(args.fit, args.workdir))
+        print(fit(args.fit, args.workdir, args.figure))
         return 0
     runs = _assets(args.workdir)
+    _add_plugins(runs, args.methods)
     unknown = [m for m in args.methods if m not in runs]
     if unknown:
-        ap.error(f"unknown method(s) {unknown}; known: {sorted(runs)}")
+        ap.error(f"unknown method(s) {unknown}; known: {sorted(runs)} and every plugin that runs offline")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     new = not args.out.exists()
     with open(args.out, "a", newline="") as fh:

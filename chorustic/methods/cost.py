@@ -86,7 +86,7 @@ class CostModel:
     ``P = n_train * N * n_channels`` (context series x all series, per channel: a Gram matrix, a
     ridge/SVM fit, in-context attention)::
 
-        peak memory (MB) = mem_base_mb + mem_bytes_per_value * V / 2**20
+        peak memory (MB) = mem_base_mb + (mem_bytes_per_value * V + mem_bytes_per_model_value * V') / 2**20
                            + mem_kb_per_series * H / 1024 + mem_bytes_per_pair * n_train * H / 2**20
         time (s)         = time_job_s + time_ns_per_input_value * V / 1e9
                            + sum over contexts of (time_base_s + (time_ns_per_value * V
@@ -94,6 +94,7 @@ class CostModel:
                            + time_ns_per_cell * n_train * n_test * n_channels * length * band
                            + time_ns_per_series_pair * n_train * N) / 1e9)
 
+    ``V'`` counts the values the method computes on (at most :attr:`model_channels` channels).
     ``H = n_train + q`` is the series held at once: the context and one chunk of ``q`` queries
     (:meth:`query_chunk`: as many as fit :data:`QUERY_MEMORY_MB` at ``mem_kb_per_series`` +
     ``mem_bytes_per_pair * n_train`` each; all of them when that is 0 or they fit).
@@ -109,6 +110,9 @@ class CostModel:
     """The worker with its imports and model weights, before any data."""
     mem_bytes_per_value: float = 16.0
     """Per input value: the data itself (float32) and the method's working copies."""
+    mem_bytes_per_model_value: float = 0.0
+    """Per value the method computes on (at most :attr:`model_channels` channels): an encoder's
+    per-channel state."""
     mem_kb_per_series: float = 0.0
     """Per series held at once (the context and a chunk of queries): features or embeddings."""
     mem_bytes_per_pair: float = 0.0
@@ -157,7 +161,8 @@ class CostModel:
     TIME_COEFFICIENTS = ("time_job_s", "time_ns_per_input_value", "time_base_s", "time_ns_per_value", "time_ns_per_series",
                          "time_ns_per_pair", "time_ns_per_cell", "time_ns_per_series_pair")
     #: The memory coefficients, in the order of :meth:`memory_terms`.
-    MEMORY_COEFFICIENTS = ("mem_base_mb", "mem_bytes_per_value", "mem_kb_per_series", "mem_bytes_per_pair")
+    MEMORY_COEFFICIENTS = ("mem_base_mb", "mem_bytes_per_value", "mem_kb_per_series", "mem_bytes_per_pair",
+                           "mem_bytes_per_model_value")
 
     def _effective(self, size: JobSize, *, channels: bool = True) -> JobSize:
         """``size`` as the method computes on it: :attr:`model_length`, at most :attr:`model_channels`
@@ -189,9 +194,10 @@ class CostModel:
     def memory_terms(self, size: JobSize) -> tuple[float, ...]:
         """What multiplies each of :data:`MEMORY_COEFFICIENTS` in the job's peak memory (MB): the largest
         context (all ``n_train`` series) with a chunk of queries held at once."""
+        model = self._effective(size)
         size = self._effective(size, channels=False)
         held = size.n_train + self.query_chunk(size)
-        return (1.0, size.n_values / 2**20, held / 1024, size.n_train * held / 2**20)
+        return (1.0, size.n_values / 2**20, held / 1024, size.n_train * held / 2**20, model.n_values / 2**20)
 
     def estimate(self, size: JobSize, *, band: float | None = None) -> tuple[float, float]:
         """(peak memory in MB, time in seconds), without safety margins."""
