@@ -65,9 +65,9 @@ class QUANT(Method):
     estimator = QUANTEstimator  # its parameters (interval_depth, quantile_divisor) are the method's
     resources: ClassVar[dict[str, Any]] = {"threads": 4, "mem_mb": 16000, "runtime": 240, "gpu": 0}
     #: Fitted on jobs on stand-ins of the largest archive shapes (benchmarks/archive_scale.py --fit, 1 thread;
-    #: benchmarks/results/archive_scale.md): quantile features per value, extra trees per pair and channel.
-    #: Scaled up ~2.9x so that the request covers the long multichannel series (EigenWorms, MotorImagery),
-    #: which cost more per value than the form says: elsewhere the model is ~3x above the measured time.
-    cost: ClassVar[CostModel] = CostModel(time_job_s=32.2, time_ns_per_input_value=1500, time_base_s=0.505,
-                                          time_ns_per_value=4940, time_ns_per_pair=1260, mem_base_mb=472,
-                                          mem_bytes_per_value=89.1, mem_kb_per_series=4.46)
+    #: benchmarks/results/archive_scale.md): quantile features per value, and the extra trees' split
+    #: search over the feature columns (channels x length) at each depth, which dominates for few long or
+    #: many-channel series (PEMS-SF: 470 CPU-s for 7 + 7 series).
+    cost: ClassVar[CostModel] = CostModel(time_job_s=8.31, time_base_s=0.308, time_ns_per_value=996,
+                                          time_ns_per_pair=443, time_ns_per_column=73_600, mem_base_mb=472,
+                                          mem_bytes_per_value=85.4, mem_kb_per_series=5.05)

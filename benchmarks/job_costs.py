@@ -13,32 +13,9 @@ A size is ``n_train x n_test x channels x length`` (the length the method receiv
 ``resampled`` methods whatever is given). ``chorustic`` uses the committed CPU-pretrained small model
 (``models/chorustic-small``) and ``chorustic_paper`` the paper configuration with random weights.
 
-Measured on the development machine (2 CPU cores shared with other work, so times are pessimistic;
-peak MB / seconds for one context, then the cost model's numbers):
-
-    minirocket         100x100x1x128      530 /   3.3   model  590 /  61   (numba compilation once per job)
-    minirocket         1000x1000x1x512    775 /   6.4   model  972 /  68
-    minirocket         300x300x8x256      593 /   3.2   model  705 /  68
-    minirocket         2000x2000x1x1024  1084 /  33.4   model 1456 /  89
-    multirocket_hydra  100x100x1x128      870 /  77.8   model  953 /  93
-    multirocket_hydra  1000x1000x1x512   2439 / 142.1   model 2875 / 193
-    multirocket_hydra  300x300x8x256     1311 /  67.9   model 1500 / 204
-    quant              100x100x1x128      467 /   3.4   model  507 /  12
-    quant              1000x1000x1x512    522 /  14.8   model  609 /  47
-    quant              300x300x8x256      529 /  11.3   model  575 /  47
-    quant              2000x2000x1x1024   699 / 142.0   model  812 / 157
-    dtw_1nn            100x100x1x128      356 /   8.9   model  451 /  32   (full window)
-    dtw_1nn            200x200x1x512      325 /  55.7   model  457 / 135
-    dtw_1nn            100x100x4x256      325 /   8.4   model  457 /  56
-    chorustic (small)  100x100x1x512      562 /   1.3   model  629 /  12   (re-measured 2026-11-23 after the
-    chorustic (small)  300x300x8x512      704 /  11.1   model 1303 /  31    closed-form tokenizer; model rows
-    chorustic (small)  2000x2000x1x512    925 /   6.7   model 1186 /  27    before the refit of SMALL_COST /
-    chorustic (small)  270x370x12x512     776 /   9.8   model 1725 /  42    PAPER_COST in baselines/chorustic.py)
-    chorustic_paper    100x100x1x512     1432 /  15.4   model 1391 /  58
-    chorustic_paper    400x400x1x512     2412 /  98.7   model 2638 / 125   (before the tokenizer change)
-    chorustic_paper    100x100x8x512     2667 / 579.0   model 4276 / 617   (before the tokenizer change)
-
-A job asks for 1.5x the memory (plus the job's other processes) and 3x the time on top.
+A quick check of one context in one process. The cost models themselves are fitted on whole evaluate
+jobs (every protocol context, the job's own processes and limits) on stand-ins of the archives' largest
+shapes: ``benchmarks/archive_scale.py``, figures in ``benchmarks/results/archive_scale.md``.
 """
 
 from __future__ import annotations

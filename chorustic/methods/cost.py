@@ -9,6 +9,7 @@ which adds the safety margins and the site's limits). What every job needs besid
 from __future__ import annotations
 
 import dataclasses
+import math
 
 __all__ = [
     "CostModel", "JobSize", "QUERY_MEMORY_MB", "JOB_OVERHEAD_MB", "MIN_WORKER_MB", "MIN_JOB_MEM_MB", "job_memory_problem",
@@ -92,7 +93,8 @@ class CostModel:
                            + sum over contexts of (time_base_s + (time_ns_per_value * V
                            + time_ns_per_series * N + time_ns_per_pair * P
                            + time_ns_per_cell * n_train * n_test * n_channels * length * band
-                           + time_ns_per_series_pair * n_train * N) / 1e9)
+                           + time_ns_per_series_pair * n_train * N
+                           + time_ns_per_column * n_channels * length * log2(n_train)) / 1e9)
 
     ``V'`` counts the values the method computes on (at most :attr:`model_channels` channels).
     ``H = n_train + q`` is the series held at once: the context and one chunk of ``q`` queries
@@ -134,6 +136,9 @@ class CostModel:
     """Per context and (context series, series, channel): ridge/SVM fits, attention over the context."""
     time_ns_per_cell: float = 0.0
     """Per context and alignment cell of a pairwise elastic distance."""
+    time_ns_per_column: float = 0.0
+    """Per context, column (channel x time point) and level of trees grown on the context (log2 of its
+    series): a forest's split search over feature columns that grow with the series (QUANT's)."""
     time_ns_per_series_pair: float = 0.0
     """Per context and (context series, series), whatever the channels: a nearest-neighbour search's
     per-pair work, a ridge fit on a fixed number of features (the Gram matrix of the context)."""
@@ -159,7 +164,8 @@ class CostModel:
 
     #: The time coefficients (ns or s), in the order of :meth:`time_terms`.
     TIME_COEFFICIENTS = ("time_job_s", "time_ns_per_input_value", "time_base_s", "time_ns_per_value", "time_ns_per_series",
-                         "time_ns_per_pair", "time_ns_per_cell", "time_ns_per_series_pair")
+                         "time_ns_per_pair", "time_ns_per_cell", "time_ns_per_series_pair",
+                         "time_ns_per_column")
     #: The memory coefficients, in the order of :meth:`memory_terms`.
     MEMORY_COEFFICIENTS = ("mem_base_mb", "mem_bytes_per_value", "mem_kb_per_series", "mem_bytes_per_pair",
                            "mem_bytes_per_model_value")
@@ -177,7 +183,7 @@ class CostModel:
         """What multiplies each of :data:`TIME_COEFFICIENTS` in the job's time (seconds = their dot
         product): summed over the job's contexts, each at its own training size. What
         ``benchmarks/archive_scale.py --fit`` fits the coefficients on."""
-        out = [1.0, size.n_values / 1e9, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+        out = [1.0, size.n_values / 1e9, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
         size = self._effective(size)
         for c in size.contexts():
             if c.n_train == 0:  # a context the job skips
@@ -189,6 +195,7 @@ class CostModel:
             out[5] += c.n_train * c.n_series * c.n_channels / 1e9
             out[6] += c.n_train * c.n_test * c.n_channels * c.length * b / 1e9
             out[7] += c.n_train * c.n_series / 1e9
+            out[8] += c.n_channels * c.length * math.log2(max(2, c.n_train)) / 1e9
         return tuple(out)
 
     def memory_terms(self, size: JobSize) -> tuple[float, ...]:
