@@ -22,17 +22,20 @@ from chorustic.inference import ChorusTICClassifier
 from chorustic.methods import CostModel, Method, MethodInfo, MethodNotReady, register
 from chorustic.model.checkpoint import DEFAULT_CHECKPOINT, DEFAULT_HPARAMS
 
-#: Cost of one evaluate job (chorustic.resources.CostModel), measured with benchmarks/job_costs.py on
-#: one CPU thread with the full deployment ensemble: the paper configuration (53 M parameters, random
-#: weights; per series and channel ~110 ms and ~2 MB, channel attention ~0.3x more per extra channel)
-#: and the committed small model (1.1 M parameters, ~3 ms per series and channel).
-PAPER_COST = CostModel(mem_base_mb=1100, mem_bytes_per_value=16, mem_bytes_per_model_value=4000, mem_kb_per_series=100, time_job_s=20, time_base_s=15,
-                       time_ns_per_value=150_000, time_ns_per_series=1_000_000,
-                       time_ns_per_series_pair=1_000, model_channels=64,
-                       gpu_speedup=100)
-SMALL_COST = CostModel(mem_base_mb=600, mem_bytes_per_value=16, mem_bytes_per_model_value=170, mem_kb_per_series=10, time_job_s=10, time_base_s=1,
-                       time_ns_per_value=8_000, time_ns_per_series=100_000, time_ns_per_series_pair=100,
-                       model_channels=64, gpu_speedup=20)
+#: Cost of one evaluate job (chorustic.methods.CostModel) on one CPU thread with the full deployment ensemble
+#: (8 label shifts x 4 RSSC draws). The paper configuration (53 M parameters, random weights), from jobs on
+#: stand-ins (benchmarks/results/archive_scale.md) and one prediction by context size
+#: (benchmarks/chorustic_memory.py): ~27 ms per series and context plus ~77 ms per series and channel
+#: encoded (at most 64: 4 draws of 16 RSSC slots); ~2.3 MB per series held (context and a chunk of
+#: queries: a context of 2,000 series peaks at 6.1 GB) and ~1 KB per value encoded. On a GPU: the
+#: estimated gpu_speedup until one is measured.
+PAPER_COST = CostModel(time_job_s=21.9, time_base_s=1.1, time_ns_per_value=150000, time_ns_per_series=2.74e+07,
+                       time_ns_per_series_pair=1100, mem_base_mb=1040, mem_bytes_per_value=15.1,
+                       mem_kb_per_series=2260, mem_bytes_per_model_value=942, gpu_speedup=100, model_channels=64)
+#: The committed small model (1.1 M parameters): refitted on its jobs on stand-ins.
+SMALL_COST = CostModel(time_job_s=7.21, time_base_s=0, time_ns_per_value=547, time_ns_per_series=3.34e+06,
+                       mem_base_mb=534, mem_bytes_per_value=31.4, mem_kb_per_series=51,
+                       mem_bytes_per_model_value=4.17, gpu_speedup=20, model_channels=64)
 #: Checkpoint files below this size (about 12 M float32 parameters) are costed as the small model.
 SMALL_CHECKPOINT_BYTES = 50_000_000
 

@@ -67,9 +67,9 @@ class DTW1NN(Method):
     resources: ClassVar[dict[str, Any]] = {"threads": 4, "mem_mb": 8000, "runtime": 2880, "gpu": 0}
     #: Fitted on jobs on stand-ins of the largest archive shapes (benchmarks/archive_scale.py --fit, 1 thread;
     #: benchmarks/results/archive_scale.md): ~1.2 ns per alignment cell and ~12 us per (context, query) pair.
-    cost: ClassVar[CostModel] = CostModel(time_job_s=12.6, time_ns_per_input_value=1500, time_base_s=0.0499,
-                                          time_ns_per_cell=1.15, time_ns_per_series_pair=11900, mem_base_mb=513,
-                                          mem_bytes_per_value=19)
+    cost: ClassVar[CostModel] = CostModel(time_job_s=12.9, time_base_s=0.0509, time_ns_per_value=0,
+                                          time_ns_per_cell=1.18, time_ns_per_series_pair=12200, mem_base_mb=516,
+                                          mem_bytes_per_value=18.2)
 
     def validate(self, params: dict[str, Any]) -> None:
         check_window(params["window"])

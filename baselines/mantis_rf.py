@@ -142,11 +142,11 @@ class MantisBase(HubMethod):
 
     estimator = MantisEmbeddingClassifier
     resources: ClassVar[dict[str, Any]] = {"threads": 4, "mem_mb": 16000, "runtime": 180, "gpu": 0}
-    #: Cost model not measured (its weights are not available offline): estimated from the architecture on one CPU thread:
-    #: every channel of every series through the frozen encoder (8 M parameters, 32 tokens), then a
-    #: forest or logistic regression on the embeddings.
-    cost: ClassVar[CostModel] = CostModel(mem_base_mb=900, mem_bytes_per_value=64, time_job_s=30, time_base_s=2,
-                                          time_ns_per_value=50_000, time_ns_per_series_pair=100)
+    #: Fitted on jobs on stand-ins with random weights of Mantis-8M's architecture (benchmarks/archive_scale.py
+    #: --fit, one CPU thread; benchmarks/results/archive_scale.md): every channel of every series through the
+    #: frozen encoder (~5 ms per channel and series), then a forest or logistic regression on the embeddings.
+    cost: ClassVar[CostModel] = CostModel(time_job_s=6.31, time_base_s=0.42, time_ns_per_value=10500,
+                                          time_ns_per_series_pair=21, mem_base_mb=691, mem_bytes_per_value=107)
 
     def hub_files(self, p: dict[str, Any]) -> list[HubFile]:
         repo_id = self.fixed_params["repo_id"]

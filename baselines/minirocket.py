@@ -53,8 +53,11 @@ class MiniRocket(Method):
     estimator = MiniRocketEstimator  # its parameters (n_kernels) are the method's
     resources: ClassVar[dict[str, Any]] = {"threads": 4, "mem_mb": 16000, "runtime": 120, "gpu": 0}
     #: Fitted on jobs on stand-ins of the largest archive shapes (benchmarks/archive_scale.py --fit, 1 thread;
-    #: benchmarks/results/archive_scale.md): ~126 KB per series (10,000 float64 features and the ridge's
-    #: copies), transform time per value of at most 9 channels (a kernel's channels), ridge CV per pair.
-    cost: ClassVar[CostModel] = CostModel(time_job_s=8.98, time_ns_per_input_value=1500, time_base_s=0.149,
-                                          time_ns_per_value=1410, time_ns_per_series_pair=431, mem_base_mb=619,
-                                          mem_bytes_per_value=20.7, mem_kb_per_series=126, model_channels=9)
+    #: benchmarks/results/archive_scale.md, with MiniRocket on all 15 largest shapes in full): ~81 KB per
+    #: series (10,000 float64 features), transform time per value of at most 9 channels (a kernel's
+    #: channels), ridge CV per pair; the ridge's Gram matrix and its eigendecomposition (~33 bytes per
+    #: pair: the full contexts of ElectricDevices, PenDigits, SpokenArabicDigits and FaceDetection went
+    #: past a model without it, by 1-2 %, and were stopped at their memory limits).
+    cost: ClassVar[CostModel] = CostModel(time_job_s=9.09, time_base_s=0.132, time_ns_per_value=1380,
+                                          time_ns_per_series_pair=585, mem_base_mb=663, mem_bytes_per_value=18.9,
+                                          mem_kb_per_series=81, mem_bytes_per_pair=33.2, model_channels=9)

@@ -167,13 +167,13 @@ class MomentSVM(HubMethod):
     )
     estimator = MomentSVMClassifier
     resources: ClassVar[dict[str, Any]] = {"threads": 4, "mem_mb": 24000, "runtime": 360, "gpu": 1}
-    #: Cost model not measured (its weights are not available offline): estimated from the architecture on one CPU thread:
-    #: every channel of every series through MOMENT-1-base (125 M parameters, 512 steps), then an RBF
-    #: SVM grid search on the context (Gram matrix per pair).
-    cost: ClassVar[CostModel] = CostModel(mem_base_mb=2000, mem_bytes_per_value=64, mem_bytes_per_pair=16,
-                                          time_job_s=60, time_base_s=2, time_ns_per_value=1_600_000,
-                                          time_ns_per_series_pair=5_000, model_length=512,
-                                          gpu_speedup=50)
+    #: Fitted on jobs on stand-ins with random weights of MOMENT-1-base's architecture (benchmarks/archive_scale.py
+    #: --fit, one CPU thread; benchmarks/results/archive_scale.md): every channel of every series through the
+    #: encoder (125 M parameters, 512 steps: ~80 ms per channel and series), then an RBF SVM grid search on
+    #: the context (Gram matrix per pair). On a GPU: the estimated gpu_speedup until one is measured.
+    cost: ClassVar[CostModel] = CostModel(time_job_s=6.04, time_base_s=0.201, time_ns_per_value=161000,
+                                          time_ns_per_series_pair=503, mem_base_mb=1340, mem_bytes_per_value=43,
+                                          mem_bytes_per_pair=10.8, gpu_speedup=50, model_length=512)
 
     def hub_files(self, p) -> list[HubFile]:
         return [

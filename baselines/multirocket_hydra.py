@@ -56,8 +56,9 @@ class MultiRocketHydra(Method):
     resources: ClassVar[dict[str, Any]] = {"threads": 4, "mem_mb": 32000, "runtime": 360, "gpu": 0}
     #: Fitted on jobs on stand-ins of the largest archive shapes (benchmarks/archive_scale.py --fit, 1 thread;
     #: benchmarks/results/archive_scale.md): ~1.1 MB per series (MultiRocket's ~50,000 and Hydra's features,
-    #: float64, and the ridge's copies), transform time per value of at most 9 channels, ridge CV per pair.
-    #: numba compiles its kernels once per machine (~30 s, cached after), not counted.
-    cost: ClassVar[CostModel] = CostModel(time_job_s=10.6, time_ns_per_input_value=1500, time_ns_per_value=12200,
-                                          time_ns_per_series_pair=13000, mem_base_mb=889, mem_bytes_per_value=29.4,
-                                          mem_kb_per_series=1090, model_channels=9)
+    #: float64, and the ridge's copies), transform time per value of at most 9 channels, ridge CV per pair;
+    #: the ridge's Gram matrix per pair as MiniRocket's (the same RidgeClassifierCV; no stand-in here had
+    #: enough training series to fit it). numba compiles its kernels once per machine (~30 s), not counted.
+    cost: ClassVar[CostModel] = CostModel(time_job_s=10.6, time_base_s=0, time_ns_per_value=12200,
+                                          time_ns_per_series_pair=13000, mem_base_mb=892, mem_bytes_per_value=27.9,
+                                          mem_kb_per_series=988, mem_bytes_per_pair=33.2, model_channels=9)

@@ -236,11 +236,15 @@ class TabICLBase(HubMethod):
     fixed_params: ClassVar[dict[str, Any]] = {"checkpoint_version": None}  # the plugin's checkpoint_file
     weights_param = "checkpoint"
     resources: ClassVar[dict[str, Any]] = {"threads": 4, "mem_mb": 32000, "runtime": 360, "gpu": 1}
-    #: Cost model not measured (its weights are not available offline): estimated from the architecture on one CPU thread;
-    #: the column embedding holds rows x features x 128 float32 per ensemble member (the plugin shrinks
-    #: its batches to the job's memory, so this is what one member with all rows needs).
-    cost: ClassVar[CostModel] = CostModel(mem_base_mb=1500, mem_bytes_per_value=600, time_job_s=30, time_base_s=2,
-                                          time_ns_per_value=50_000, time_ns_per_series_pair=2_000,
+    #: Set from jobs on stand-ins with random weights of TabICL v1.1's architecture (benchmarks/archive_scale.py,
+    #: one CPU thread; benchmarks/results/archive_scale.md): Crop at 1 % took 84 CPU-s, at 3 % more than 264
+    #: (stopped at the benchmark's limit), PEMS-SF at 1 % (7 + 7 rows of 138,672 features) more than 580 s
+    #: and 4.1 GB (stopped at its memory limit): ~10 s per context (the ensemble's preprocessing), ~55 us per
+    #: value (column embeddings: rows x features x 128 float32 per member, ~2 KB per value held) and
+    #: ~250 us per (context row, row) pair (row interaction and ICL). Too few finished jobs to fit by
+    #: --fit. On a GPU: the estimated gpu_speedup until one is measured.
+    cost: ClassVar[CostModel] = CostModel(time_job_s=20, time_base_s=10, time_ns_per_value=55_000,
+                                          time_ns_per_series_pair=250_000, mem_base_mb=950, mem_bytes_per_value=2000,
                                           gpu_speedup=100)
 
     def hub_files(self, p: dict[str, Any]) -> list[HubFile]:

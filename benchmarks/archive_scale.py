@@ -34,6 +34,7 @@ import argparse
 import csv
 import json
 import os
+import re
 import resource
 import subprocess
 import sys
@@ -178,6 +179,41 @@ def prepare(workdir: Path, method: str, run: dict, dataset: str, fraction: float
             "req_min": req_min, "contexts": contexts}
 
 
+def collect(results: Path, logs: Path) -> list[dict]:
+    """Rows of the evaluate jobs of a workflow run on stand-ins (``snakemake`` with ``paths.data_dir`` at
+    ``chorustic standin``'s folder): the worker's peak from each job's manifest, the job's CPU time from
+    Snakemake's benchmark file (``cpu_time``; for a failed job, which has none: the runs' fit and predict
+    times, a lower bound), the cost model's figures as a measured job's."""
+    import glob
+
+    out = []
+    for path in sorted(glob.glob(str(results / "runs" / "*" / "*.json"))):
+        doc = json.loads(Path(path).read_text())
+        info = doc.get("standin")
+        if not info:
+            continue
+        runs = doc["runs"]
+        failed = [r for r in runs if r.get("status") == "failed"]
+        bench = logs / "benchmarks" / "evaluate" / doc["method"] / f"{doc['dataset']}.tsv"
+        cpu, peak = None, max((float(r.get("peak_memory_mb") or 0) for r in runs), default=0.0)
+        for r in failed:  # a run stopped at the memory limit: the peak it reached
+            hit = re.search(r"reached (\d+) MB", r.get("error") or "")
+            peak = max(peak, float(hit.group(1))) if hit else peak
+        if bench.is_file() and not failed:
+            head, values = bench.read_text().splitlines()[:2]
+            cpu = float(dict(zip(head.split("\t"), values.split("\t")))["cpu_time"])
+        if cpu is None:
+            cpu = sum(float(r.get("fit_time_s") or 0) + float(r.get("predict_time_s") or 0) for r in runs)
+        out.append({"method": doc["method"], "dataset": doc["dataset"], "axis": DATASETS.get(doc["dataset"], ""),
+                    "series_fraction": info["series_fraction"], "n_train": info["n_train"], "n_test": info["n_test"],
+                    "n_channels": info["n_channels"], "length": info["length"], "contexts": len(runs),
+                    "status": "failed" if failed else "ok", "cpu_s": round(cpu, 1),
+                    "peak_mb": peak or None,
+                    "error": (failed[0].get("error") or "")[:200] if failed else "",
+                    "date": (doc.get("finished") or "")[:10], "cpu": _cpu()})
+    return out
+
+
 def measure(workdir: Path, method: str, dataset: str, fraction: float, job: dict, limit_s: float) -> dict:
     from chorustic.data.standin import write_standin
 
@@ -207,6 +243,8 @@ def measure(workdir: Path, method: str, dataset: str, fraction: float, job: dict
             break
     runs = doc["runs"] if doc else []
     peaks = [r["peak_memory_mb"] for r in runs if r.get("peak_memory_mb")]
+    peaks += [float(hit.group(1)) for r in runs  # a run stopped at the memory limit: the peak it reached
+              for hit in [re.search(r"reached (\d+) MB", r.get("error") or "")] if hit]
     row["peak_mb"] = round(max(peaks)) if peaks else None
     failed = [r for r in runs if r.get("status") == "failed"]
     row["status"] = "ok" if doc and not failed and proc.returncode in (0, 1) else "failed"
@@ -260,7 +298,8 @@ def _literal(coef: dict[str, float], model) -> str:
     def g(v):
         return f"{float(f'{v:.3g}'):g}" if v else "0"
 
-    parts = [f"{k}={g(v)}" for k, v in coef.items() if v]
+    defaults = {f.name: f.default for f in dataclasses.fields(model)}
+    parts = [f"{k}={g(v)}" for k, v in coef.items() if v or defaults.get(k)]  # a 0 where the default is not
     parts += [f"{f.name}={getattr(model, f.name)!r}" for f in dataclasses.fields(model)
               if f.name not in coef and getattr(model, f.name) is not None]
     return "CostModel(" + ", ".join(parts) + ")"
@@ -282,8 +321,16 @@ def fit(csv_paths: list[Path], workdir: Path, figure: Path | None = None) -> str
     for p in csv_paths:
         for r in csv.DictReader(open(p)):
             latest[(r["method"], r["dataset"], float(r["series_fraction"]))] = r
-    rows = [r for r in latest.values() if r["status"] == "ok" and r.get("cpu_s")]
-    failed = [r for r in latest.values() if r["status"] != "ok"]
+
+    def peak_of(r):  # the worker's peak; for a job stopped at its memory limit, the peak it reached
+        hit = re.search(r"(?:reached|resident) (\d+) MB", r.get("error") or "")
+        if r["status"] != "ok":
+            return float(hit.group(1)) if hit and "memory limit" in r["error"] else float("nan")
+        return float(r["peak_mb"])
+
+    # every job counts: a finished one for time and memory, one stopped at a limit as a lower bound (its
+    # CPU time so far; the peak it reached at the memory limit) that the refit is checked against
+    rows = [r for r in latest.values() if r.get("cpu_s") not in ("", None, "None")]
     runs = _assets(workdir)
     _add_plugins(runs, [r["method"] for r in rows])
     scratch = Path(tempfile.mkdtemp(prefix="archive-scale-fit-"))  # the jobs' configurations, re-made here
@@ -306,38 +353,48 @@ def fit(csv_paths: list[Path], workdir: Path, figure: Path | None = None) -> str
             t.append(model.time_terms(size, band=plugin.cost_band(size, **params)))
             m.append(model.memory_terms(size))
             secs.append(float(r["cpu_s"]))
-            mbs.append(float(r["peak_mb"]))
+            mbs.append(peak_of(r))
             labels.append(f"{r['dataset']} {float(r['series_fraction']):g} "
                           f"({spec.n_train}/{spec.n_test} x {spec.n_channels} x {spec.length})")
         t, m, secs, mbs = map(np.array, (t, m, secs, mbs))
+        timed = np.array([r["status"] == "ok" for r in mine])
+        sized = ~np.isnan(mbs)
         now = {k: getattr(model, k) for k in CostModel.TIME_COEFFICIENTS + CostModel.MEMORY_COEFFICIENTS}
-        new = {**_fit_one(t, secs, CostModel.TIME_COEFFICIENTS, now, TIME_SAFETY),
-               **_fit_one(m, mbs, CostModel.MEMORY_COEFFICIENTS, now, MEM_SAFETY)}
+        new = {**_fit_one(t[timed], secs[timed], CostModel.TIME_COEFFICIENTS, now, TIME_SAFETY),
+               **_fit_one(m[sized], mbs[sized], CostModel.MEMORY_COEFFICIENTS, now, MEM_SAFETY)}
 
         def model_of(coef):
             return (t @ np.array([coef[k] for k in CostModel.TIME_COEFFICIENTS]),
                     m @ np.array([coef[k] for k in CostModel.MEMORY_COEFFICIENTS]))
 
         (t0, m0), (t1, m1) = model_of(now), model_of(new)
-        points[method] = (secs, t0, mbs, m0)
+        points[method] = (secs[timed], t0[timed], mbs[sized], m0[sized])
 
         def span(a):
             return f"{a.min():.2f}-{a.max():.2f}"
 
-        summary.append(f"| {method} | {len(mine)} | {len({r['dataset'] for r in mine})} | "
-                       f"{secs.min():.0f}-{secs.max():.0f} | {span(secs / t0)} | {span(mbs / m0)} | "
-                       f"{span(secs / t1)} | {span(mbs / m1)} |")
+        if not timed.any():
+            continue
+        summary.append(f"| {method} | {int(timed.sum())} (+{int((~timed).sum())} stopped) | "
+                       f"{len({r['dataset'] for r in mine})} | "
+                       f"{secs[timed].min():.0f}-{secs[timed].max():.0f} | {span((secs / t0)[timed])} | "
+                       f"{span((mbs / m0)[sized])} | {span((secs / t1)[timed])} | {span((mbs / m1)[sized])} |")
         detail += [f"### {method}", "", f"Refit: `{_literal(new, model)}`", "",
                    "| job (train/test x channels x length) | CPU s | committed model s | ratio | refit s | ratio "
                    "| peak MB | committed model MB | ratio | refit MB | ratio |",
                    "|---|---|---|---|---|---|---|---|---|---|---|"]
         for i, lab in enumerate(labels):
-            detail.append(f"| {lab} | {secs[i]:.1f} | {t0[i]:.1f} | {secs[i] / t0[i]:.2f} | {t1[i]:.1f} | "
-                          f"{secs[i] / t1[i]:.2f} | {mbs[i]:.0f} | {m0[i]:.0f} | {mbs[i] / m0[i]:.2f} | "
-                          f"{m1[i]:.0f} | {mbs[i] / m1[i]:.2f} |")
+            stop = "" if timed[i] else ">= "  # stopped at a limit: what it had used by then
+            times = (f"{stop}{secs[i]:.1f} | {t0[i]:.1f} | {stop}{secs[i] / t0[i]:.2f} | {t1[i]:.1f} | "
+                     f"{stop}{secs[i] / t1[i]:.2f}")
+            mems = (f"{stop}{mbs[i]:.0f} | {m0[i]:.0f} | {stop}{mbs[i] / m0[i]:.2f} | {m1[i]:.0f} | "
+                    f"{stop}{mbs[i] / m1[i]:.2f}") if sized[i] else f"| {m0[i]:.0f} | | {m1[i]:.0f} |"
+            detail.append(f"| {lab} | {times} | {mems} |")
         detail.append("")
+    failed = [r for r in rows if r["status"] != "ok"]
     if failed:
-        detail += ["### Jobs that did not finish", "", "| method | job | CPU s | error |", "|---|---|---|---|"]
+        detail += ["### Jobs stopped at a limit (rows with >= above)", "", "| method | job | CPU s | error |",
+                   "|---|---|---|---|"]
         detail += [f"| {r['method']} | {r['dataset']} {float(r['series_fraction']):g} | {r['cpu_s']} | "
                    f"{r['error'][:160]} |" for r in failed]
         detail.append("")
@@ -400,10 +457,22 @@ def main(argv: list[str] | None = None) -> int:
                     help="CSV the rows are appended to (one row per job)")
     ap.add_argument("--fit", nargs="+", type=Path, metavar="CSV",
                     help="run nothing: refit the cost models on these measured tables and print the result")
+    ap.add_argument("--collect", nargs=2, type=Path, metavar=("RESULTS", "LOGS"),
+                    help="run nothing: append the rows of a workflow run on stand-ins (its results and logs folders)")
     ap.add_argument("--figure", type=Path, help="with --fit: write the measured-against-model figure (PNG) here")
     args = ap.parse_args(argv)
     if args.fit:
         print(fit(args.fit, args.workdir, args.figure))
+        return 0
+    if args.collect:
+        rows = collect(*args.collect)
+        new = not args.out.exists()
+        with open(args.out, "a", newline="") as fh:
+            writer = csv.DictWriter(fh, fieldnames=COLUMNS, extrasaction="ignore")
+            if new:
+                writer.writeheader()
+            writer.writerows(rows)
+        print(f"{len(rows)} rows appended to {args.out}")
         return 0
     runs = _assets(args.workdir)
     _add_plugins(runs, args.methods)

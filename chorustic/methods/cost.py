@@ -96,7 +96,8 @@ class CostModel:
                            + time_ns_per_series_pair * n_train * N
                            + time_ns_per_column * n_channels * length * log2(n_train)) / 1e9)
 
-    ``V'`` counts the values the method computes on (at most :attr:`model_channels` channels).
+    ``V'`` counts the values of the ``H`` series held at once that the method computes on (at most
+    :attr:`model_channels` channels).
     ``H = n_train + q`` is the series held at once: the context and one chunk of ``q`` queries
     (:meth:`query_chunk`: as many as fit :data:`QUERY_MEMORY_MB` at ``mem_kb_per_series`` +
     ``mem_bytes_per_pair * n_train`` each; all of them when that is 0 or they fit).
@@ -113,8 +114,8 @@ class CostModel:
     mem_bytes_per_value: float = 16.0
     """Per input value: the data itself (float32) and the method's working copies."""
     mem_bytes_per_model_value: float = 0.0
-    """Per value the method computes on (at most :attr:`model_channels` channels): an encoder's
-    per-channel state."""
+    """Per value the method computes on at once (the series held, at most :attr:`model_channels`
+    channels): an encoder's per-channel state."""
     mem_kb_per_series: float = 0.0
     """Per series held at once (the context and a chunk of queries): features or embeddings."""
     mem_bytes_per_pair: float = 0.0
@@ -153,6 +154,11 @@ class CostModel:
     model_length: int | None = None
     """The length the method computes on whatever the input's (an encoder that resamples or pads every
     series to 512): replaces the job's ``length``."""
+
+    def scaled_time(self, factor: float) -> "CostModel":
+        """This model with every time coefficient times ``factor`` (a variant that runs the same work slower)."""
+        return dataclasses.replace(self, **{k: getattr(self, k) * factor for k in self.TIME_COEFFICIENTS
+                                            if k != "time_ns_per_input_value"})
 
     def query_chunk(self, size: JobSize) -> int:
         """How many queries the harness predicts at once for a context of ``size.n_train`` series: as many
@@ -204,7 +210,8 @@ class CostModel:
         model = self._effective(size)
         size = self._effective(size, channels=False)
         held = size.n_train + self.query_chunk(size)
-        return (1.0, size.n_values / 2**20, held / 1024, size.n_train * held / 2**20, model.n_values / 2**20)
+        return (1.0, size.n_values / 2**20, held / 1024, size.n_train * held / 2**20,
+                held * model.n_channels * model.length / 2**20)
 
     def estimate(self, size: JobSize, *, band: float | None = None) -> tuple[float, float]:
         """(peak memory in MB, time in seconds), without safety margins."""
