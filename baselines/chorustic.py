@@ -27,15 +27,17 @@ from chorustic.model.checkpoint import DEFAULT_CHECKPOINT, DEFAULT_HPARAMS
 #: stand-ins (benchmarks/results/archive_scale.md) and one prediction by context size
 #: (benchmarks/chorustic_memory.py): ~27 ms per series and context plus ~77 ms per series and channel
 #: encoded (at most 64: 4 draws of 16 RSSC slots); ~2.3 MB per series held (context and a chunk of
-#: queries: a context of 2,000 series peaks at 6.1 GB) and ~1 KB per value encoded. On a GPU: the
+#: queries: a context of 2,000 series peaks at 6.1 GB) and ~1 KB per value encoded (the signal level
+#: encodes 128 rows at a time: ChorusTICClassifier's signal_batch_size). On a GPU: the
 #: estimated gpu_speedup until one is measured.
 PAPER_COST = CostModel(time_job_s=21.9, time_base_s=1.1, time_ns_per_value=150000, time_ns_per_series=2.74e+07,
                        time_ns_per_series_pair=1100, mem_base_mb=1040, mem_bytes_per_value=15.1,
-                       mem_kb_per_series=2260, mem_bytes_per_model_value=942, gpu_speedup=100, model_channels=64)
+                       mem_kb_per_series=2260, mem_bytes_per_model_value=942, gpu_speedup=100, model_channels=64,
+                       model_rows=128)
 #: The committed small model (1.1 M parameters): refitted on its jobs on stand-ins.
 SMALL_COST = CostModel(time_job_s=7.21, time_base_s=0, time_ns_per_value=547, time_ns_per_series=3.34e+06,
                        mem_base_mb=534, mem_bytes_per_value=31.4, mem_kb_per_series=51,
-                       mem_bytes_per_model_value=4.17, gpu_speedup=20, model_channels=64)
+                       mem_bytes_per_model_value=4.17, gpu_speedup=20, model_channels=64, model_rows=128)
 #: Checkpoint files below this size (about 12 M float32 parameters) are costed as the small model.
 SMALL_CHECKPOINT_BYTES = 50_000_000
 

@@ -188,10 +188,11 @@ class NuTimeRF(CheckoutMethod):
     checkpoint_in_checkout = CKPT_NAME
     checkpoint_source = f"The authors ship it in their repository as {CKPT_NAME}."
     resources: ClassVar[dict[str, Any]] = {"threads": 4, "mem_mb": 16000, "runtime": 180, "gpu": 0}
-    #: Cost model not measured (its weights are not available offline): estimated from the architecture on one CPU thread:
-    #: every channel of every series through the frozen WinT encoder, then a random forest.
-    cost: ClassVar[CostModel] = CostModel(mem_base_mb=900, mem_bytes_per_value=64, time_job_s=30, time_base_s=2,
-                                          time_ns_per_value=50_000, time_ns_per_pair=100)
+    #: Cost model not measured (its code and weights are not available offline): Mantis-8M's fitted model
+    #: (benchmarks/results/archive_scale.md), the measured method closest to it: every channel of every series
+    #: through a small frozen encoder, then a random forest on the embeddings. An estimate.
+    cost: ClassVar[CostModel] = CostModel(time_job_s=6.31, time_base_s=0.42, time_ns_per_value=10_500,
+                                          time_ns_per_series_pair=21, mem_base_mb=691, mem_bytes_per_value=107)
 
     def load(self, params: dict[str, Any], resolved: dict[str, Any]):
         return load_nutime(

@@ -186,11 +186,12 @@ class UniShapeRF(CheckoutMethod):
     checkpoint_in_checkout = CKPT_NAME
     checkpoint_source = f"The authors distribute unishape_checkpoint_zeroshot.pth separately from the code (see {REPO_URL})."
     resources: ClassVar[dict[str, Any]] = {"threads": 4, "mem_mb": 16000, "runtime": 240, "gpu": 1}
-    #: Cost model not measured (its weights are not available offline): estimated from the architecture on one CPU thread:
-    #: every channel of every series, resampled to 512, through the frozen encoder, then a random forest.
-    cost: ClassVar[CostModel] = CostModel(mem_base_mb=900, mem_bytes_per_value=64, time_job_s=30, time_base_s=2,
-                                          time_ns_per_value=50_000, time_ns_per_pair=100, model_length=512,
-                                          gpu_speedup=50)
+    #: Cost model not measured (its code and weights are not available offline): Mantis-8M's fitted model
+    #: (benchmarks/results/archive_scale.md), the measured method closest to it: every channel of every series,
+    #: resampled to 512, through a frozen encoder, then a random forest. An estimate, as is gpu_speedup.
+    cost: ClassVar[CostModel] = CostModel(time_job_s=6.31, time_base_s=0.42, time_ns_per_value=10_500,
+                                          time_ns_per_series_pair=21, mem_base_mb=691, mem_bytes_per_value=107,
+                                          model_length=512, gpu_speedup=50)
 
     def load(self, params: dict[str, Any], resolved: dict[str, Any]):
         arch = {k: params[k] for k in ARCH_KEYS}

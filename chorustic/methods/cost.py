@@ -96,8 +96,8 @@ class CostModel:
                            + time_ns_per_series_pair * n_train * N
                            + time_ns_per_column * n_channels * length * log2(n_train)) / 1e9)
 
-    ``V'`` counts the values of the ``H`` series held at once that the method computes on (at most
-    :attr:`model_channels` channels).
+    ``V'`` counts the values the method computes on at once: of the ``H`` series held (at most
+    :attr:`model_rows`), at most :attr:`model_channels` channels.
     ``H = n_train + q`` is the series held at once: the context and one chunk of ``q`` queries
     (:meth:`query_chunk`: as many as fit :data:`QUERY_MEMORY_MB` at ``mem_kb_per_series`` +
     ``mem_bytes_per_pair * n_train`` each; all of them when that is 0 or they fit).
@@ -114,8 +114,8 @@ class CostModel:
     mem_bytes_per_value: float = 16.0
     """Per input value: the data itself (float32) and the method's working copies."""
     mem_bytes_per_model_value: float = 0.0
-    """Per value the method computes on at once (the series held, at most :attr:`model_channels`
-    channels): an encoder's per-channel state."""
+    """Per value the method computes on at once (the series held, at most :attr:`model_rows` of them, at
+    most :attr:`model_channels` channels): an encoder's per-channel state."""
     mem_kb_per_series: float = 0.0
     """Per series held at once (the context and a chunk of queries): features or embeddings."""
     mem_bytes_per_pair: float = 0.0
@@ -151,6 +151,9 @@ class CostModel:
     """The most channels the method computes on per series (the time's terms use ``min(n_channels,
     model_channels)``; the memory's hold the whole input): a ROCKET kernel reads a few random channels whatever their number, ChorusTIC's
     RSSC draws ``G * S`` channels per draw. None: every channel."""
+    model_rows: int | None = None
+    """The most series an encoder processes at once (ChorusTIC's signal-level chunk of 128 rows): caps
+    the series of ``mem_bytes_per_model_value``. None: every series held."""
     model_length: int | None = None
     """The length the method computes on whatever the input's (an encoder that resamples or pads every
     series to 512): replaces the job's ``length``."""
@@ -210,8 +213,9 @@ class CostModel:
         model = self._effective(size)
         size = self._effective(size, channels=False)
         held = size.n_train + self.query_chunk(size)
+        rows = held if self.model_rows is None else min(held, self.model_rows)
         return (1.0, size.n_values / 2**20, held / 1024, size.n_train * held / 2**20,
-                held * model.n_channels * model.length / 2**20)
+                rows * model.n_channels * model.length / 2**20)
 
     def estimate(self, size: JobSize, *, band: float | None = None) -> tuple[float, float]:
         """(peak memory in MB, time in seconds), without safety margins."""
