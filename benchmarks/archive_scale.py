@@ -412,10 +412,14 @@ def _figure(points: dict, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter
+
     fig, axes = plt.subplots(1, 2, figsize=(11, 5))
-    for method, (secs, t0, mbs, m0) in points.items():
-        axes[0].scatter(t0, secs, s=18, label=method)
-        axes[1].scatter(m0, mbs, s=18, label=method)
+    colors, markers = plt.get_cmap("tab20").colors, "osD^v<>ph*"
+    for i, (method, (secs, t0, mbs, m0)) in enumerate(points.items()):
+        style = {"s": 20, "label": method, "color": colors[(2 * i) % 20 + (i // 10)], "marker": markers[i % 10]}
+        axes[0].scatter(t0, secs, **style)
+        axes[1].scatter(m0, mbs, **style)
     for ax, what in zip(axes, ("CPU time of the job (s)", "peak memory of the worker (MB)")):
         ax.set_xscale("log")
         ax.set_yscale("log")
@@ -426,6 +430,10 @@ def _figure(points: dict, path: Path) -> None:
         ax.plot([lo, hi], [lo / 2, hi / 2], "k:", lw=0.6)
         ax.set_xlim(lo, hi)
         ax.set_ylim(lo, hi)
+        for axis in (ax.xaxis, ax.yaxis):
+            axis.set_major_locator(LogLocator(base=10, subs=(1, 2, 5)))
+            axis.set_major_formatter(ScalarFormatter())
+            axis.set_minor_formatter(NullFormatter())
         ax.set_xlabel(f"cost model: {what}")
         ax.set_ylabel(f"measured: {what}")
     axes[0].legend(fontsize=7, loc="upper left")
