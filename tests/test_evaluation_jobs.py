@@ -18,6 +18,7 @@ from chorustic.evaluation.results import read_result_file, result_path
 from chorustic.evaluation.supervisor import run_supervised
 from chorustic.methods import discover
 from chorustic.protocols.contexts import build_contexts, write_contexts
+from fault_plugins import PLUGINS as FAULT_PLUGINS
 
 PLUGINS = {
     "centroid.py": '''
@@ -66,23 +67,7 @@ PLUGINS = {
             def build(self, *, seed, device="cpu", n_jobs=1, **params):
                 return Flaky(seed)
     ''',
-    "hog.py": '''
-        import numpy as np
-        from chorustic.methods import Method, MethodInfo, register
-        from chorustic_plugins.centroid import Centroid
-
-        class Hog(Centroid):
-            def fit(self, X, y):
-                if len(y) > 20:  # the full context: allocate far beyond the job's memory limit
-                    self.blob_ = [np.ones(50_000_000) for _ in range(40)]
-                return super().fit(X, y)
-
-        @register
-        class HogMethod(Method):
-            info = MethodInfo(name="hog", display_name="Hog", group="Classical", fits_on_target=True)
-            def build(self, *, seed, device="cpu", n_jobs=1, **params):
-                return Hog(seed)
-    ''',
+    "hog.py": FAULT_PLUGINS["hog.py"],  # allocates far beyond the job's memory limit on the full context
     "crash.py": '''
         import os, signal
         from chorustic.methods import Method, MethodInfo, register
