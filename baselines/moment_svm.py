@@ -188,8 +188,12 @@ class MomentSVM(HubMethod):
         try:
             import momentfm  # noqa: F401
         except ImportError as exc:
+            # not installed, or installed and failing to import (often a version clash): say which, with
+            # the import's own words
+            missing = isinstance(exc, ModuleNotFoundError) and (exc.name or "").split(".")[0] == "momentfm"
+            what = "is not installed" if missing else f"failed to import ({type(exc).__name__}: {exc})"
             raise MethodNotReady(
-                f"{self.label}: the momentfm package is not installed; install it with "
+                f"{self.label}: the momentfm package {what}; install it with "
                 f"`pip install --no-deps momentfm==0.1.4` (or use workflow/envs/moment_svm.yaml)"
             ) from exc
         load_moment(resolved["weights"], device="cpu", label=self.label)

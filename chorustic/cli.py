@@ -12,6 +12,7 @@ line, no traceback, see :mod:`chorustic.errors`).
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import pkgutil
 import sys
@@ -40,6 +41,10 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, str]]:
     return parser, broken
 
 
+#: The errors of a path a command cannot use (no such folder, no permission, a read-only file system).
+_PATH_ERRNOS = {errno.ENOENT, errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOTDIR, errno.EISDIR}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser, broken = build_parser()
     args = parser.parse_args(argv)
@@ -62,6 +67,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except (DataError, NoSpaceError) as exc:  # a data file's problem, a full disk: the message names the file
         print(f"chorustic {args.command}: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        if exc.errno not in _PATH_ERRNOS or not exc.filename:
+            raise
+        # a path the command cannot create, read or write (paths.results_dir on a read-only disk or under a
+        # folder that does not exist): one line naming it, not a traceback
+        print(f"chorustic {args.command}: {exc.strerror}: {exc.filename} (a file or folder this command reads "
+              "or writes: check the path, e.g. paths.results_dir in the config, and its permissions)", file=sys.stderr)
         return 1
 
 

@@ -98,6 +98,18 @@ def load_config(paths: Iterable[str | os.PathLike] | None = None, overrides: dic
     return cfg
 
 
+def _key_hint(exc) -> str:
+    """For a key the schema does not allow (a typo: ``inclde``), "Did you mean 'include'?" from the keys it
+    allows at that place."""
+    from chorustic.errors import did_you_mean
+
+    if exc.validator != "additionalProperties" or not isinstance(exc.instance, dict):
+        return ""
+    allowed = list((exc.schema.get("properties") or {}))
+    unknown = [k for k in exc.instance if k not in allowed]
+    return "".join(did_you_mean(k, allowed) for k in unknown[:1])
+
+
 def validate_config(cfg: dict) -> None:
     """JSON-schema validation plus the cross-references a schema cannot express."""
     import jsonschema
@@ -107,7 +119,7 @@ def validate_config(cfg: dict) -> None:
         jsonschema.validate(cfg, schema)
     except jsonschema.ValidationError as exc:
         where = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
-        raise ConfigError(f"invalid configuration at {where}: {exc.message}") from None
+        raise ConfigError(f"invalid configuration at {where}: {exc.message}{_key_hint(exc)}") from None
     if not cfg["evaluate"]:
         raise ConfigError("`evaluate` lists no method run; list the runs to evaluate (keys of `methods`)")
     dup = _duplicates(cfg["evaluate"])

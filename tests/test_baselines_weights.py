@@ -5,6 +5,7 @@ checkpoint file and a missing or incomplete checkout (each naming the fix)."""
 from __future__ import annotations
 
 import hashlib
+import re
 import os
 import shutil
 import subprocess
@@ -259,3 +260,24 @@ def test_single_file_local_path_for_a_multi_file_model_is_refused(tmp_path):
         local=tmp_path,
     )
     assert got == {"model.safetensors": f}
+
+
+@pytest.mark.parametrize("error, says", [
+    (ModuleNotFoundError("No module named 'momentfm'", name="momentfm"), "momentfm package is not installed"),
+    (ImportError("cannot import name 'T5Config' from 'transformers'"),
+     "failed to import (ImportError: cannot import name 'T5Config' from 'transformers')"),
+])
+def test_a_package_that_fails_to_import_keeps_its_reason(discovery, monkeypatch, error, says):
+    """Not installed and installed-but-broken (a version clash) are told apart, with the import's own words."""
+    import builtins
+
+    real_import = builtins.__import__
+
+    def fake_import(name, *args, **kwargs):
+        if name == "momentfm":
+            raise error
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", fake_import)
+    with pytest.raises(MethodNotReady, match=re.escape(says)):
+        discovery.get("moment_svm").load({}, {"weights": "unused"})

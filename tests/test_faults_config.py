@@ -68,7 +68,12 @@ FAULTS = [
         ("`evaluate`", "'minirocket' more than once"),
     ),
     ConfigFault(
-        "C06", "an unknown top-level key (typo)", {"evalute": ["minirocket"]}, ("'evalute' was unexpected",)
+        "C06", "an unknown top-level key (typo)", {"evalute": ["minirocket"]},
+        ("'evalute' was unexpected", "Did you mean 'evaluate'"),
+    ),
+    ConfigFault(
+        "C06b", "an unknown nested key (typo)", {"datasets": {"inclde": ["GunPoint"]}},
+        ("datasets", "'inclde' was unexpected", "Did you mean 'include'"),
     ),
     ConfigFault(
         "C07", "a value of the wrong type", {"data": {"offline": "yes"}}, ("data/offline", "boolean")
@@ -228,6 +233,19 @@ def test_config_fault(f: ConfigFault, tmp_path, capsys, monkeypatch):
         assert fragment in text, f"{f.id} {f.fault}: the message lacks {fragment!r}:\n{text}"
     assert "Traceback" not in text and len(out.err.strip().splitlines()) == 1, text
     assert not (tmp_path / "results").exists(), f"{f.id}: something ran despite the mistake"
+
+
+def test_a_results_folder_that_cannot_be_written_is_one_line(tmp_path, capsys, monkeypatch):
+    """paths.results_dir under a file (or on a read-only disk): one line naming the path, exit 1."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a_file").write_text("not a folder\n")
+    override = tmp_path / "override.yaml"
+    override.write_text(yaml.safe_dump({"paths": {"results_dir": str(tmp_path / "a_file" / "results")}}))
+    rc = main(["evaluate", "--method", "minirocket", "--dataset", "GunPoint", "--config", DEMO,
+               "--config", str(override)])
+    err = capsys.readouterr().err
+    assert rc == 1 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert str(tmp_path / "a_file") in err and "paths.results_dir" in err
 
 
 def test_a_missing_config_file_is_named(tmp_path, capsys):
