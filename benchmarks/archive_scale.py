@@ -150,19 +150,29 @@ def _standin_size(cfg: dict, plugin, dataset: str, spec):
                                n_contexts=len(train), context_train=train)
 
 
-def _estimate(cfg_path: Path, method: str, dataset: str, spec) -> tuple[float, float, int, int, int]:
-    """The cost model at the stand-in's shape: (MB, s, request MB, request min, contexts)."""
-    import dataclasses
-
+def _standin_job(cfg_path: Path, method: str, dataset: str, spec):
+    """``(plugin, params, size)`` of the job of ``method`` on the stand-in ``spec`` under ``cfg_path``."""
     from chorustic import config as cc
-    from chorustic import resources as cr
     from chorustic.methods import discover
 
     cfg = cc.load_config([cfg_path])
     entry = cc.method_entry(cfg, method)
     plugin = discover(only=entry["plugin"]).get(entry["plugin"])
-    size = _standin_size(cfg, plugin, dataset, spec)
-    mem, seconds = plugin.job_cost(size, **cc.resolved_params(cfg, method))
+    return plugin, cc.resolved_params(cfg, method), _standin_size(cfg, plugin, dataset, spec)
+
+
+def _peak_at_limit(error: str | None) -> float | None:
+    """The resident peak a run stopped at its memory limit had reached (from its message), else None."""
+    hit = re.search(r"(?:reached|resident) (\d+) MB", error or "")
+    return float(hit.group(1)) if hit and "memory limit" in error else None
+
+
+def _estimate(cfg_path: Path, method: str, dataset: str, spec) -> tuple[float, float, int, int, int]:
+    """The cost model at the stand-in's shape: (MB, s, request MB, request min, contexts)."""
+    from chorustic import resources as cr
+
+    plugin, params, size = _standin_job(cfg_path, method, dataset, spec)
+    mem, seconds = plugin.job_cost(size, **params)
     req_mb, req_min = cr.job_request(mem, seconds)
     return mem, seconds, req_mb, req_min, size.n_contexts
 
@@ -196,9 +206,7 @@ def collect(results: Path, logs: Path) -> list[dict]:
         failed = [r for r in runs if r.get("status") == "failed"]
         bench = logs / "benchmarks" / "evaluate" / doc["method"] / f"{doc['dataset']}.tsv"
         cpu, peak = None, max((float(r.get("peak_memory_mb") or 0) for r in runs), default=0.0)
-        for r in failed:  # a run stopped at the memory limit: the peak it reached
-            hit = re.search(r"reached (\d+) MB", r.get("error") or "")
-            peak = max(peak, float(hit.group(1))) if hit else peak
+        peak = max([peak] + [p for r in failed if (p := _peak_at_limit(r.get("error"))) is not None])
         if bench.is_file() and not failed:
             head, values = bench.read_text().splitlines()[:2]
             cpu = float(dict(zip(head.split("\t"), values.split("\t")))["cpu_time"])
@@ -243,8 +251,7 @@ def measure(workdir: Path, method: str, dataset: str, fraction: float, job: dict
             break
     runs = doc["runs"] if doc else []
     peaks = [r["peak_memory_mb"] for r in runs if r.get("peak_memory_mb")]
-    peaks += [float(hit.group(1)) for r in runs  # a run stopped at the memory limit: the peak it reached
-              for hit in [re.search(r"reached (\d+) MB", r.get("error") or "")] if hit]
+    peaks += [p for r in runs if (p := _peak_at_limit(r.get("error"))) is not None]  # stopped at the limit
     row["peak_mb"] = round(max(peaks)) if peaks else None
     failed = [r for r in runs if r.get("status") == "failed"]
     row["status"] = "ok" if doc and not failed and proc.returncode in (0, 1) else "failed"
@@ -306,14 +313,12 @@ def _literal(coef: dict[str, float], model) -> str:
 
 
 def fit(csv_paths: list[Path], workdir: Path, figure: Path | None = None) -> str:
-    """Refit every measured method's cost model on the rows of ``csv_paths`` (ok rows only): a summary,
+    """Refit every measured method's cost model on the rows of ``csv_paths``: a summary,
     then per method the refitted model and every job's measured / model ratio with the committed model
     and with the refit. Markdown; with ``figure``, measured against modelled time and memory (PNG)."""
     import numpy as np
 
-    from chorustic import config as cc
     from chorustic.data.standin import standin_spec
-    from chorustic.methods import discover
     from chorustic.methods.cost import CostModel
     from chorustic.resources import MEM_SAFETY, TIME_SAFETY
 
@@ -323,9 +328,9 @@ def fit(csv_paths: list[Path], workdir: Path, figure: Path | None = None) -> str
             latest[(r["method"], r["dataset"], float(r["series_fraction"]))] = r
 
     def peak_of(r):  # the worker's peak; for a job stopped at its memory limit, the peak it reached
-        hit = re.search(r"(?:reached|resident) (\d+) MB", r.get("error") or "")
         if r["status"] != "ok":
-            return float(hit.group(1)) if hit and "memory limit" in r["error"] else float("nan")
+            peak = _peak_at_limit(r["error"])
+            return float("nan") if peak is None else peak
         return float(r["peak_mb"])
 
     # every job counts: a finished one for time and memory, one stopped at a limit as a lower bound (its
@@ -343,13 +348,10 @@ def fit(csv_paths: list[Path], workdir: Path, figure: Path | None = None) -> str
         t, m, secs, mbs, labels = [], [], [], [], []
         for r in mine:
             spec = standin_spec(r["dataset"], series_fraction=float(r["series_fraction"]))
-            cfg = cc.load_config([_config(scratch, f"{r['dataset']}-f{float(r['series_fraction']):g}", r["dataset"],
-                                          {method: runs[method]})])
-            entry = cc.method_entry(cfg, method)
-            plugin = discover(only=entry["plugin"]).get(entry["plugin"])
-            params = cc.resolved_params(cfg, method)
+            cfg_path = _config(scratch, f"{r['dataset']}-f{float(r['series_fraction']):g}", r["dataset"],
+                               {method: runs[method]})
+            plugin, params, size = _standin_job(cfg_path, method, r["dataset"], spec)
             model = plugin.cost_model(**params)
-            size = _standin_size(cfg, plugin, r["dataset"], spec)
             t.append(model.time_terms(size, band=plugin.cost_band(size, **params)))
             m.append(model.memory_terms(size))
             secs.append(float(r["cpu_s"]))
