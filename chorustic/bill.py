@@ -204,8 +204,7 @@ def bill_jobs(plan: RunPlan, machine: Machine, *, bandwidth_mb_s: float = 10.0) 
         secs, note = _download_seconds(plan, d, bandwidth_mb_s)
         jobs.append(BillJob("download", f"download/{d}", "download", 1, 0, res["download"][d]["mem_mb"],
                             JOB_START_S + secs, note=note))
-        native = cr.job_size(d, input_kind="native")
-        _, pre = cr._PREPROCESS.estimate(native)
+        _, pre = cr.preprocess_estimate(d)
         jobs.append(BillJob("preprocess", f"preprocess/{d}", "preprocess", 1, 0, res["preprocess"][d]["mem_mb"],
                             JOB_START_S + pre, deps=[f"download/{d}"]))
         jobs.append(BillJob("contexts", f"contexts/{d}", "contexts", 1, 0, res["contexts"][d]["mem_mb"],

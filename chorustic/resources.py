@@ -68,6 +68,7 @@ __all__ = [
     "n_contexts",
     "rule_resources",
     "evaluate_estimate",
+    "preprocess_estimate",
     "job_request",
     "evaluate_resources",
     "pretrain_resources",
@@ -199,10 +200,7 @@ def rule_resources(cfg: Mapping[str, Any], rule: str, dataset: str | None = None
         values = job_size(source).n_values
         return site_resources(cfg, mem_mb=1000, runtime=_round_min(15 + values / 5e6))
     if rule == "preprocess":
-        native = job_size(dataset, input_kind="native")
-        resampled = job_size(dataset, input_kind="resampled")
-        mem, seconds = _PREPROCESS.estimate(native)
-        mem += 8 * resampled.n_values / 2**20  # the float32 resampled arrays and their float64 chunks
+        mem, seconds = preprocess_estimate(dataset)
         return site_resources(cfg, mem_mb=_round_mem(MEM_SAFETY * mem),
                               runtime=_round_min(STARTUP_MIN + TIME_SAFETY * seconds / 60))
     if rule in _FIXED:
@@ -215,6 +213,13 @@ def _plugin(plugin: str):
     from chorustic.methods import discover
 
     return discover().methods.get(plugin)
+
+
+def preprocess_estimate(dataset: str) -> tuple[float, float]:
+    """``(peak MB, seconds)`` of the preprocess job of ``dataset``, without safety margins."""
+    mem, seconds = _PREPROCESS.estimate(job_size(dataset, input_kind="native"))
+    # the float32 resampled arrays and their float64 chunks
+    return mem + 8 * job_size(dataset, input_kind="resampled").n_values / 2**20, seconds
 
 
 def job_request(mem_mb: float, seconds: float) -> tuple[int, int]:

@@ -120,7 +120,8 @@ class RunPlan:
                 res = cr.evaluate_resources(cfg, method, dataset, plugin, estimate=(size, mem, seconds))
                 jobs.append(PlannedJob(
                     method=method, dataset=dataset, archive=cc.dataset_archive(dataset), plugin=entry["plugin"],
-                    params=params, fingerprint=fingerprints.get(method), contexts=contexts, size=size, estimate_mb=mem, estimate_s=seconds,
+                    params=params, fingerprint=fingerprints.get(method), contexts=contexts, size=size,
+                    estimate_mb=mem, estimate_s=seconds,
                     threads=int(res["threads"]), gpus=int(res.get("local_gpus", 0)), resources=res,
                     pretrain_run=cc.pretrain_run_of(entry),
                 ))

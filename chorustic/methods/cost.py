@@ -12,7 +12,8 @@ import dataclasses
 import math
 
 __all__ = [
-    "CostModel", "JobSize", "QUERY_MEMORY_MB", "JOB_OVERHEAD_MB", "MIN_WORKER_MB", "MIN_JOB_MEM_MB", "job_memory_problem",
+    "CostModel", "JobSize", "QUERY_MEMORY_MB", "JOB_OVERHEAD_MB", "MIN_WORKER_MB", "MIN_JOB_MEM_MB",
+    "job_memory_problem",
 ]
 
 #: Resident memory of what runs beside the evaluation worker in one job: the Snakemake job process
@@ -102,11 +103,13 @@ class CostModel:
     (:meth:`query_chunk`: as many as fit :data:`QUERY_MEMORY_MB` at ``mem_kb_per_series`` +
     ``mem_bytes_per_pair * n_train`` each; all of them when that is 0 or they fit).
     ``band`` is the number of alignment cells per time point of an elastic distance (the whole length
-    for unconstrained DTW; see :meth:`estimate`). In the time, ``n_train`` (and so ``N``, ``V``, ``P``) is each
-    context's own training size (:attr:`JobSize.context_train`: a 5-shot context fits on 5 series per
-    class), and ``n_channels`` is at most :attr:`model_channels`; the memory is the largest context's. Times are CPU seconds of one thread; more threads or a
-    GPU only make a job faster. Coefficients are fitted by ``benchmarks/archive_scale.py --fit`` on jobs
-    measured on stand-ins of the archives' largest shapes (``benchmarks/results/archive_scale.csv``); a job adds :data:`chorustic.resources.MEM_SAFETY` / :data:`~chorustic.resources.TIME_SAFETY` on top.
+    for unconstrained DTW; see :meth:`estimate`). In the time, ``n_train`` (and so ``N``, ``V``, ``P``) is
+    each context's own training size (:attr:`JobSize.context_train`: a 5-shot context fits on 5 series
+    per class), and ``n_channels`` is at most :attr:`model_channels`; the memory is the largest
+    context's. Times are CPU seconds of one thread; more threads or a GPU only make a job faster.
+    Coefficients are fitted by ``benchmarks/archive_scale.py --fit`` on jobs measured on stand-ins of the
+    archives' largest shapes (``benchmarks/results/archive_scale.csv``); a job adds
+    :data:`chorustic.resources.MEM_SAFETY` / :data:`~chorustic.resources.TIME_SAFETY` on top.
     """
 
     mem_base_mb: float = 700.0
@@ -149,8 +152,8 @@ class CostModel:
     hours. None: the method gains nothing from a GPU (its GPU jobs are billed at the CPU time)."""
     model_channels: int | None = None
     """The most channels the method computes on per series (the time's terms use ``min(n_channels,
-    model_channels)``; the memory's hold the whole input): a ROCKET kernel reads a few random channels whatever their number, ChorusTIC's
-    RSSC draws ``G * S`` channels per draw. None: every channel."""
+    model_channels)``; the memory's hold the whole input): a ROCKET kernel reads a few random channels
+    whatever their number, ChorusTIC's RSSC draws ``G * S`` channels per draw. None: every channel."""
     model_rows: int | None = None
     """The most series an encoder processes at once (ChorusTIC's signal-level chunk of 128 rows): caps
     the series of ``mem_bytes_per_model_value``. None: every series held."""
@@ -172,8 +175,8 @@ class CostModel:
         return max(1, min(size.n_test, int(QUERY_MEMORY_MB * 2**20 / per_query + 1e-9)))
 
     #: The time coefficients (ns or s), in the order of :meth:`time_terms`.
-    TIME_COEFFICIENTS = ("time_job_s", "time_ns_per_input_value", "time_base_s", "time_ns_per_value", "time_ns_per_series",
-                         "time_ns_per_pair", "time_ns_per_cell", "time_ns_per_series_pair",
+    TIME_COEFFICIENTS = ("time_job_s", "time_ns_per_input_value", "time_base_s", "time_ns_per_value",
+                         "time_ns_per_series", "time_ns_per_pair", "time_ns_per_cell", "time_ns_per_series_pair",
                          "time_ns_per_column")
     #: The memory coefficients, in the order of :meth:`memory_terms`.
     MEMORY_COEFFICIENTS = ("mem_base_mb", "mem_bytes_per_value", "mem_kb_per_series", "mem_bytes_per_pair",
