@@ -65,7 +65,6 @@ __all__ = [
     "MIN_RUNTIME",
     "SCHEDULER_MARGIN_MIN",
     "job_size",
-    "n_contexts",
     "rule_resources",
     "evaluate_estimate",
     "preprocess_estimate",
@@ -96,11 +95,6 @@ TIME_SAFETY = 3.0
 
 # --------------------------------------------------------------------------------------------------
 # job sizes
-
-
-def n_contexts(cfg: Mapping[str, Any], protocols: list[str] | None = None) -> int:
-    """Contexts one evaluate job runs: the profile's protocols, restricted to a run's ``protocols``."""
-    return max(1, len(_specs(cfg, protocols)))
 
 
 def _specs(cfg: Mapping[str, Any], protocols: list[str] | None):
