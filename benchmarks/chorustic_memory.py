@@ -49,16 +49,12 @@ def one(config: str, n_ctx: int, n_q: int, channels: int, classes: int = 24) -> 
 
 def model_mb(config: str, n_ctx: int, n_q: int, channels: int) -> float:
     """The cost model's memory of one context of this shape, all ``n_q`` queries held."""
-    import importlib.util
-
+    from chorustic.methods import import_plugin_module
     from chorustic.methods.cost import JobSize
 
-    spec = importlib.util.spec_from_file_location("_chorustic_plugin", REPO / "baselines" / "chorustic.py")
-    plugin = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(plugin)
+    plugin = import_plugin_module("chorustic", REPO / "baselines" / "chorustic.py")
     cost = plugin.PAPER_COST if config == "paper" else plugin.SMALL_COST
-    size = JobSize(n_ctx, n_q, channels, 512)
-    return sum(getattr(cost, k) * t for k, t in zip(cost.MEMORY_COEFFICIENTS, cost.memory_terms(size)))
+    return cost.estimate(JobSize(n_ctx, n_q, channels, 512))[0]
 
 
 def main(argv: list[str] | None = None) -> int:
