@@ -251,6 +251,35 @@ def test_clean_download_then_verified_local_copy(server, tmp_path):
     assert any("2 classes in the files, 5 in the archive" in m for m in ds.modifications)
 
 
+def test_content_compared_with_the_downloaded_file(server, tmp_path):
+    """An edit that keeps every size, even once accepted into the lock with --update-lock, is not the
+    downloaded (official) file: refused by default, recorded with allow_modified, naming the download.
+    Line endings alone are not a difference; the official bytes back are official again."""
+    serve_dataset(server, "Beef")
+    folder = ensure_dataset("Beef", tmp_path, mirrors=[server.tsc], **FAST)
+    pinned = lock_of(tmp_path)["datasets"]["Beef"]
+    assert pinned["source"] == "download" and pinned["content"] == pinned["files"]  # LF files
+
+    def content_lines(**kw) -> list[str]:
+        ensure_dataset("Beef", tmp_path, mirrors=[server.tsc], update_lock=True, **FAST)
+        ds = load_dataset("Beef", tmp_path, mirrors=[server.tsc], allow_modified=True, **kw, **FAST)
+        return [m for m in ds.modifications if "differs in content" in m]
+
+    p = folder / "Beef_TRAIN.ts"
+    original = p.read_bytes()
+    p.write_bytes(original.replace(b"\n", b"\r\n"))
+    assert content_lines() == []
+    p.write_bytes(original.replace(b"0.", b"1.", 3))  # three values changed, sizes kept
+    (line,) = content_lines()
+    assert "Beef_TRAIN.ts differs in content from the official file" in line and f"{server.tsc}/Beef.zip" in line
+    entry = lock_of(tmp_path)["datasets"]["Beef"]
+    assert entry["source"] == "local" and entry["official"]["files"] == pinned["files"] != entry["files"]
+    with pytest.raises(ModifiedDataError, match="Beef_TRAIN.ts differs in content"):
+        load_dataset("Beef", tmp_path, mirrors=[server.tsc], **FAST)
+    p.write_bytes(original)
+    assert content_lines() == []
+
+
 def test_interrupted_transfer_resumes_with_range(server, tmp_path):
     data = serve_dataset(server, "Beef", pad=600_000)
     server.state.drop_once.add("/tsc/Beef.zip")

@@ -276,6 +276,49 @@ def edited_after_pinning(name: str):
     return inject
 
 
+def values_edited(name: str, split: str = "TEST", rows=(3, 10)):
+    """A local copy with some values changed and every size kept (the registry check cannot see it)."""
+
+    def inject(root: Path) -> None:
+        p = _copy(root, name) / f"{name}_{split}.ts"
+        head, data = _lines(p)
+        for k in rows:
+            values = data[k].split(",")
+            values[5] = f"{float(values[5]) + 0.5:.6f}"
+            data[k] = ",".join(values)
+        p.write_text("".join(head + data))
+
+    return inject
+
+
+def missing_values_switched_on(name: str):
+    """``@missing true`` and two values of two training series replaced by ``?``: sizes unchanged."""
+
+    def inject(root: Path) -> None:
+        p = _copy(root, name) / f"{name}_TRAIN.ts"
+        head, data = _lines(p)
+        head = [ln.replace("@missing false", "@missing true") for ln in head]
+        for k in (0, 4):
+            values = data[k].split(",")
+            values[3:5] = ["?", "?"]
+            data[k] = ",".join(values)
+        p.write_text("".join(head + data))
+
+    return inject
+
+
+def edited_after_pinning_then_accepted(name: str):
+    """Copied from aeon by the harness (pinned as official), edited, accepted with --update-lock."""
+
+    def inject(root: Path) -> None:
+        (root / "raw").mkdir(parents=True)
+        assert main(_download_args(root, name)) == 0
+        values_edited(name)(root)  # the copy is edited in place (same folder)
+        assert main(_download_args(root, name) + ["--update-lock"]) == 0
+
+    return inject
+
+
 def _download_args(root: Path, name: str) -> list[str]:
     return [a.format(root=root) for a in _download(name)]
 
@@ -372,6 +415,23 @@ def crlf_and_lf(name: str):
 def nothing_written_in(root: Path) -> None:
     assert list((root / "raw").iterdir()) == []
     assert json.loads((root / "lock.json").read_text())["datasets"]["GunPoint"]["source"] == "aeon"
+
+
+def edit_kept(name: str):
+    def check(root: Path) -> None:  # the user's edited file is not replaced by the official one
+        assert sha256_file(root / "raw" / name / f"{name}_TEST.ts") != sha256_file(AEON / name / f"{name}_TEST.ts")
+
+    return check
+
+
+def official_record_kept(name: str):
+    def check(root: Path) -> None:
+        entry = json.loads((root / "raw" / "chorustic-data.lock.json").read_text())["datasets"][name]
+        assert entry["source"] == "local" and entry["official"]["source"] == "aeon"
+        official = entry["official"]["files"][f"{name}_TEST.ts"]
+        assert official == sha256_file(AEON / name / f"{name}_TEST.ts") != entry["files"][f"{name}_TEST.ts"]
+
+    return check
 
 
 def file_untouched_and_lock_kept(name: str):
@@ -565,6 +625,43 @@ FAULTS = [
         1,
         ("checksum mismatch", "GunPoint_TEST.ts", "--update-lock"),
         file_untouched_and_lock_kept("GunPoint"),
+    ),
+    Fault(
+        "D27",
+        "values edited, sizes kept, in a copy of a dataset inside aeon (never pinned)",
+        values_edited("GunPoint"),
+        _preprocess("GunPoint"),
+        1,
+        ("GunPoint_TEST.ts differs in content from the official file", "2 of 150 series differ",
+         "the aeon", "chorustic download GunPoint", "allow_modified_data"),
+        edit_kept("GunPoint"),
+    ),
+    Fault(
+        "D28",
+        "the same edit accepted on purpose (own variant): loads, the content difference recorded",
+        values_edited("GunPoint"),
+        _preprocess("GunPoint", "--allow-modified-data"),
+        0,
+        ("modified data (allowed, recorded)",),
+        modification_recorded("GunPoint", "GunPoint_TEST.ts differs in content from the official file"),
+    ),
+    Fault(
+        "D29",
+        "@missing true switched on with '?' values, sizes kept",
+        missing_values_switched_on("GunPoint"),
+        _preprocess("GunPoint"),
+        1,
+        ("GunPoint_TRAIN.ts differs in content", "'@missing true' where the official file has '@missing false'",
+         "2 of 50 series differ", "allow_modified_data"),
+    ),
+    Fault(
+        "D30",
+        "a pinned official copy edited and the edit accepted with --update-lock: still not the official file",
+        edited_after_pinning_then_accepted("GunPoint"),
+        _preprocess("GunPoint"),
+        1,
+        ("GunPoint_TEST.ts differs in content from the official file", "allow_modified_data"),
+        official_record_kept("GunPoint"),
     ),
     Fault(
         "D24",

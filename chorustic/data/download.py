@@ -42,7 +42,7 @@ import zipfile
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Iterable, Sequence
+from typing import Iterable, NamedTuple, Sequence
 
 from chorustic.data import _http
 from chorustic.data._fs import install_dir, make_temp_dir
@@ -57,6 +57,7 @@ from chorustic.data.errors import (
     PartialDownloadError,
 )
 from chorustic.data.lock import DataLock, file_mutex, open_lock
+from chorustic.data.official import OfficialFile, content_sha256, official_files
 from chorustic.data.registry import AEON_SHIPPED, SUBSETS, SubsetSpec, get_info, is_known, list_datasets
 from chorustic.data.subsets import build_subset, manifest_matches, read_manifest
 from chorustic.io import sha256_file
@@ -603,10 +604,16 @@ def _ensure(ctx: _Ctx, name: str) -> tuple[Path, dict[str, str]]:
     return local, shas
 
 
+def _content(folder: Path, name: str) -> dict[str, str]:
+    return {p.name: content_sha256(p) for p in split_paths(folder, name)}
+
+
 def _provide(ctx: _Ctx, name: str) -> tuple[Path, dict[str, str]]:
     if name in AEON_SHIPPED and _complete(aeon_data_dir() / name, name):
         folder, shas = _copy_from_aeon(ctx, name)
-        ctx.lock.record_dataset(name, shas, source="aeon", url=f"aeon wheel (aeon {_aeon_version()})")
+        ctx.lock.record_dataset(
+            name, shas, source="aeon", url=f"aeon wheel (aeon {_aeon_version()})", content=_content(folder, name)
+        )
         return folder, shas
     if ctx.offline:
         raise DatasetNotAvailableError(
@@ -617,7 +624,7 @@ def _provide(ctx: _Ctx, name: str) -> tuple[Path, dict[str, str]]:
             dataset=name,
         )
     folder, shas, url = _download(ctx, name)
-    ctx.lock.record_dataset(name, shas, source="download", url=url)
+    ctx.lock.record_dataset(name, shas, source="download", url=url, content=_content(folder, name))
     return folder, shas
 
 
@@ -708,11 +715,19 @@ def ensure_dataset(
     return _ensure(ctx, name)[0]
 
 
-def ensure_dataset_files(
-    name: str, data_dir: str | os.PathLike | None = None, **options
-) -> tuple[Path, dict[str, str]]:
-    """:func:`ensure_dataset` plus the SHA-256 of the two split files (the loader's cache key)."""
-    return _ensure(_make_ctx(data_dir, **options), name)
+class DatasetFiles(NamedTuple):
+    folder: Path
+    sha256: dict[str, str]
+    """SHA-256 of the two split files (the loader's cache key)."""
+    official: dict[str, list[OfficialFile]]
+    """The known official versions of each split file (:func:`chorustic.data.official.official_files`)."""
+
+
+def ensure_dataset_files(name: str, data_dir: str | os.PathLike | None = None, **options) -> DatasetFiles:
+    """:func:`ensure_dataset` plus the checksums of the two split files and of their official versions."""
+    ctx = _make_ctx(data_dir, **options)
+    folder, shas = _ensure(ctx, name)
+    return DatasetFiles(folder, shas, official_files(name, ctx.lock.dataset_entry(name)))
 
 
 def _archive_members(zf: zipfile.ZipFile, names: Iterable[str]) -> set[str]:

@@ -8,7 +8,9 @@ caches the arrays on disk (:mod:`chorustic.data.cache`).
 Class labels are taken exactly as written in the files (aeon's reader lower-cases them, which would
 merge ``Up`` and ``up``). A header that the data contradict, files that differ from the archive's
 published sizes (a truncated file) and two spellings of one numeric label are errors naming the
-file; ``allow_modified=True`` accepts a user's own variant and records the differences.
+file, and so is a file whose official checksum is known but which matches none of its versions
+(values edited with the sizes kept: :mod:`chorustic.data.official`); ``allow_modified=True`` accepts a
+user's own variant and records the differences.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import numpy as np
 
 from chorustic.data import cache as _cache
 from chorustic.data.errors import MalformedDataFileError, MissingDataFileError, ModifiedDataError
+from chorustic.data.official import content_differences
 from chorustic.data.preprocessing import MODEL_LENGTH, encode_labels, fill_missing, to_model_length
 from chorustic.data.registry import get_info, is_known
 from chorustic.data.standin import read_standin_mark
@@ -390,7 +393,8 @@ def load_dataset(
     """
     from chorustic.data.download import ensure_dataset_files, split_paths
 
-    folder, shas = ensure_dataset_files(name, data_dir, offline=offline, **download_options)
+    folder, shas, official = ensure_dataset_files(name, data_dir, offline=offline, **download_options)
+    content = content_differences(name, folder, shas, official)
     archive = get_info(name).archive if is_known(name) else "local"
     settings = preprocessing_settings(length, label_order)
     path = None
@@ -404,7 +408,7 @@ def load_dataset(
                 path_tr, path_te = split_paths(folder, name)
                 for p, split in ((path_tr, "TRAIN"), (path_te, "TEST")):
                     read_ts_split(p, name, split)
-            return _checked(ds, folder, allow_modified)
+            return _checked(ds, folder, allow_modified, content)
 
     train_path, test_path = split_paths(folder, name)
     X_tr, y_tr, meta_tr = read_ts_split(train_path, name, "TRAIN", allow_modified=allow_modified)
@@ -446,7 +450,7 @@ def load_dataset(
     )
     if path is not None:
         _cache.save_arrays(path, _to_cache(ds))
-    return _checked(ds, folder, allow_modified)
+    return _checked(ds, folder, allow_modified, content)
 
 
 def _collapse(a: np.ndarray | list[np.ndarray], b: np.ndarray | list[np.ndarray]):
@@ -490,23 +494,30 @@ def registry_differences(ds: TimeSeriesDataset) -> tuple[list[str], bool]:
     return diffs, verified
 
 
-def _checked(ds: TimeSeriesDataset, folder: Path, allow_modified: bool) -> TimeSeriesDataset:
+def _checked(
+    ds: TimeSeriesDataset, folder: Path, allow_modified: bool, content: list[str] = ()
+) -> TimeSeriesDataset:
+    """Refuse (or, with ``allow_modified``, record) a difference from the published archive: sizes that
+    differ from a verified registry row, and ``content`` (:func:`chorustic.data.official.content_differences`:
+    files whose official checksum is known and which match none of its versions)."""
     if ds.standin is not None:  # random data of a chosen shape, marked in every result made from it
         return ds
     diffs, verified = registry_differences(ds)
-    if diffs and verified and not allow_modified:
+    exact = (diffs if verified else []) + list(content)
+    if exact and not allow_modified:
         raise ModifiedDataError(
             f"dataset {ds.name!r}: the files in {folder} do not match the published {ds.archive} archive: "
-            f"{'; '.join(diffs)}. A file is truncated or from another release: replace it with the official "
+            f"{'; '.join(exact)}. A file was edited, truncated or is from another release: replace it with the official "
             f"file (move {folder} away and run `chorustic download {ds.name}`). If this is your own variant "
             f"of {ds.name} on purpose, set data.allow_modified_data: [{ds.name}] in the config "
             "(--allow-modified-data on the command line); the differences are then recorded in the results.",
             dataset=ds.name,
             path=folder,
-            differences=tuple(diffs),
+            differences=tuple(exact),
         )
     if diffs and not verified:
         log.warning("dataset %s differs from the registry's (unverified) sizes: %s", ds.name, "; ".join(diffs))
-    if diffs and (allow_modified or not verified):
-        ds.modifications = list(ds.modifications) + [f"{ds.name}: {d}" for d in diffs]
+    recorded = (diffs if (allow_modified or not verified) else []) + list(content)
+    if recorded:
+        ds.modifications = list(ds.modifications) + [f"{ds.name}: {d}" for d in recorded]
     return ds

@@ -37,6 +37,9 @@ from typing import Any, Iterator, Mapping
 from chorustic.data.errors import ChecksumMismatchError, DataError
 from chorustic.io import atomic_write_json
 
+#: Sources whose files are the official ones, as copied from the aeon wheel or downloaded (never edited).
+OFFICIAL_SOURCES = ("aeon", "download")
+
 __all__ = ["LOCK_NAME", "LOCK_FORMAT", "DataLock", "open_lock"]
 
 log = logging.getLogger("chorustic.data")
@@ -196,7 +199,13 @@ class DataLock:
         source: str,
         url: str | None = None,
         extra: Mapping[str, Any] | None = None,
+        content: Mapping[str, str] | None = None,
     ) -> None:
+        """Pin ``files`` (name -> sha256) of dataset ``name``; ``content`` (name -> sha256 with CRLF read as
+        LF) is recorded for official sources. A local file accepted with ``update`` over an official record
+        keeps that record under ``official``: accepting a changed file never makes it official
+        (:mod:`chorustic.data.official` compares content with it)."""
+
         def fn(data: dict) -> bool:
             old = data["datasets"].get(name)
             if old and not self.update and all(old.get("files", {}).get(k) == v for k, v in files.items()):
@@ -205,8 +214,14 @@ class DataLock:
             if url:
                 entry["url"] = url
             entry["files"] = dict(sorted(files.items()))
+            if content:
+                entry["content"] = dict(sorted(content.items()))
             if extra:
                 entry.update(extra)
+            if old and source not in OFFICIAL_SOURCES:
+                kept = old if old.get("source") in OFFICIAL_SOURCES else old.get("official")
+                if kept:
+                    entry["official"] = {k: v for k, v in kept.items() if k != "official"}
             entry["recorded"] = _now()
             data["datasets"][name] = entry
             data["datasets"] = dict(sorted(data["datasets"].items()))

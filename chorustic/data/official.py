@@ -1,0 +1,145 @@
+"""The official files of an archive dataset, and how a copy differs from them in content.
+
+The sizes of every archive dataset are checked against the registry
+(:func:`chorustic.data.loading.registry_differences`); an edit that keeps the sizes (values changed,
+``@missing true`` with ``?`` values) shows only in the content. Content is compared wherever the official
+file's SHA-256 is known:
+
+* the copy inside the aeon wheel (:data:`~chorustic.data.registry.AEON_SHIPPED`), hashed on the spot;
+* every file the lock file records as copied from aeon or downloaded (``source: aeon | download``); when a
+  changed local file is accepted with ``--update-lock``, the lock keeps that official record under
+  ``official`` (:meth:`chorustic.data.lock.DataLock.record_dataset`), so accepting a file never makes it
+  official.
+
+A file that matches any known official version is official (a newer aeon may ship other bytes than the
+one that made the copy). Line endings are not content: the SHA-256 is also compared with CRLF read as LF
+(:func:`content_sha256`), so a copy saved with Windows line endings is the same file. A dataset with no
+known official file (a user's own dataset, a local copy never pinned from an official source) has no
+content check, only the size check.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from chorustic.data.lock import OFFICIAL_SOURCES
+from chorustic.io import sha256_file
+
+__all__ = ["OFFICIAL_SOURCES", "OfficialFile", "content_differences", "content_sha256", "official_files"]
+
+@dataclass(frozen=True)
+class OfficialFile:
+    """One known official version of a split file."""
+
+    sha256: str
+    content_sha256: str | None
+    """SHA-256 with CRLF read as LF; ``None`` where only the raw checksum was recorded (older lock files)."""
+    origin: str
+    """Where it is from, for a message: ``the aeon 1.3.0 wheel``, ``https://... (recorded 2026-...)``."""
+    path: Path | None = None
+    """The official file itself where it is at hand (aeon's copy): the difference can then be described."""
+
+
+def content_sha256(path: str | os.PathLike, chunk_size: int = 1 << 20) -> str:
+    """SHA-256 of the file with every CRLF read as LF (the same lines, whatever the line endings)."""
+    h = hashlib.sha256()
+    carry = b""
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(chunk_size), b""):
+            chunk = carry + chunk
+            carry = b"\r" if chunk.endswith(b"\r") else b""  # a CRLF split across two chunks
+            h.update(chunk[: len(chunk) - len(carry)].replace(b"\r\n", b"\n"))
+    h.update(carry)
+    return h.hexdigest()
+
+
+@functools.lru_cache(maxsize=64)
+def _hashed(path: str, size: int, mtime_ns: int) -> tuple[str, str]:
+    return sha256_file(path), content_sha256(path)
+
+
+def _aeon_files(name: str) -> dict[str, OfficialFile]:
+    from chorustic.data.download import _aeon_version, _complete, aeon_data_dir, split_paths
+    from chorustic.data.registry import AEON_SHIPPED
+
+    if name not in AEON_SHIPPED:
+        return {}
+    try:
+        folder = aeon_data_dir() / name
+    except Exception:  # aeon missing: the loader says so on its own
+        return {}
+    if not _complete(folder, name):
+        return {}
+    out = {}
+    for p in split_paths(folder, name):
+        st = p.stat()
+        raw, content = _hashed(str(p), st.st_size, st.st_mtime_ns)
+        out[p.name] = OfficialFile(raw, content, f"the aeon {_aeon_version()} wheel", p)
+    return out
+
+
+def _lock_files(entry: Mapping[str, Any] | None) -> dict[str, OfficialFile]:
+    if not entry:
+        return {}
+    record = entry if entry.get("source") in OFFICIAL_SOURCES else entry.get("official")
+    if not record or record.get("source") not in OFFICIAL_SOURCES:
+        return {}
+    where = record.get("url") or record["source"]
+    origin = f"{where} (pinned in the lock file {record.get('recorded', '')})".replace(" )", ")")
+    content = record.get("content", {})
+    return {f: OfficialFile(sha, content.get(f), origin) for f, sha in record.get("files", {}).items()}
+
+
+def official_files(name: str, lock_entry: Mapping[str, Any] | None) -> dict[str, list[OfficialFile]]:
+    """Every known official version of each split file of ``name`` (file name -> versions)."""
+    out: dict[str, list[OfficialFile]] = {}
+    for source in (_lock_files(lock_entry), _aeon_files(name)):
+        for fname, off in source.items():
+            out.setdefault(fname, []).append(off)
+    return out
+
+
+def _describe(path: Path, official: Path) -> str:
+    """What differs between two .ts files, line by line: header lines, and how many data lines."""
+
+    def split(p: Path) -> tuple[list[str], list[str]]:
+        lines = p.read_text(encoding="utf-8", errors="replace").splitlines()
+        i = next((k for k, ln in enumerate(lines) if ln.strip().lower() == "@data"), len(lines))
+        return [ln.strip() for ln in lines[: i + 1]], lines[i + 1:]
+
+    (head, data), (head0, data0) = split(path), split(official)
+    parts = [f"header line {b!r} where the official file has {a!r}" for a, b in zip(head0, head) if a != b]
+    if len(head) != len(head0):
+        parts.append(f"{len(head)} header lines, the official file {len(head0)}")
+    changed = sum(a.strip() != b.strip() for a, b in zip(data0, data))
+    if changed:
+        parts.append(f"{changed} of {len(data0)} series differ in their values or label")
+    return "; ".join(parts)
+
+
+def content_differences(
+    name: str, folder: Path, shas: Mapping[str, str], official: Mapping[str, list[OfficialFile]]
+) -> list[str]:
+    """How the split files in ``folder`` differ in content from every known official version (one line
+    each; empty when each matches one of them, or when no official version is known)."""
+    diffs = []
+    for fname, found in sorted(shas.items()):
+        versions = official.get(fname, [])
+        if not versions or any(v.sha256 == found for v in versions):
+            continue
+        path = Path(folder) / fname
+        found_content = content_sha256(path)
+        if any(v.content_sha256 == found_content for v in versions):
+            continue  # the same lines with other line endings
+        ref = next((v for v in versions if v.path is not None), versions[0])
+        what = _describe(path, ref.path) if ref.path is not None else ""
+        diffs.append(
+            f"{fname} differs in content from the official file ({what + '; ' if what else ''}sha256 "
+            f"{found[:12]}..., the official {ref.sha256[:12]}... from {ref.origin})"
+        )
+    return diffs
