@@ -307,6 +307,14 @@ def missing_values_switched_on(name: str):
     return inject
 
 
+def white_space_added(name: str):
+    def inject(root: Path) -> None:
+        p = _copy(root, name) / f"{name}_TEST.ts"
+        p.write_text("".join(ln.rstrip("\n") + "  \n" for ln in p.read_text().splitlines(keepends=True)))
+
+    return inject
+
+
 def edited_after_pinning_then_accepted(name: str):
     """Copied from aeon by the harness (pinned as official), edited, accepted with --update-lock."""
 
@@ -420,6 +428,13 @@ def nothing_written_in(root: Path) -> None:
 def edit_kept(name: str):
     def check(root: Path) -> None:  # the user's edited file is not replaced by the official one
         assert sha256_file(root / "raw" / name / f"{name}_TEST.ts") != sha256_file(AEON / name / f"{name}_TEST.ts")
+
+    return check
+
+
+def nothing_recorded(name: str):
+    def check(root: Path) -> None:
+        assert summary(root, name)["modifications"] == []
 
     return check
 
@@ -696,6 +711,15 @@ FAULTS = [
         0,
         ("GunPoint",),
         same_arrays_as_lf("GunPoint"),
+    ),
+    Fault(
+        "D31",
+        "trailing spaces on every line, as an editor may save them (not a fault: the same lines)",
+        white_space_added("GunPoint"),
+        _preprocess("GunPoint"),
+        0,
+        ("GunPoint",),
+        nothing_recorded("GunPoint"),
     ),
     Fault(
         "D22", "a misspelled dataset name", nothing, _preprocess("GunPont"), 2, ("Did you mean 'GunPoint'",)

@@ -113,12 +113,15 @@ def _describe(path: Path, official: Path) -> str:
         return [ln.strip() for ln in lines[: i + 1]], lines[i + 1:]
 
     (head, data), (head0, data0) = split(path), split(official)
+    data, data0 = [ln.strip() for ln in data if ln.strip()], [ln.strip() for ln in data0 if ln.strip()]
     parts = [f"header line {b!r} where the official file has {a!r}" for a, b in zip(head0, head) if a != b]
     if len(head) != len(head0):
         parts.append(f"{len(head)} header lines, the official file {len(head0)}")
-    changed = sum(a.strip() != b.strip() for a, b in zip(data0, data))
+    changed = sum(a != b for a, b in zip(data0, data))
     if changed:
         parts.append(f"{changed} of {len(data0)} series differ in their values or label")
+    if len(data) != len(data0):
+        parts.append(f"{len(data)} series, the official file {len(data0)}")
     return "; ".join(parts)
 
 
@@ -138,6 +141,8 @@ def content_differences(
             continue  # the same lines with other line endings
         ref = next((v for v in versions if v.path is not None), versions[0])
         what = _describe(path, ref.path) if ref.path is not None else ""
+        if ref.path is not None and not what:
+            continue  # the same lines but for white space (an editor's trailing spaces, blank lines)
         diffs.append(
             f"{fname} differs in content from the official file ({what + '; ' if what else ''}sha256 "
             f"{found[:12]}..., the official {ref.sha256[:12]}... from {ref.origin})"
