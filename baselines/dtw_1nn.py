@@ -66,10 +66,11 @@ class DTW1NN(Method):
     estimator = DTW1NNEstimator  # its parameter (window) is the method's
     resources: ClassVar[dict[str, Any]] = {"threads": 4, "mem_mb": 8000, "runtime": 2880, "gpu": 0}
     #: Fitted on jobs on stand-ins of the largest archive shapes (benchmarks/archive_scale.py --fit, 1 thread;
-    #: benchmarks/results/archive_scale.md): ~1.2 ns per alignment cell and ~12 us per (context, query) pair.
-    cost: ClassVar[CostModel] = CostModel(time_job_s=12.9, time_base_s=0.0509, time_ns_per_value=0,
-                                          time_ns_per_cell=1.18, time_ns_per_series_pair=12200, mem_base_mb=516,
-                                          mem_bytes_per_value=18.2)
+    #: benchmarks/results/archive_scale.md): ~2.4 ns per cell of the warping path, ~0.8 ns per cell and channel
+    #: of the pointwise distances, ~5.6 us per (context, query) pair.
+    cost: ClassVar[CostModel] = CostModel(time_job_s=10.6, time_base_s=0, time_ns_per_value=0,
+                                          time_ns_per_cell=0.778, time_ns_per_path_cell=2.38,
+                                          time_ns_per_series_pair=5600, mem_base_mb=516, mem_bytes_per_value=18.2)
 
     def validate(self, params: dict[str, Any]) -> None:
         check_window(params["window"])

@@ -93,7 +93,7 @@ class CostModel:
         time (s)         = time_job_s + time_ns_per_input_value * V / 1e9
                            + sum over contexts of (time_base_s + (time_ns_per_value * V
                            + time_ns_per_series * N + time_ns_per_pair * P
-                           + time_ns_per_cell * n_train * n_test * n_channels * length * band
+                           + (time_ns_per_cell * n_channels + time_ns_per_path_cell) * n_train * n_test * length * band
                            + time_ns_per_series_pair * n_train * N
                            + time_ns_per_column * n_channels * length * log2(n_train)) / 1e9)
 
@@ -139,7 +139,10 @@ class CostModel:
     time_ns_per_pair: float = 0.0
     """Per context and (context series, series, channel): ridge/SVM fits, attention over the context."""
     time_ns_per_cell: float = 0.0
-    """Per context and alignment cell of a pairwise elastic distance."""
+    """Per context, alignment cell of a pairwise elastic distance and channel: the pointwise distances."""
+    time_ns_per_path_cell: float = 0.0
+    """Per context and alignment cell, whatever the channels: the warping path's dynamic programme (one
+    cell per pair of time points; what dominates a univariate distance)."""
     time_ns_per_column: float = 0.0
     """Per context, column (channel x time point) and level of trees grown on the context (log2 of its
     series): a forest's split search over feature columns that grow with the series (QUANT's)."""
@@ -177,7 +180,7 @@ class CostModel:
     #: The time coefficients (ns or s), in the order of :meth:`time_terms`.
     TIME_COEFFICIENTS = ("time_job_s", "time_ns_per_input_value", "time_base_s", "time_ns_per_value",
                          "time_ns_per_series", "time_ns_per_pair", "time_ns_per_cell", "time_ns_per_series_pair",
-                         "time_ns_per_column")
+                         "time_ns_per_column", "time_ns_per_path_cell")
     #: The memory coefficients, in the order of :meth:`memory_terms`.
     MEMORY_COEFFICIENTS = ("mem_base_mb", "mem_bytes_per_value", "mem_kb_per_series", "mem_bytes_per_pair",
                            "mem_bytes_per_model_value")
@@ -195,7 +198,7 @@ class CostModel:
         """What multiplies each of :data:`TIME_COEFFICIENTS` in the job's time (seconds = their dot
         product): summed over the job's contexts, each at its own training size. What
         ``benchmarks/archive_scale.py --fit`` fits the coefficients on."""
-        out = [1.0, size.n_values / 1e9, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+        out = [1.0, size.n_values / 1e9] + [0.0] * (len(self.TIME_COEFFICIENTS) - 2)
         size = self._effective(size)
         for c in size.contexts():
             if c.n_train == 0:  # a context the job skips
@@ -208,6 +211,7 @@ class CostModel:
             out[6] += c.n_train * c.n_test * c.n_channels * c.length * b / 1e9
             out[7] += c.n_train * c.n_series / 1e9
             out[8] += c.n_channels * c.length * math.log2(max(2, c.n_train)) / 1e9
+            out[9] += c.n_train * c.n_test * c.length * b / 1e9
         return tuple(out)
 
     def memory_terms(self, size: JobSize) -> tuple[float, ...]:
