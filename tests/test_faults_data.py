@@ -315,6 +315,23 @@ def white_space_added(name: str):
     return inject
 
 
+def another_official_layout(name: str):
+    """The same release laid out as the archive's own copy is (other comments, fields aeon's copy does not
+    declare, numbers written with other digits): another official copy, not a modification."""
+
+    def inject(root: Path) -> None:
+        p = _copy(root, name) / f"{name}_TRAIN.ts"
+        head, data = _lines(p)
+        head = [ln for ln in head if not ln.startswith("#")]
+        head = ["# a copy of the archive's release\n"] + head[:-1] + ["@equalLength true\n", "@data\n"]
+        values = data[0].split(",")
+        values[0] = f"{float(values[0]):.10f}"  # -1.9630089 -> -1.9630089000
+        data[0] = ",".join(values)
+        p.write_text("".join(head + data))
+
+    return inject
+
+
 def edited_after_pinning_then_accepted(name: str):
     """Copied from aeon by the harness (pinned as official), edited, accepted with --update-lock."""
 
@@ -666,7 +683,7 @@ FAULTS = [
         missing_values_switched_on("GunPoint"),
         _preprocess("GunPoint"),
         1,
-        ("GunPoint_TRAIN.ts differs in content", "'@missing true' where the official file has '@missing false'",
+        ("GunPoint_TRAIN.ts differs in content", "header @missing 'true' where the official file has 'false'",
          "2 of 50 series differ", "allow_modified_data"),
     ),
     Fault(
@@ -720,6 +737,15 @@ FAULTS = [
         0,
         ("GunPoint",),
         nothing_recorded("GunPoint"),
+    ),
+    Fault(
+        "D32",
+        "another official copy of the release: other comments and header fields, numbers with more digits",
+        another_official_layout("ArrowHead"),
+        _preprocess("ArrowHead"),
+        0,
+        ("ArrowHead",),
+        nothing_recorded("ArrowHead"),
     ),
     Fault(
         "D22", "a misspelled dataset name", nothing, _preprocess("GunPont"), 2, ("Did you mean 'GunPoint'",)
