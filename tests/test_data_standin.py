@@ -68,9 +68,8 @@ def test_writing_is_idempotent_and_never_touches_real_data(tmp_path):
     assert real_train.read_bytes() == text and read_standin_mark(real_train) is None
 
 
-def test_results_made_on_a_standin_never_reach_the_table(tmp_path):
-    """Through the real CLI: a job on a stand-in runs and records the stand-in in its manifest and
-    prediction files; `chorustic aggregate` turns its runs into failed rows naming the stand-in."""
+def _standin_job(tmp_path) -> Path:
+    """Chinatown's stand-in (half its series) and a config evaluating 1NN-DTW on it at full context."""
     data = tmp_path / "data"
     subprocess.run([sys.executable, "-m", "chorustic", "standin", "Chinatown", "--data-dir", str(data),
                     "--series-fraction", "0.5"], check=True, capture_output=True)
@@ -86,6 +85,13 @@ def test_results_made_on_a_standin_never_reach_the_table(tmp_path):
         "evaluate": ["dtw_1nn"], "methods": {"dtw_1nn": {"plugin": "dtw_1nn", "params": {"window": 0.1}}},
         "reports": {"reference_method": "dtw_1nn"},
     }))
+    return cfg
+
+
+def test_results_made_on_a_standin_never_reach_the_table(tmp_path):
+    """Through the real CLI: a job on a stand-in runs and records the stand-in in its manifest and
+    prediction files; `chorustic aggregate` turns its runs into failed rows naming the stand-in."""
+    cfg = _standin_job(tmp_path)
     ev = subprocess.run([sys.executable, "-m", "chorustic", "evaluate", "--config", str(cfg), "--method", "dtw_1nn",
                          "--dataset", "Chinatown", "--no-isolation"], capture_output=True, text=True)
     assert ev.returncode == 0, ev.stderr
@@ -104,3 +110,15 @@ def test_results_made_on_a_standin_never_reach_the_table(tmp_path):
     table = pd.read_csv(tmp_path / "results_dir" / "accuracies.csv")
     assert list(table.status) == ["failed"] and table.accuracy.isna().all()
     assert "stand-in" in table.error[0]
+
+
+def test_a_job_stopped_before_its_first_context_still_names_the_standin(tmp_path):
+    """A worker stopped before it read the data (here: a time limit of a few milliseconds) leaves a
+    failed manifest; made on a stand-in, it says so like every other manifest."""
+    cfg = _standin_job(tmp_path)
+    ev = subprocess.run([sys.executable, "-m", "chorustic", "evaluate", "--config", str(cfg), "--method", "dtw_1nn",
+                         "--dataset", "Chinatown", "--runtime", "0.0001"], capture_output=True, text=True)
+    assert ev.returncode == 1, ev.stderr
+    failed = json.loads((tmp_path / "results_dir" / "runs" / "dtw_1nn" / "Chinatown.failed.json").read_text())
+    assert [r["status"] for r in failed["runs"]] == ["failed"] and "time limit" in failed["runs"][0]["error"]
+    assert failed["standin"]["name"] == "Chinatown" and failed["standin"]["series_fraction"] == 0.5
