@@ -292,10 +292,31 @@ def _fit_one(terms: "np.ndarray", measured: "np.ndarray", names: tuple[str, ...]
         factor = float(np.exp(np.mean(np.log(np.maximum(rest, 1e-9) / np.maximum(model, 1e-9)))))
         for i in used:
             coef[names[i]] = current[names[i]] * factor
+    if len(measured) > 1:  # centred: one factor on the fitted terms that makes the worst ratio either way least
+        coef = _centred(terms, measured, names, coef)
     if upper:  # scaled where needed until the job's request (safety x the model) covers every measurement
         worst = float(np.max(measured / np.maximum(terms @ np.array([coef[k] for k in names]), 1e-9)))
         coef = {k: v if k in KEPT else v * max(1.0, worst / upper) for k, v in coef.items()}
     return coef
+
+
+def _centred(terms: "np.ndarray", measured: "np.ndarray", names: tuple[str, ...],
+             coef: dict[str, float]) -> dict[str, float]:
+    """``coef`` with its fitted (not :data:`KEPT`) terms times the factor that minimises the largest
+    |log(measured / model)|: least squares weighs the typical job, the target (every job within 2x of its
+    model) is about the worst one, so the band of ratios is centred on 1 (a spread under 4x fits in 2x)."""
+    import numpy as np
+    from scipy.optimize import minimize_scalar
+
+    kept = terms @ np.array([coef[k] if k in KEPT else 0.0 for k in names])
+    fitted = terms @ np.array([0.0 if k in KEPT else coef[k] for k in names])
+
+    def worst(log_k: float) -> float:
+        return float(np.max(np.abs(np.log(measured / np.maximum(kept + np.exp(log_k) * fitted, 1e-9)))))
+
+    best = minimize_scalar(worst, bounds=(-2.0, 2.0), method="bounded", options={"xatol": 1e-4})
+    factor = float(np.exp(best.x)) if best.fun < worst(0.0) else 1.0
+    return {k: v if k in KEPT else v * factor for k, v in coef.items()}
 
 
 def _literal(coef: dict[str, float], model) -> str:

@@ -88,17 +88,19 @@ class CostModel:
     ``P = n_train * N * n_channels`` (context series x all series, per channel: a Gram matrix, a
     ridge/SVM fit, in-context attention)::
 
-        peak memory (MB) = mem_base_mb + (mem_bytes_per_value * V + mem_bytes_per_model_value * V') / 2**20
+        peak memory (MB) = mem_base_mb + (mem_bytes_per_value * V + mem_bytes_per_model_value * V'
+                           + mem_bytes_per_row_point * R * length) / 2**20
                            + mem_kb_per_series * H / 1024 + mem_bytes_per_pair * n_train * H / 2**20
         time (s)         = time_job_s + time_ns_per_input_value * V / 1e9
                            + sum over contexts of (time_base_s + (time_ns_per_value * V
                            + time_ns_per_series * N + time_ns_per_pair * P
                            + (time_ns_per_cell * n_channels + time_ns_per_path_cell) * n_train * n_test * length * band
                            + time_ns_per_series_pair * n_train * N
-                           + time_ns_per_column * n_channels * length * log2(n_train)) / 1e9)
+                           + time_ns_per_column * n_channels * length * log2(n_train)
+                           + time_ns_per_dilated_value * V * max(1, log2(length / 8))) / 1e9)
 
-    ``V'`` counts the values the method computes on at once: of the ``H`` series held (at most
-    :attr:`model_rows`), at most :attr:`model_channels` channels.
+    ``V'`` counts the values the method computes on at once: of the ``R`` series held at once (the ``H``
+    below, at most :attr:`model_rows`), at most :attr:`model_channels` channels.
     ``H = n_train + q`` is the series held at once: the context and one chunk of ``q`` queries
     (:meth:`query_chunk`: as many as fit :data:`QUERY_MEMORY_MB` at ``mem_kb_per_series`` +
     ``mem_bytes_per_pair * n_train`` each; all of them when that is 0 or they fit).
@@ -119,6 +121,10 @@ class CostModel:
     mem_bytes_per_model_value: float = 0.0
     """Per value the method computes on at once (the series held, at most :attr:`model_rows` of them, at
     most :attr:`model_channels` channels): an encoder's per-channel state."""
+    mem_bytes_per_row_point: float = 0.0
+    """Per time point of each series the method computes on at once (at most :attr:`model_rows`), whatever
+    the channels: a convolution stack's outputs, which have a kernel axis instead of the channel axis
+    (Hydra's 512 kernels per batch of 256 series)."""
     mem_kb_per_series: float = 0.0
     """Per series held at once (the context and a chunk of queries): features or embeddings."""
     mem_bytes_per_pair: float = 0.0
@@ -140,6 +146,10 @@ class CostModel:
     """Per context and (context series, series, channel): ridge/SVM fits, attention over the context."""
     time_ns_per_cell: float = 0.0
     """Per context, alignment cell of a pairwise elastic distance and channel: the pointwise distances."""
+    time_ns_per_dilated_value: float = 0.0
+    """Per context, input value and dyadic dilation of the length (``log2(length / 8)``, at least 1): a stack
+    of dilated convolutions with a dilation per power of two (Hydra's), whose work per value grows with the
+    length where ROCKET's fixed number of features does not."""
     time_ns_per_path_cell: float = 0.0
     """Per context and alignment cell, whatever the channels: the warping path's dynamic programme (one
     cell per pair of time points; what dominates a univariate distance)."""
@@ -180,10 +190,10 @@ class CostModel:
     #: The time coefficients (ns or s), in the order of :meth:`time_terms`.
     TIME_COEFFICIENTS = ("time_job_s", "time_ns_per_input_value", "time_base_s", "time_ns_per_value",
                          "time_ns_per_series", "time_ns_per_pair", "time_ns_per_cell", "time_ns_per_series_pair",
-                         "time_ns_per_column", "time_ns_per_path_cell")
+                         "time_ns_per_column", "time_ns_per_path_cell", "time_ns_per_dilated_value")
     #: The memory coefficients, in the order of :meth:`memory_terms`.
     MEMORY_COEFFICIENTS = ("mem_base_mb", "mem_bytes_per_value", "mem_kb_per_series", "mem_bytes_per_pair",
-                           "mem_bytes_per_model_value")
+                           "mem_bytes_per_model_value", "mem_bytes_per_row_point")
 
     def _effective(self, size: JobSize, *, channels: bool = True) -> JobSize:
         """``size`` as the method computes on it: :attr:`model_length`, at most :attr:`model_channels`
@@ -212,6 +222,7 @@ class CostModel:
             out[7] += c.n_train * c.n_series / 1e9
             out[8] += c.n_channels * c.length * math.log2(max(2, c.n_train)) / 1e9
             out[9] += c.n_train * c.n_test * c.length * b / 1e9
+            out[10] += c.n_values * max(1.0, math.log2(c.length / 8)) / 1e9
         return tuple(out)
 
     def memory_terms(self, size: JobSize) -> tuple[float, ...]:
@@ -222,7 +233,7 @@ class CostModel:
         held = size.n_train + self.query_chunk(size)
         rows = held if self.model_rows is None else min(held, self.model_rows)
         return (1.0, size.n_values / 2**20, held / 1024, size.n_train * held / 2**20,
-                rows * model.n_channels * model.length / 2**20)
+                rows * model.n_channels * model.length / 2**20, rows * model.length / 2**20)
 
     def estimate(self, size: JobSize, *, band: float | None = None) -> tuple[float, float]:
         """(peak memory in MB, time in seconds), without safety margins."""
