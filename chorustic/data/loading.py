@@ -20,7 +20,7 @@ import json
 import logging
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -137,26 +137,33 @@ def _read_header(path: Path) -> tuple[dict[str, str], list[str], list[str]]:
     fields: dict[str, str] = {}
     header_labels: list[str] = []
     data_labels: list[str] = []
+    for in_data, s in ts_lines(path):
+        if not in_data:
+            if s.startswith("@"):
+                tokens = s.split()
+                key = tokens[0][1:].lower()
+                fields[key] = " ".join(tokens[1:2])
+                if key == "classlabel" and len(tokens) > 2 and tokens[1].lower() == "true":
+                    header_labels = tokens[2:]
+            continue
+        data_labels.append(s.rsplit(":", 1)[-1].strip() if ":" in s else "")
+    return fields, header_labels, data_labels
+
+
+def ts_lines(path: str | os.PathLike) -> Iterator[tuple[bool, str]]:
+    """``(in_data, line)`` for every line of a ``.ts`` file that says something: white space stripped,
+    blank lines and ``#`` comments skipped, ``in_data`` from the line after ``@data`` on (which is not
+    itself yielded)."""
     in_data = False
     with open(path, encoding="utf-8", errors="replace") as fh:
         for line in fh:
             s = line.strip()
             if not s or s.startswith("#"):
                 continue
-            if not in_data:
-                low = s.lower()
-                if low.startswith("@data"):
-                    in_data = True
-                    continue
-                if s.startswith("@"):
-                    tokens = s.split()
-                    key = tokens[0][1:].lower()
-                    fields[key] = " ".join(tokens[1:2])
-                    if key == "classlabel" and len(tokens) > 2 and tokens[1].lower() == "true":
-                        header_labels = tokens[2:]
+            if not in_data and s.lower().startswith("@data"):
+                in_data = True
                 continue
-            data_labels.append(s.rsplit(":", 1)[-1].strip() if ":" in s else "")
-    return fields, header_labels, data_labels
+            yield in_data, s
 
 
 def _channel_count(X) -> set[int]:

@@ -122,23 +122,17 @@ def _token(text: str) -> float | str:
 def _ts_content(path: Path) -> tuple[dict[str, str], list[tuple]]:
     """What a .ts file says, without its layout: the header's fields (comments, order, white space and the
     case of keywords and flags dropped; class labels kept as written) and each series' values and label."""
+    from chorustic.data.loading import ts_lines
+
     header: dict[str, str] = {}
     data: list[tuple] = []
-    in_data = False
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        for line in fh:
-            text = line.strip()
-            if not text or text.startswith("#"):
-                continue
-            if in_data:
-                data.append(tuple(_token(t.strip()) for t in re.split(r"[,:]", text)))
-                continue
-            key, _, value = text.partition(" ")
-            key, value = key.lower(), " ".join(value.split())
-            if key == "@data":
-                in_data = True
-            else:
-                header[key] = value if key == "@classlabel" else value.lower()
+    for in_data, text in ts_lines(path):
+        if in_data:
+            data.append(tuple(_token(t.strip()) for t in re.split(r"[,:]", text)))
+            continue
+        key, _, value = text.partition(" ")
+        key, value = key.lower(), " ".join(value.split())
+        header[key] = value if key == "@classlabel" else value.lower()
     return header, data
 
 
