@@ -58,6 +58,6 @@ class MiniRocket(Method):
     #: channels), ridge CV per pair; the ridge's Gram matrix and its eigendecomposition (~33 bytes per
     #: pair: the full contexts of ElectricDevices, PenDigits, SpokenArabicDigits and FaceDetection went
     #: past a model without it, by 1-2 %, and were stopped at their memory limits).
-    cost: ClassVar[CostModel] = CostModel(time_job_s=9.09, time_base_s=0.132, time_ns_per_value=1380,
-                                          time_ns_per_series_pair=585, mem_base_mb=663, mem_bytes_per_value=18.9,
+    cost: ClassVar[CostModel] = CostModel(time_job_s=11.3, time_base_s=0.155, time_ns_per_value=1660,
+                                          time_ns_per_series_pair=791, mem_base_mb=663, mem_bytes_per_value=18.9,
                                           mem_kb_per_series=81, mem_bytes_per_pair=33.2, model_channels=9)

@@ -67,7 +67,9 @@ class QUANT(Method):
     #: Fitted on jobs on stand-ins of the largest archive shapes (benchmarks/archive_scale.py --fit, 1 thread;
     #: benchmarks/results/archive_scale.md): quantile features per value, and the extra trees' split
     #: search over the feature columns (channels x length) at each depth, which dominates for few long or
-    #: many-channel series (PEMS-SF: 470 CPU-s for 7 + 7 series).
-    cost: ClassVar[CostModel] = CostModel(time_job_s=8.31, time_base_s=0.308, time_ns_per_value=996,
-                                          time_ns_per_pair=443, time_ns_per_column=73_600, mem_base_mb=472,
-                                          mem_bytes_per_value=85.4, mem_kb_per_series=5.05)
+    #: many-channel series (PEMS-SF: 487 CPU-s for 7 + 7 series). Not in the form: the trees' size follows
+    #: the classes, and ~10 features per value outgrow the CPU's cache (PEMS-SF, DuckDuckGeese: up to 2.1x
+    #: the model; few-class FaceDetection down to 0.47x).
+    cost: ClassVar[CostModel] = CostModel(time_job_s=10.5, time_base_s=0.444, time_ns_per_value=718,
+                                          time_ns_per_pair=244, time_ns_per_column=87_300, mem_base_mb=473,
+                                          mem_bytes_per_value=90, mem_kb_per_series=7.97)
