@@ -62,8 +62,8 @@ class MultiRocketHydra(Method):
     #: per pair as MiniRocket's, and Hydra's convolution outputs, ~5 KB per time point of each of the (at most
     #: 256) series in its batch whatever the channels, measured on their own (benchmarks/hydra_memory.py: a
     #: job's peak cannot separate them). numba compiles its kernels once per machine (~30 s), not counted.
-    cost: ClassVar[CostModel] = CostModel(time_job_s=12.6, time_base_s=0, time_ns_per_value=62500,
-                                          time_ns_per_dilated_value=2960, time_ns_per_series_pair=4880,
+    cost: ClassVar[CostModel] = CostModel(time_job_s=12.8, time_base_s=0, time_ns_per_value=62500,
+                                          time_ns_per_dilated_value=3080, time_ns_per_series_pair=2170,
                                           mem_base_mb=892, mem_bytes_per_value=27.9, mem_kb_per_series=988,
                                           mem_bytes_per_pair=33.2, mem_bytes_per_row_point=5000, model_channels=2,
                                           model_rows=256)
