@@ -727,7 +727,18 @@ def ensure_dataset_files(name: str, data_dir: str | os.PathLike | None = None, *
     """:func:`ensure_dataset` plus the checksums of the two split files and of their official versions."""
     ctx = _make_ctx(data_dir, **options)
     folder, shas = _ensure(ctx, name)
-    return DatasetFiles(folder, shas, official_files(name, ctx.lock.dataset_entry(name)))
+    return DatasetFiles(folder, shas, official_files(ctx.lock.dataset_entry(name), *_aeon_copy(name)))
+
+
+def _aeon_copy(name: str) -> tuple[tuple[Path, ...], str]:
+    """The split files of ``name`` inside the aeon wheel (none if it does not ship them) and aeon's version."""
+    if name not in AEON_SHIPPED:
+        return (), "?"
+    try:
+        folder = aeon_data_dir() / name
+    except ImportError:  # aeon missing: the loader says so on its own
+        return (), "?"
+    return (split_paths(folder, name) if _complete(folder, name) else ()), _aeon_version()
 
 
 def _archive_members(zf: zipfile.ZipFile, names: Iterable[str]) -> set[str]:

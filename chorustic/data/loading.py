@@ -20,7 +20,7 @@ import json
 import logging
 import os
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -30,6 +30,7 @@ from chorustic.data.official import content_differences
 from chorustic.data.preprocessing import MODEL_LENGTH, encode_labels, fill_missing, to_model_length
 from chorustic.data.registry import get_info, is_known
 from chorustic.data.standin import read_standin_mark
+from chorustic.data.tsfile import ts_lines
 
 __all__ = ["TimeSeriesDataset", "load_dataset", "read_ts_split", "preprocessing_settings"]
 
@@ -148,22 +149,6 @@ def _read_header(path: Path) -> tuple[dict[str, str], list[str], list[str]]:
             continue
         data_labels.append(s.rsplit(":", 1)[-1].strip() if ":" in s else "")
     return fields, header_labels, data_labels
-
-
-def ts_lines(path: str | os.PathLike) -> Iterator[tuple[bool, str]]:
-    """``(in_data, line)`` for every line of a ``.ts`` file that says something: white space stripped,
-    blank lines and ``#`` comments skipped, ``in_data`` from the line after ``@data`` on (which is not
-    itself yielded)."""
-    in_data = False
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        for line in fh:
-            s = line.strip()
-            if not s or s.startswith("#"):
-                continue
-            if not in_data and s.lower().startswith("@data"):
-                in_data = True
-                continue
-            yield in_data, s
 
 
 def _channel_count(X) -> set[int]:

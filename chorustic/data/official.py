@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from chorustic.data.lock import OFFICIAL_SOURCES
+from chorustic.data.tsfile import ts_lines
 from chorustic.io import sha256_file
 
 __all__ = ["OFFICIAL_SOURCES", "OfficialFile", "content_differences", "content_sha256", "official_files"]
@@ -68,23 +69,12 @@ def _hashed(path: str, size: int, mtime_ns: int) -> tuple[str, str]:
     return sha256_file(path), content_sha256(path)
 
 
-def _aeon_files(name: str) -> dict[str, OfficialFile]:
-    from chorustic.data.download import _aeon_version, _complete, aeon_data_dir, split_paths
-    from chorustic.data.registry import AEON_SHIPPED
-
-    if name not in AEON_SHIPPED:
-        return {}
-    try:
-        folder = aeon_data_dir() / name
-    except Exception:  # aeon missing: the loader says so on its own
-        return {}
-    if not _complete(folder, name):
-        return {}
+def _aeon_files(paths: tuple[Path, ...], version: str) -> dict[str, OfficialFile]:
     out = {}
-    for p in split_paths(folder, name):
+    for p in paths:
         st = p.stat()
         raw, content = _hashed(str(p), st.st_size, st.st_mtime_ns)
-        out[p.name] = OfficialFile(raw, content, f"the aeon {_aeon_version()} wheel", p)
+        out[p.name] = OfficialFile(raw, content, f"the aeon {version} wheel", p)
     return out
 
 
@@ -100,10 +90,13 @@ def _lock_files(entry: Mapping[str, Any] | None) -> dict[str, OfficialFile]:
     return {f: OfficialFile(sha, content.get(f), origin) for f, sha in record.get("files", {}).items()}
 
 
-def official_files(name: str, lock_entry: Mapping[str, Any] | None) -> dict[str, list[OfficialFile]]:
-    """Every known official version of each split file of ``name`` (file name -> versions)."""
+def official_files(
+    lock_entry: Mapping[str, Any] | None, aeon_paths: tuple[Path, ...] = (), aeon_version: str = "?"
+) -> dict[str, list[OfficialFile]]:
+    """Every known official version of each split file (file name -> versions): the lock entry's official
+    record, and the aeon wheel's copies at ``aeon_paths`` (found by :mod:`chorustic.data.download`)."""
     out: dict[str, list[OfficialFile]] = {}
-    for source in (_lock_files(lock_entry), _aeon_files(name)):
+    for source in (_lock_files(lock_entry), _aeon_files(aeon_paths, aeon_version)):
         for fname, off in source.items():
             out.setdefault(fname, []).append(off)
     return out
@@ -122,8 +115,6 @@ def _token(text: str) -> float | str:
 def _ts_content(path: Path) -> tuple[dict[str, str], list[tuple]]:
     """What a .ts file says, without its layout: the header's fields (comments, order, white space and the
     case of keywords and flags dropped; class labels kept as written) and each series' values and label."""
-    from chorustic.data.loading import ts_lines
-
     header: dict[str, str] = {}
     data: list[tuple] = []
     for in_data, text in ts_lines(path):
