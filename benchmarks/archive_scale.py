@@ -196,17 +196,12 @@ def collect(results: Path, logs: Path) -> list[dict]:
     times, a lower bound), the cost model's figures as a measured job's."""
     import glob
 
-    from chorustic.data.download import find_local, split_paths
-    from chorustic.data.standin import read_standin_mark
+    from chorustic.data.standin import standin_mark_of
 
     data_dirs = {json.loads(Path(c).read_text())["paths"]["data_dir"] for c in glob.glob(str(logs / "config-*.json"))}
 
     def mark(dataset: str) -> dict | None:  # a manifest written before the data were read has no mark of its own
-        for d in data_dirs:
-            folder = find_local(dataset, d)
-            if folder is not None:
-                return read_standin_mark(split_paths(folder, dataset)[0])
-        return None
+        return next((m for d in data_dirs if (m := standin_mark_of(dataset, d)) is not None), None)
 
     out = []
     for path in sorted(glob.glob(str(results / "runs" / "*" / "*.json"))):

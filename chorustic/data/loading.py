@@ -20,7 +20,7 @@ import json
 import logging
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -487,7 +487,7 @@ def registry_differences(ds: TimeSeriesDataset) -> tuple[list[str], bool]:
 
 
 def _checked(
-    ds: TimeSeriesDataset, folder: Path, allow_modified: bool, content: list[str] = ()
+    ds: TimeSeriesDataset, folder: Path, allow_modified: bool, content: Sequence[str] = ()
 ) -> TimeSeriesDataset:
     """Refuse (or, with ``allow_modified``, record) a difference from the published archive: sizes that
     differ from a verified registry row, and ``content`` (:func:`chorustic.data.official.content_differences`:

@@ -40,7 +40,7 @@ from chorustic.io import atomic_write_json
 #: Sources whose files are the official ones, as copied from the aeon wheel or downloaded (never edited).
 OFFICIAL_SOURCES = ("aeon", "download")
 
-__all__ = ["LOCK_NAME", "LOCK_FORMAT", "DataLock", "open_lock"]
+__all__ = ["LOCK_NAME", "LOCK_FORMAT", "OFFICIAL_SOURCES", "DataLock", "open_lock"]
 
 log = logging.getLogger("chorustic.data")
 

@@ -36,7 +36,8 @@ from chorustic.data.lock import OFFICIAL_SOURCES
 from chorustic.data.tsfile import ts_lines
 from chorustic.io import sha256_file
 
-__all__ = ["OFFICIAL_SOURCES", "OfficialFile", "content_differences", "content_sha256", "official_files"]
+__all__ = ["OfficialFile", "content_differences", "content_sha256", "official_files"]
+
 
 @dataclass(frozen=True)
 class OfficialFile:

@@ -149,6 +149,20 @@ def read_standin_mark(path: str | os.PathLike) -> dict[str, Any] | None:
         return {"unreadable": first.strip()}
 
 
+def standin_mark_of(dataset: str, data_dir: str | os.PathLike | None) -> dict[str, Any] | None:
+    """The stand-in mark of ``dataset``'s training file in ``data_dir`` without reading the data (None for
+    real data, or when the dataset is not there): for a record written before the data were read."""
+    from chorustic.data.download import find_local, split_paths
+
+    if data_dir is None:
+        return None
+    try:
+        folder = find_local(dataset, data_dir)
+    except (OSError, ValueError):
+        return None
+    return read_standin_mark(split_paths(folder, dataset)[0]) if folder is not None else None
+
+
 def write_standin(spec: StandInSpec | str, data_dir: str | os.PathLike, **spec_options: Any) -> Path:
     """Write the stand-in's ``<data_dir>/<Name>/<Name>_{TRAIN,TEST}.ts``; return the folder.
 

@@ -58,18 +58,6 @@ class JobInterrupted(RuntimeError):
     """The job was stopped from outside (Ctrl-C, SIGTERM, its parent died): nothing is recorded."""
 
 
-
-def _standin_mark(spec: JobSpec) -> dict[str, Any] | None:
-    """The stand-in mark of the job's training file (None for real data or when it cannot be found)."""
-    from chorustic.data.download import find_local, split_paths
-    from chorustic.data.standin import read_standin_mark
-
-    try:
-        folder = find_local(spec.dataset, spec.data_dir) if spec.data_dir is not None else None
-    except (OSError, ValueError):
-        return None
-    return read_standin_mark(split_paths(folder, spec.dataset)[0]) if folder is not None else None
-
 def thread_env(threads: int, base: dict[str, str] | None = None) -> dict[str, str]:
     env = dict(os.environ if base is None else base)
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMBA_NUM_THREADS",
@@ -234,7 +222,9 @@ def run_supervised(
                          "display_name": spec.display_name, "dataset": spec.dataset, "archive": spec.archive,
                          "params": spec.params, "fingerprint": json.loads(spec.fingerprint) if spec.fingerprint
                          else None, "runs": []}
-                standin = _standin_mark(spec)
+                from chorustic.data.standin import standin_mark_of
+
+                standin = standin_mark_of(spec.dataset, spec.data_dir)
                 if standin is not None:  # every manifest made on a stand-in says so, a failed one too
                     state["standin"] = standin
             recorded = {(r["protocol"], r["seed"]) for r in state["runs"]}
