@@ -11,6 +11,11 @@ Input rules (:class:`~chorustic.methods.estimators.AeonContractClassifier`; reco
   least 9 points and its first-difference representation one more; length 9 fails inside aeon).
 
 Probabilities: one-hot of the ridge prediction (aeon's ``predict_proba``).
+
+Memory: aeon's ``HydraTransformer.transform`` convolves every series of the call at once (~3.9 KB per time
+point of each: 10 GB for HandOutlines' 1,000 training series of length 2,709). Here it transforms them
+in batches of 256 with aeon's own ``batch`` method, which gives the same features (each series' are its
+own), so the memory of the convolutions stays that of 256 series at any context size.
 """
 
 from __future__ import annotations
@@ -19,6 +24,35 @@ from typing import Any, ClassVar
 
 from chorustic.methods import CostModel, Method, MethodInfo, register
 from chorustic.methods.estimators import AeonContractClassifier
+
+
+#: Series Hydra convolves at once (aeon's ``_HydraInternal.batch`` default).
+HYDRA_BATCH = 256
+
+
+def _batched_hydra_classifier(**params):
+    """aeon's ``MultiRocketHydraClassifier`` whose Hydra transform runs in batches of :data:`HYDRA_BATCH`
+    series: a subclass of aeon's ``HydraTransformer`` that calls its module's ``batch`` where aeon's
+    calls the module on the whole input, put in place for the classifier's ``fit`` (which builds it)."""
+    import torch
+    from aeon.classification.convolution_based import MultiRocketHydraClassifier
+    from aeon.classification.convolution_based import _mr_hydra
+
+    class BatchedHydraTransformer(_mr_hydra.HydraTransformer):
+        def _transform(self, X, y=None):
+            out = self._hydra.batch(torch.tensor(X).float(), batch_size=HYDRA_BATCH)
+            return out if self.output_type == "tensor" else out.numpy()  # MultiRocket-Hydra's: numpy
+
+    class BatchedMultiRocketHydra(MultiRocketHydraClassifier):
+        def _fit(self, X, y):
+            aeons = _mr_hydra.HydraTransformer
+            _mr_hydra.HydraTransformer = BatchedHydraTransformer
+            try:
+                return super()._fit(X, y)
+            finally:
+                _mr_hydra.HydraTransformer = aeons
+
+    return BatchedMultiRocketHydra(**params)
 
 
 class MultiRocketHydraEstimator(AeonContractClassifier):
@@ -31,9 +65,7 @@ class MultiRocketHydraEstimator(AeonContractClassifier):
         self.n_jobs = n_jobs
 
     def _make(self):
-        from aeon.classification.convolution_based import MultiRocketHydraClassifier
-
-        return MultiRocketHydraClassifier(
+        return _batched_hydra_classifier(
             n_kernels=self.n_kernels,
             n_groups=self.n_groups,
             random_state=self.random_state,
@@ -59,11 +91,12 @@ class MultiRocketHydra(Method):
     #: whatever their number: the time grows as with at most 2) plus ~3 us per value and dilation (Hydra's
     #: dilations double up to the length), the ridge's CV per pair. Memory: ~1 MB per series held
     #: (MultiRocket's ~50,000 and Hydra's features, float64, and the ridge's copies), the ridge's Gram matrix
-    #: per pair as MiniRocket's, and Hydra's convolution outputs, ~5 KB per time point of each of the (at most
-    #: 256) series in its batch whatever the channels, measured on their own (benchmarks/hydra_memory.py: a
-    #: job's peak cannot separate them). numba compiles its kernels once per machine (~30 s), not counted.
+    #: per pair as MiniRocket's, and Hydra's convolution outputs, ~4-5 KB per time point of each of the
+    #: HYDRA_BATCH series it convolves at once whatever the channels, measured on their own
+    #: (benchmarks/hydra_memory.py: a job's peak cannot separate them). numba compiles its kernels once per
+    #: machine (~30 s), not counted.
     cost: ClassVar[CostModel] = CostModel(time_job_s=12.8, time_base_s=0, time_ns_per_value=62500,
                                           time_ns_per_dilated_value=3080, time_ns_per_series_pair=2170,
                                           mem_base_mb=892, mem_bytes_per_value=27.9, mem_kb_per_series=988,
                                           mem_bytes_per_pair=33.2, mem_bytes_per_row_point=5000, model_channels=2,
-                                          model_rows=256)
+                                          model_rows=HYDRA_BATCH)

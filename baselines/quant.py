@@ -65,11 +65,11 @@ class QUANT(Method):
     estimator = QUANTEstimator  # its parameters (interval_depth, quantile_divisor) are the method's
     resources: ClassVar[dict[str, Any]] = {"threads": 4, "mem_mb": 16000, "runtime": 240, "gpu": 0}
     #: Fitted on jobs on stand-ins of the largest archive shapes (benchmarks/archive_scale.py --fit, 1 thread;
-    #: benchmarks/results/archive_scale.md): quantile features per value, and the extra trees' split
-    #: search over the feature columns (channels x length) at each depth, which dominates for few long or
-    #: many-channel series (PEMS-SF: 487 CPU-s for 7 + 7 series). Not in the form: the trees' size follows
-    #: the classes, and ~10 features per value outgrow the CPU's cache (PEMS-SF, DuckDuckGeese: up to 2.1x
-    #: the model; few-class FaceDetection down to 0.47x).
-    cost: ClassVar[CostModel] = CostModel(time_job_s=10.5, time_base_s=0.444, time_ns_per_value=718,
-                                          time_ns_per_pair=244, time_ns_per_column=87_300, mem_base_mb=473,
-                                          mem_bytes_per_value=90, mem_kb_per_series=7.97)
+    #: benchmarks/results/archive_scale.md): quantile features per value, and the extra trees' split search
+    #: over the feature columns (channels x length): a part per level of the trees, and one split per extra
+    #: class of the context (trees grown to pure leaves), which dominates for few long or many-channel series
+    #: of many classes (PEMS-SF, 7 classes: 487 CPU-s for 7 + 7 series).
+    cost: ClassVar[CostModel] = CostModel(time_job_s=4.06, time_base_s=0.666, time_ns_per_value=1050,
+                                          time_ns_per_pair=202, time_ns_per_column=8090,
+                                          time_ns_per_column_class=62_000, mem_base_mb=473, mem_bytes_per_value=90,
+                                          mem_kb_per_series=7.97)

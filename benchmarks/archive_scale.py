@@ -147,7 +147,7 @@ def _standin_size(cfg: dict, plugin, dataset: str, spec):
     size = cr.job_size(dataset, input_kind=plugin.info.input_kind, cfg=cfg)
     train = tuple(expected_train_size(s, spec.n_train, spec.n_classes) for s in context_specs(cfg["protocols"]))
     return dataclasses.replace(size, n_train=spec.n_train, n_test=spec.n_test, n_channels=spec.n_channels,
-                               n_contexts=len(train), context_train=train)
+                               n_contexts=len(train), context_train=train, n_classes=spec.n_classes)
 
 
 def _standin_job(cfg_path: Path, method: str, dataset: str, spec):
@@ -302,9 +302,12 @@ def _fit_one(terms: "np.ndarray", measured: "np.ndarray", names: tuple[str, ...]
             coef[names[i]] = current[names[i]] * factor
     if len(measured) > 1:  # centred: one factor on the fitted terms that makes the worst ratio either way least
         coef = _centred(terms, measured, names, coef)
-    if upper:  # scaled where needed until the job's request (safety x the model) covers every measurement
-        worst = float(np.max(measured / np.maximum(terms @ np.array([coef[k] for k in names]), 1e-9)))
-        coef = {k: v if k in KEPT else v * max(1.0, worst / upper) for k, v in coef.items()}
+    if upper:  # the fitted terms scaled where needed until every job's request (safety x the model) covers it
+        kept = terms @ np.array([coef[k] if k in KEPT else 0.0 for k in names])
+        fitted = terms @ np.array([0.0 if k in KEPT else coef[k] for k in names])
+        short = (measured / upper - kept) / np.maximum(fitted, 1e-9)
+        factor = max(1.0, float(np.max(short, initial=1.0)))
+        coef = {k: v if k in KEPT else v * factor for k, v in coef.items()}
     return coef
 
 

@@ -119,7 +119,7 @@ def job_size(dataset: str, *, input_kind: str = "native", contexts: int = 1,
     if cfg is not None:
         train = tuple(expected_train_size(s, info.n_train, info.n_classes) for s in _specs(cfg, protocols))
         contexts = max(1, len(train))
-    return JobSize(info.n_train, info.n_test, info.n_channels, length, contexts, train)
+    return JobSize(info.n_train, info.n_test, info.n_channels, length, contexts, train, info.n_classes)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -87,3 +87,33 @@ def test_variable_length_japanese_vowels(discovery):
 def test_dtw_window_parameter_is_validated(discovery):
     with pytest.raises(ValueError, match="window must be a fraction"):
         discovery.get("dtw_1nn").build(seed=0, window=5)
+
+
+def test_multirocket_hydra_convolves_in_batches_with_the_same_features(discovery):
+    """aeon's Hydra transform convolves every series of a call at once (~3.9 KB per time point each); the
+    plugin runs it in batches of HYDRA_BATCH with aeon's own batch method: the same features and the same
+    predictions as aeon's classifier, with the batches' memory at any context size."""
+    from aeon.classification.convolution_based import MultiRocketHydraClassifier
+
+    from chorustic.methods import import_plugin_module
+    from chorustic.paths import REPO_ROOT
+
+    plugin = import_plugin_module("multirocket_hydra", REPO_ROOT / "baselines" / "multirocket_hydra.py")
+    rng = np.random.default_rng(0)
+    n = plugin.HYDRA_BATCH + 44  # more than one batch: the second one is short
+    X, y, Xq = rng.normal(size=(n, 2, 24)), np.arange(n) % 3, rng.normal(size=(n, 2, 24))
+    calls = []
+    batched = plugin._batched_hydra_classifier(n_kernels=8, n_groups=64, random_state=0, n_jobs=1)
+    aeons = MultiRocketHydraClassifier(n_kernels=8, n_groups=64, random_state=0, n_jobs=1)
+    batched.fit(X, y)
+    aeons.fit(X, y)
+    forward = batched._transform_hydra._hydra.forward
+    batched._transform_hydra._hydra.forward = lambda Z: calls.append(len(Z)) or forward(Z)
+    np.testing.assert_array_equal(batched._transform_hydra.transform(Xq), aeons._transform_hydra.transform(Xq))
+    assert calls == [plugin.HYDRA_BATCH, 44]
+    np.testing.assert_array_equal(batched.predict(Xq), aeons.predict(Xq))
+    # aeon's own class is left in place for anyone else in the process
+    from aeon.classification.convolution_based import _mr_hydra
+    from aeon.transformations.collection.convolution_based import HydraTransformer
+
+    assert _mr_hydra.HydraTransformer is HydraTransformer

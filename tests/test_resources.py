@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 
 import pandas as pd
 import pytest
@@ -103,6 +104,32 @@ def test_cost_model_contexts_channels_and_per_job_terms():
     assert expected_train_size(ContextSpec("prop20", "proportional", 20, 0), 100, 4) == 20
     assert expected_train_size(ContextSpec("fixed10", "fixed_shot", 10, 0), 30, 4) == 0
     assert expected_train_size(ContextSpec("full", "full", None, 0), 30, 4) == 30
+
+
+def test_cost_model_row_points_follow_every_series_of_a_call_unless_batched():
+    """A convolution stack's per-time-point outputs: held for every series of one call (the context when
+    fitting, a chunk of queries when predicting), so they count in the query chunk; a method that batches
+    its rows (model_rows) holds at most that many whatever the chunk."""
+    size = JobSize(n_train=1000, n_test=5000, n_channels=3, length=2048)
+    whole = CostModel(mem_base_mb=0, mem_bytes_per_value=0, mem_bytes_per_row_point=2048)
+    # a query costs 2048 B x 2048 points = 4 MB: 256 of them fit the 1024 MB query budget
+    assert whole.query_chunk(size) == 256
+    assert whole.estimate(size)[0] == pytest.approx((1000 + 256) * 4)
+    batched = dataclasses.replace(whole, model_rows=256)
+    assert batched.query_chunk(size) == 5000  # nothing else per query: one call
+    assert batched.estimate(size)[0] == pytest.approx(256 * 4)
+
+
+def test_cost_model_forest_terms_follow_the_classes_of_each_context():
+    """A forest grown to pure leaves splits at least once per extra class, over every column: a context
+    of k series holds at most k classes; the registry's classes reach the job's size."""
+    m = CostModel(time_job_s=0, time_ns_per_input_value=0, time_base_s=0, time_ns_per_value=0,
+                  time_ns_per_column_class=1e9 / 1000)
+    size = JobSize(n_train=100, n_test=50, n_channels=10, length=100, context_train=(100, 3), n_classes=7)
+    # 1 ms per column (10 x 100) and extra class: 7 classes in the first context, 3 in the second
+    assert m.estimate(size)[1] == pytest.approx(6 + 2)
+    assert m.estimate(dataclasses.replace(size, n_classes=2))[1] == pytest.approx(1 + 1)
+    assert cr.job_size("PEMS-SF").n_classes == 7 and cr.job_size("FordA").n_classes == 2
 
 
 def test_evaluate_jobs_follow_the_dataset_with_the_plugin_as_ceiling(methods):

@@ -59,6 +59,8 @@ class JobSize:
     context_train: tuple[int, ...] = ()
     """The training series of each context (``expected_train_size``: a 5-shot context of 3 classes
     holds 15); empty: every one of the ``n_contexts`` contexts fits on all ``n_train``."""
+    n_classes: int = 2
+    """The dataset's classes (a context of ``k`` series holds at most ``k`` of them)."""
 
     def __post_init__(self):
         if self.context_train and len(self.context_train) != self.n_contexts:
@@ -97,13 +99,16 @@ class CostModel:
                            + (time_ns_per_cell * n_channels + time_ns_per_path_cell) * n_train * n_test * length * band
                            + time_ns_per_series_pair * n_train * N
                            + time_ns_per_column * n_channels * length * log2(n_train)
+                           + time_ns_per_column_class * n_channels * length * (min(n_classes, n_train) - 1)
+                           + time_ns_per_column_series * n_channels * length * n_train * log2(n_train)
                            + time_ns_per_dilated_value * V * max(1, log2(length / 8))) / 1e9)
 
     ``V'`` counts the values the method computes on at once: of the ``R`` series held at once (the ``H``
     below, at most :attr:`model_rows`), at most :attr:`model_channels` channels.
     ``H = n_train + q`` is the series held at once: the context and one chunk of ``q`` queries
     (:meth:`query_chunk`: as many as fit :data:`QUERY_MEMORY_MB` at ``mem_kb_per_series`` +
-    ``mem_bytes_per_pair * n_train`` each; all of them when that is 0 or they fit).
+    ``mem_bytes_per_pair * n_train`` each, + ``mem_bytes_per_row_point * length`` where ``R`` is not capped;
+    all of them when that is 0 or they fit).
     ``band`` is the number of alignment cells per time point of an elastic distance (the whole length
     for unconstrained DTW; see :meth:`estimate`). In the time, ``n_train`` (and so ``N``, ``V``, ``P``) is
     each context's own training size (:attr:`JobSize.context_train`: a 5-shot context fits on 5 series
@@ -122,9 +127,10 @@ class CostModel:
     """Per value the method computes on at once (the series held, at most :attr:`model_rows` of them, at
     most :attr:`model_channels` channels): an encoder's per-channel state."""
     mem_bytes_per_row_point: float = 0.0
-    """Per time point of each series the method computes on at once (at most :attr:`model_rows`), whatever
-    the channels: a convolution stack's outputs, which have a kernel axis instead of the channel axis
-    (Hydra's 512 kernels per batch of 256 series)."""
+    """Per time point of each series the method computes on at once (at most :attr:`model_rows`; None: every
+    series held, the context and a chunk of queries), whatever the channels: a convolution stack's outputs,
+    which have a kernel axis instead of the channel axis (Hydra's 512 kernels per dilation, on its batch of
+    256 series)."""
     mem_kb_per_series: float = 0.0
     """Per series held at once (the context and a chunk of queries): features or embeddings."""
     mem_bytes_per_pair: float = 0.0
@@ -156,6 +162,13 @@ class CostModel:
     time_ns_per_column: float = 0.0
     """Per context, column (channel x time point) and level of trees grown on the context (log2 of its
     series): a forest's split search over feature columns that grow with the series (QUANT's)."""
+    time_ns_per_column_class: float = 0.0
+    """Per context, column (channel x time point) and class of the context beyond the first: a forest whose
+    trees split until their leaves are pure needs at least one split per extra class, each searching a
+    fraction of every column's features (QUANT's extra trees on few series of many classes)."""
+    time_ns_per_column_series: float = 0.0
+    """Per context, column, context series and level of the trees (``n_train * log2(n_train)``): the forest's
+    splits visiting each series once per level, and the splits that grow with the series."""
     time_ns_per_series_pair: float = 0.0
     """Per context and (context series, series), whatever the channels: a nearest-neighbour search's
     per-pair work, a ridge fit on a fixed number of features (the Gram matrix of the context)."""
@@ -181,8 +194,12 @@ class CostModel:
 
     def query_chunk(self, size: JobSize) -> int:
         """How many queries the harness predicts at once for a context of ``size.n_train`` series: as many
-        as fit :data:`QUERY_MEMORY_MB` at this model's per-query memory (at least 1; all when they fit)."""
+        as fit :data:`QUERY_MEMORY_MB` at this model's per-query memory (at least 1; all when they fit): its
+        features or embeddings, its pairs with the context, and, where the method computes on every series
+        of a call at once (:attr:`model_rows` None), its per-time-point working memory."""
         per_query = self.mem_kb_per_series * 1024 + self.mem_bytes_per_pair * size.n_train
+        if self.model_rows is None:  # the method computes on every query of the chunk at once
+            per_query += self.mem_bytes_per_row_point * self._effective(size, channels=False).length
         if per_query <= 0:
             return max(1, size.n_test)
         return max(1, min(size.n_test, int(QUERY_MEMORY_MB * 2**20 / per_query + 1e-9)))
@@ -190,7 +207,8 @@ class CostModel:
     #: The time coefficients (ns or s), in the order of :meth:`time_terms`.
     TIME_COEFFICIENTS = ("time_job_s", "time_ns_per_input_value", "time_base_s", "time_ns_per_value",
                          "time_ns_per_series", "time_ns_per_pair", "time_ns_per_cell", "time_ns_per_series_pair",
-                         "time_ns_per_column", "time_ns_per_path_cell", "time_ns_per_dilated_value")
+                         "time_ns_per_column", "time_ns_per_path_cell", "time_ns_per_dilated_value",
+                         "time_ns_per_column_class", "time_ns_per_column_series")
     #: The memory coefficients, in the order of :meth:`memory_terms`.
     MEMORY_COEFFICIENTS = ("mem_base_mb", "mem_bytes_per_value", "mem_kb_per_series", "mem_bytes_per_pair",
                            "mem_bytes_per_model_value", "mem_bytes_per_row_point")
@@ -223,6 +241,9 @@ class CostModel:
             out[8] += c.n_channels * c.length * math.log2(max(2, c.n_train)) / 1e9
             out[9] += c.n_train * c.n_test * c.length * b / 1e9
             out[10] += c.n_values * max(1.0, math.log2(c.length / 8)) / 1e9
+            columns = c.n_channels * c.length
+            out[11] += columns * (min(c.n_classes, c.n_train) - 1) / 1e9
+            out[12] += columns * c.n_train * math.log2(max(2, c.n_train)) / 1e9
         return tuple(out)
 
     def memory_terms(self, size: JobSize) -> tuple[float, ...]:
