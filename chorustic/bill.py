@@ -180,8 +180,9 @@ def _download_seconds(plan: RunPlan, dataset: str, bandwidth_mb_s: float) -> tup
     return mb / bandwidth_mb_s, f"{mb:.0f} MB at {bandwidth_mb_s:g} MB/s"
 
 
-def _evaluate_seconds(job, machine: Machine, plugin) -> tuple[float, int, str]:
-    """(seconds, GPUs used, note) of an evaluate job on ``machine``."""
+def _evaluate_seconds(job, machine: Machine, plugin, cores: int) -> tuple[float, int, str]:
+    """(seconds, GPUs used, note) of an evaluate job on ``machine``, on ``cores`` threads (its threads, at
+    most the machine's cores: Snakemake gives a job no more)."""
     cost = getattr(plugin, "cost", None)
     fixed = float(getattr(cost, "time_job_s", 0.0) or 0.0) if cost is not None else 0.0
     fixed = min(fixed, job.estimate_s)
@@ -191,7 +192,7 @@ def _evaluate_seconds(job, machine: Machine, plugin) -> tuple[float, int, str]:
         if speedup:
             return fixed + compute / speedup, job.gpus, f"GPU: compute / {speedup:g} (estimated speed-up)"
         return job.estimate_s, job.gpus, "GPU: no speed-up estimate, CPU time of one thread"
-    return fixed + compute / max(1, job.threads), 0, ""
+    return fixed + compute / max(1, cores), 0, ""
 
 
 def bill_jobs(plan: RunPlan, machine: Machine, *, bandwidth_mb_s: float = 10.0) -> list[BillJob]:
@@ -218,9 +219,9 @@ def bill_jobs(plan: RunPlan, machine: Machine, *, bandwidth_mb_s: float = 10.0) 
                             use_gpus, plan.pretrain_resources[run]["mem_mb"], JOB_START_S + secs, note=note))
     for j in plan.jobs:
         plugin = plan.discovery.methods.get(j.plugin) if plan.discovery is not None else None
-        secs, gpus, note = _evaluate_seconds(j, machine, plugin)
-        deps = [f"contexts/{j.dataset}"] + ([f"pretrain/{j.pretrain_run}"] if j.pretrain_run else [])
         cores = min(j.threads, machine.cores)
+        secs, gpus, note = _evaluate_seconds(j, machine, plugin, cores)
+        deps = [f"contexts/{j.dataset}"] + ([f"pretrain/{j.pretrain_run}"] if j.pretrain_run else [])
         jobs.append(BillJob("evaluate", f"evaluate/{j.method}/{j.dataset}", j.method, cores if not gpus else 1,
                             gpus, int(j.resources["mem_mb"]), JOB_START_S + secs, deps=deps, note=note))
     evaluations = [j.name for j in jobs if j.rule == "evaluate"]

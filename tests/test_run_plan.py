@@ -10,7 +10,7 @@ import pytest
 
 from chorustic import config as cc
 from chorustic import resources as cr
-from chorustic.bill import BillJob, Machine, bill_jobs, critical_path, make_bill, schedule
+from chorustic.bill import JOB_START_S, BillJob, Machine, bill_jobs, critical_path, make_bill, schedule
 from chorustic.methods import discover
 from chorustic.run_plan import RunPlan
 
@@ -55,6 +55,20 @@ def test_bill_jobs_follow_the_workflow_graph(paper):
     assert ev.gpus == 0 or ev.seconds < cpu["evaluate/chorustic/Crop"].seconds
     assert by_name["evaluate/tabicl/Crop"].gpus == 1 and cpu["evaluate/tabicl/Crop"].gpus == 0
     assert by_name["pretrain/chorustic"].seconds < cpu["pretrain/chorustic"].seconds / 100
+
+
+def test_a_jobs_cpu_hours_do_not_depend_on_the_cores_it_gets(paper):
+    """A 4-thread job on a 2-core machine runs on 2 threads (Snakemake caps them): twice as long as on 4
+    cores, the same CPU-hours (the cost model's one-thread CPU time, beside its once-per-job part)."""
+    two = {j.name: j for j in bill_jobs(paper, Machine(cores=2, gpus=0, mem_mb=16 * 1024))}
+    many = {j.name: j for j in bill_jobs(paper, Machine(cores=16, gpus=0, mem_mb=128 * 1024))}
+    job = paper.job("multirocket_hydra", "HandOutlines")
+    assert job.threads == 4 and two["evaluate/multirocket_hydra/HandOutlines"].cores == 2
+    fixed = paper.discovery.methods.get(job.plugin).cost.time_job_s
+    for bill, cores in ((two, 2), (many, 4)):
+        j = bill["evaluate/multirocket_hydra/HandOutlines"]
+        assert j.cores == cores
+        assert j.cpu_hours * 3600 == pytest.approx(cores * (JOB_START_S + fixed) + job.estimate_s - fixed)
 
 
 def test_wall_time_is_between_the_critical_path_and_the_serial_time():
