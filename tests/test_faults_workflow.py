@@ -192,6 +192,26 @@ def edit_plugin_code(wd: Path) -> None:
     p.write_text(p.read_text() + "\n# a change to the method's code\n")
 
 
+def forget_records_and_edit_code(wd: Path) -> None:
+    """Snakemake's records of each job's parameters and code gone (a fresh clone, another working
+    directory), then a method's code changed."""
+    shutil.rmtree(wd / ".snakemake")
+    p = wd / "plugins" / "centroid.py"
+    p.write_text(p.read_text() + "\n# a change to the method's code, with no records of the old one\n")
+
+
+def check_stale_set_aside(wd: Path, out: str) -> None:
+    # flaky builds on centroid's estimator: its code changed too; GunPoint's jobs wait for its data (W7)
+    for m in ("centroid", "flaky"):
+        runs = wd / RESULTS / "runs" / m
+        assert (runs / "GunPoint.json.stale").is_file() and not (runs / "GunPoint.json").exists()
+        assert json.loads((runs / "ItalyPowerDemand.json").read_text())["fingerprint"] != \
+            json.loads((runs / "ItalyPowerDemand.json.stale").read_text())["fingerprint"]
+    italy = rows(wd, "centroid", "ItalyPowerDemand")
+    assert set(italy.index) == {"full", "fixed5"} and (italy.status == "ok").all()
+    assert "made with other parameters or method code than the configuration's" in out and "is re-made" in out
+
+
 def damage_results(wd: Path) -> None:
     (wd / RESULTS / "fixed5" / "centroid" / "Predictions" / "GunPoint" / "testResample0.csv").unlink()
     p = wd / RESULTS / "full" / "flaky" / "Predictions" / "ItalyPowerDemand" / "testResample0.csv"
@@ -368,6 +388,15 @@ STEPS = [
         False,
         {"download": 1, "preprocess": 1, "contexts": 2, "evaluate": 4, "aggregate": 1, "report": 1},
         check_edited,
+    ),
+    Step(
+        "W7b",
+        "Snakemake's records gone (a fresh clone), then a method's code changed: its results (and those of the "
+        "method built on it) are still re-made (GunPoint's still wait for the user's edited file)",
+        forget_records_and_edit_code,
+        False,
+        {"download": 1, "preprocess": 1, "contexts": 1, "evaluate": 4, "aggregate": 1, "report": 1},
+        check_stale_set_aside,
     ),
     Step(
         "W8",

@@ -39,7 +39,7 @@ from typing import Any, Callable, Iterable
 
 import pandas as pd
 
-from chorustic.evaluation.integrity import checksum_path
+from chorustic.evaluation.integrity import checksum_path, fingerprint_text
 from chorustic import config as cc
 from chorustic.io import atomic_write_texts, sha256_bytes
 from chorustic.protocols.base import protocol_sort_key
@@ -267,7 +267,7 @@ def _stale(doc: dict[str, Any], fingerprint: str | None, problems: list[str]) ->
     recorded = doc.get("fingerprint")
     if (
         recorded is None
-        or json.dumps(recorded, sort_keys=True, default=str, separators=(",", ":")) == fingerprint
+        or fingerprint_text(recorded) == fingerprint
     ):
         return
     why = (

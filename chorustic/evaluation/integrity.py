@@ -134,7 +134,11 @@ def run_fingerprint(cfg: dict, run: str, discovery=None) -> str:
     else:  # a plugin file that fails to import: its own text is the method's code
         broken = default_plugin_dir() / f"{entry['plugin']}.py"
         files = [broken] if broken.is_file() else []
-    doc = {"plugin": entry["plugin"], "params": params, "code_sha256": _code_sha256(files)}
+    return fingerprint_text({"plugin": entry["plugin"], "params": params, "code_sha256": _code_sha256(files)})
+
+
+def fingerprint_text(doc: Any) -> str:
+    """A fingerprint (as a manifest records it) as :func:`run_fingerprint`'s canonical JSON string."""
     return json.dumps(doc, sort_keys=True, default=str, separators=(",", ":"))
 
 
@@ -190,6 +194,19 @@ def verify_result_file(
     return None
 
 
+def stale_problem(path: str | os.PathLike, fingerprint: str) -> str | None:
+    """Why the finished manifest ``path`` was made with another method fingerprint (parameters, plugin code)
+    than ``fingerprint`` (:attr:`chorustic.run_plan.RunPlan.fingerprints`), or None (the same one, or a
+    manifest that records none, or one that cannot be read: :func:`manifest_problem` says so)."""
+    try:
+        recorded = json.loads(Path(path).read_text(encoding="utf-8")).get("fingerprint")
+    except (OSError, UnicodeDecodeError, ValueError, AttributeError):
+        return None
+    if recorded is None or fingerprint_text(recorded) == fingerprint:
+        return None
+    return f"the run manifest {path} was made with other parameters or method code than the configuration's"
+
+
 def manifest_problem(
     path: str | os.PathLike, *, full: bool = False, expected: set[tuple[str, int]] | None = None
 ) -> str | None:
@@ -217,10 +234,11 @@ def manifest_problem(
     return None
 
 
-def set_aside(path: str | os.PathLike) -> Path:
-    """Move a damaged file of the harness to ``<name>.damaged`` (kept for inspection, replacing an older one)."""
+def set_aside(path: str | os.PathLike, suffix: str = ".damaged") -> Path:
+    """Move a damaged (or stale) file of the harness to ``<name><suffix>`` (kept for inspection, replacing an
+    older one)."""
     path = Path(path)
-    dest = path.with_name(path.name + ".damaged")
+    dest = path.with_name(path.name + suffix)
     os.replace(path, dest)
     return dest
 
@@ -282,11 +300,14 @@ def contexts_problem(path: str | os.PathLike) -> str | None:
 
 def set_aside_damaged(
     manifests: list[str], sources: list[str], tables: list[str], contexts: list[str] = (),
-    expected: dict[str, set[tuple[str, int]]] | None = None,
+    expected: dict[str, set[tuple[str, int]]] | None = None, fingerprints: dict[str, str] | None = None,
 ) -> list[str]:
     """Check every finished result (see the module docstring); move the damaged ones' records aside.
     ``expected``: the ``(protocol, seed)`` the configuration selects for each manifest's job (a manifest
-    without one of them, made with another selection, is re-made).
+    without one of them, made with another selection, is re-made). ``fingerprints``: each manifest's method
+    fingerprint now; a manifest made with another is moved aside to ``.stale`` and re-made, also where
+    Snakemake's own records of the job's parameters and code are gone (a fresh clone, ``.snakemake``
+    removed, another working directory).
 
     Returns one message per result moved aside. Cheap when nothing changed: files whose size and
     modification time are as recorded are not hashed.
@@ -295,8 +316,11 @@ def set_aside_damaged(
     for path in manifests:
         if Path(path).exists():
             problem = manifest_problem(path, full=False, expected=(expected or {}).get(path))
+            suffix = ".damaged"
+            if problem is None and (fingerprints or {}).get(path) is not None:
+                problem, suffix = stale_problem(path, fingerprints[path]), ".stale"
             if problem:
-                moved = set_aside(path)
+                moved = set_aside(path, suffix)
                 messages.append(
                     f"{problem}: the result is re-made ({Path(path).name} moved aside to {moved.name})"
                 )

@@ -61,14 +61,17 @@ RUN_CONFIG = cc.write_config_record(config, LOGS)
 # unreadable, a dataset file edited after it was recorded, accuracies.csv changed after it was written)
 # is set aside here, so Snakemake sees it missing and re-makes exactly that job and what depends on it.
 # A manifest without a run of a context the configuration selects (made by hand with another protocol
-# selection, `chorustic evaluate --protocols`) is re-made the same way.
+# selection, `chorustic evaluate --protocols`) is re-made the same way, and so is one made with other
+# parameters or method code (moved to .stale: Snakemake's own params trigger needs its records in
+# .snakemake, which a fresh clone or another working directory does not have).
 if workflow.is_main_process:
     _contexts = [f"{RESULTS}/contexts/{d}.json" for d in DATASETS]
     _expected = {
         f"{RESULTS}/runs/{j.method}/{j.dataset}.json": {(c["protocol"], c["seed"]) for c in j.contexts}
         for j in PLAN.expected_jobs(RESULTS)
     }
-    for _msg in set_aside_damaged(MANIFESTS, SOURCES, [ACCURACIES], _contexts, _expected):
+    _fingerprints = {f"{RESULTS}/runs/{j.method}/{j.dataset}.json": FINGERPRINTS[j.method] for j in PLAN.jobs}
+    for _msg in set_aside_damaged(MANIFESTS, SOURCES, [ACCURACIES], _contexts, _expected, _fingerprints):
         logger.warning(f"chorustic: {_msg}")
 
 
