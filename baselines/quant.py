@@ -66,10 +66,11 @@ class QUANT(Method):
     resources: ClassVar[dict[str, Any]] = {"threads": 4, "mem_mb": 16000, "runtime": 240, "gpu": 0}
     #: Fitted on jobs on stand-ins of the largest archive shapes (benchmarks/archive_scale.py --fit, 1 thread;
     #: benchmarks/results/archive_scale.md): quantile features per value, and the extra trees' split search
-    #: over the feature columns (channels x length): a part per level of the trees, and one split per extra
-    #: class of the context (trees grown to pure leaves), which dominates for few long or many-channel series
-    #: of many classes (PEMS-SF, 7 classes: 487 CPU-s for 7 + 7 series).
-    cost: ClassVar[CostModel] = CostModel(time_job_s=4.06, time_base_s=0.666, time_ns_per_value=1050,
-                                          time_ns_per_pair=202, time_ns_per_column=8090,
-                                          time_ns_per_column_class=62_000, mem_base_mb=473, mem_bytes_per_value=90,
-                                          mem_kb_per_series=7.97)
+    #: over the feature columns (channels x length): at least one split per extra class of the context, and
+    #: about n (1 - 1/classes) splits of n series that do not separate, each level visiting every series
+    #: (trees grown to pure leaves); it dominates for few long or many-channel series of many classes
+    #: (PEMS-SF, 7 classes: 487 CPU-s for 7 + 7 series).
+    cost: ClassVar[CostModel] = CostModel(time_job_s=5.24, time_base_s=0.642, time_ns_per_value=1250,
+                                          time_ns_per_pair=0.662, time_ns_per_column_class=72_600,
+                                          time_ns_per_column_series=941, mem_base_mb=465, mem_bytes_per_value=95.2,
+                                          mem_kb_per_series=9.62)

@@ -129,6 +129,12 @@ def test_cost_model_forest_terms_follow_the_classes_of_each_context():
     # 1 ms per column (10 x 100) and extra class: 7 classes in the first context, 3 in the second
     assert m.estimate(size)[1] == pytest.approx(6 + 2)
     assert m.estimate(dataclasses.replace(size, n_classes=2))[1] == pytest.approx(1 + 1)
+    # the splits of series that do not separate: n (1 - 1/classes) of them, each level visiting every series
+    grown = CostModel(time_job_s=0, time_ns_per_input_value=0, time_base_s=0, time_ns_per_value=0,
+                      time_ns_per_column_series=1e9 / 1000)
+    one = JobSize(n_train=64, n_test=50, n_channels=10, length=100, n_classes=4)
+    assert grown.estimate(one)[1] == pytest.approx(64 * (1 - 1 / 4) * 6)
+    assert grown.estimate(dataclasses.replace(one, n_classes=2))[1] == pytest.approx(64 * (1 - 1 / 2) * 6)
     assert cr.job_size("PEMS-SF").n_classes == 7 and cr.job_size("FordA").n_classes == 2
 
 

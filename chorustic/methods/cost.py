@@ -99,8 +99,9 @@ class CostModel:
                            + (time_ns_per_cell * n_channels + time_ns_per_path_cell) * n_train * n_test * length * band
                            + time_ns_per_series_pair * n_train * N
                            + time_ns_per_column * n_channels * length * log2(n_train)
-                           + time_ns_per_column_class * n_channels * length * (min(n_classes, n_train) - 1)
-                           + time_ns_per_column_series * n_channels * length * n_train * log2(n_train)
+                           + time_ns_per_column_class * n_channels * length * (classes - 1)
+                           + time_ns_per_column_series * n_channels * length * n_train * (1 - 1 / classes)
+                             * log2(n_train)
                            + time_ns_per_dilated_value * V * max(1, log2(length / 8))) / 1e9)
 
     ``V'`` counts the values the method computes on at once: of the ``R`` series held at once (the ``H``
@@ -109,6 +110,7 @@ class CostModel:
     (:meth:`query_chunk`: as many as fit :data:`QUERY_MEMORY_MB` at ``mem_kb_per_series`` +
     ``mem_bytes_per_pair * n_train`` each, + ``mem_bytes_per_row_point * length`` where ``R`` is not capped;
     all of them when that is 0 or they fit).
+    ``classes = min(n_classes, n_train)`` are the context's classes.
     ``band`` is the number of alignment cells per time point of an elastic distance (the whole length
     for unconstrained DTW; see :meth:`estimate`). In the time, ``n_train`` (and so ``N``, ``V``, ``P``) is
     each context's own training size (:attr:`JobSize.context_train`: a 5-shot context fits on 5 series
@@ -167,8 +169,9 @@ class CostModel:
     trees split until their leaves are pure needs at least one split per extra class, each searching a
     fraction of every column's features (QUANT's extra trees on few series of many classes)."""
     time_ns_per_column_series: float = 0.0
-    """Per context, column, context series and level of the trees (``n_train * log2(n_train)``): the forest's
-    splits visiting each series once per level, and the splits that grow with the series."""
+    """Per context, column and ``n_train * (1 - 1 / classes) * log2(n_train)``: the splits a forest grown to
+    pure leaves makes on series that do not separate (about ``n_train * (1 - 1 / classes)``), each level of
+    the trees visiting every series."""
     time_ns_per_series_pair: float = 0.0
     """Per context and (context series, series), whatever the channels: a nearest-neighbour search's
     per-pair work, a ridge fit on a fixed number of features (the Gram matrix of the context)."""
@@ -242,8 +245,9 @@ class CostModel:
             out[9] += c.n_train * c.n_test * c.length * b / 1e9
             out[10] += c.n_values * max(1.0, math.log2(c.length / 8)) / 1e9
             columns = c.n_channels * c.length
-            out[11] += columns * (min(c.n_classes, c.n_train) - 1) / 1e9
-            out[12] += columns * c.n_train * math.log2(max(2, c.n_train)) / 1e9
+            classes = max(1, min(c.n_classes, c.n_train))
+            out[11] += columns * (classes - 1) / 1e9
+            out[12] += columns * c.n_train * (1 - 1 / classes) * math.log2(max(2, c.n_train)) / 1e9
         return tuple(out)
 
     def memory_terms(self, size: JobSize) -> tuple[float, ...]:
