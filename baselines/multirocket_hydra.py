@@ -14,8 +14,10 @@ Probabilities: one-hot of the ridge prediction (aeon's ``predict_proba``).
 
 Memory: aeon's ``HydraTransformer.transform`` convolves every series of the call at once (~3.9 KB per time
 point of each: 10 GB for HandOutlines' 1,000 training series of length 2,709). Here it transforms them
-in batches of 256 with aeon's own ``batch`` method, which gives the same features (each series' are its
-own), so the memory of the convolutions stays that of 256 series at any context size.
+in batches with aeon's own ``batch`` method, which gives the same features (each series' are its own):
+at most 256 series (aeon's batch) and at most :data:`HYDRA_POINTS` time points in all (fewer series when
+they are long: 29 of EigenWorms' 17,984 points), so the convolutions hold ~2 GB at most at any context
+size and length.
 """
 
 from __future__ import annotations
@@ -26,12 +28,19 @@ from chorustic.methods import CostModel, Method, MethodInfo, register
 from chorustic.methods.estimators import AeonContractClassifier
 
 
-#: Series Hydra convolves at once (aeon's ``_HydraInternal.batch`` default).
+#: The most series Hydra convolves at once (aeon's ``_HydraInternal.batch`` default).
 HYDRA_BATCH = 256
+#: The most time points (series x length) Hydra convolves at once: ~2 GB of its outputs (~3.9 KB each).
+HYDRA_POINTS = 256 * 2048
+
+
+def hydra_batch(length: int) -> int:
+    """The series of ``length`` points Hydra convolves at once: :data:`HYDRA_BATCH`, fewer for long series."""
+    return max(1, min(HYDRA_BATCH, HYDRA_POINTS // max(1, int(length))))
 
 
 def _batched_hydra_classifier(**params):
-    """aeon's ``MultiRocketHydraClassifier`` whose Hydra transform runs in batches of :data:`HYDRA_BATCH`
+    """aeon's ``MultiRocketHydraClassifier`` whose Hydra transform runs in batches of :func:`hydra_batch`
     series: a subclass of aeon's ``HydraTransformer`` that calls its module's ``batch`` where aeon's
     calls the module on the whole input, put in place for the classifier's ``fit`` (which builds it)."""
     import torch
@@ -40,7 +49,7 @@ def _batched_hydra_classifier(**params):
 
     class BatchedHydraTransformer(_mr_hydra.HydraTransformer):
         def _transform(self, X, y=None):
-            out = self._hydra.batch(torch.tensor(X).float(), batch_size=HYDRA_BATCH)
+            out = self._hydra.batch(torch.tensor(X).float(), batch_size=hydra_batch(X.shape[-1]))
             return out if self.output_type == "tensor" else out.numpy()  # MultiRocket-Hydra's: numpy
 
     class BatchedMultiRocketHydra(MultiRocketHydraClassifier):
@@ -91,12 +100,12 @@ class MultiRocketHydra(Method):
     #: whatever their number: the time grows as with at most 2) plus ~3 us per value and dilation (Hydra's
     #: dilations double up to the length), the ridge's CV per pair. Memory: ~1 MB per series held
     #: (MultiRocket's ~50,000 and Hydra's features, float64, and the ridge's copies), the ridge's Gram matrix
-    #: per pair as MiniRocket's, and Hydra's convolution outputs, ~4-5 KB per time point of each of the
-    #: HYDRA_BATCH series it convolves at once whatever the channels, measured on their own
-    #: (benchmarks/hydra_memory.py: a job's peak cannot separate them). numba compiles its kernels once per
-    #: machine (~30 s), not counted.
+    #: per pair as MiniRocket's, and Hydra's convolution outputs, ~4-5 KB per time point of the (at most
+    #: HYDRA_BATCH series, HYDRA_POINTS points) it convolves at once whatever the channels, measured on their
+    #: own (benchmarks/hydra_memory.py: a job's peak cannot separate them). numba compiles its kernels once
+    #: per machine (~30 s), not counted.
     cost: ClassVar[CostModel] = CostModel(time_job_s=12.8, time_base_s=0, time_ns_per_value=62500,
                                           time_ns_per_dilated_value=3080, time_ns_per_series_pair=2170,
                                           mem_base_mb=892, mem_bytes_per_value=27.9, mem_kb_per_series=988,
                                           mem_bytes_per_pair=33.2, mem_bytes_per_row_point=5000, model_channels=2,
-                                          model_rows=HYDRA_BATCH)
+                                          model_rows=HYDRA_BATCH, model_row_points=HYDRA_POINTS)

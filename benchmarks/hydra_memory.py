@@ -3,7 +3,8 @@
 aeon's ``HydraTransformer`` convolves series with 512 kernels (64 groups x 8) per dilation; its outputs have
 a kernel axis instead of the channel axis, so the memory grows with the series convolved at once times
 their length, whatever their channels. aeon's ``transform`` convolves every series of the call at once;
-the plugin (``baselines/multirocket_hydra.py``) runs it in batches of 256 with aeon's ``batch`` method.
+the plugin (``baselines/multirocket_hydra.py``) runs it in batches with aeon's ``batch`` method (at most 256
+series and 524,288 time points).
 A job's peak cannot separate that term from MultiRocket's features and the ridge's matrices (jobs stopped
 at the limit are lower bounds), so it is measured here on its own: the transform alone, one shape per
 fresh process, its peak resident memory above the process's before the transform, as the plugin runs it
@@ -38,16 +39,18 @@ print(json.dumps({"before_mb": before, "peak_mb": resource.getrusage(resource.RU
 """
 
 
-def _batch() -> int:
-    """The plugin's batch of series (``HYDRA_BATCH`` in ``baselines/multirocket_hydra.py``)."""
+def _batch(length: int) -> int:
+    """The plugin's batch of series of ``length`` points (``hydra_batch`` in ``baselines/multirocket_hydra.py``)."""
     from chorustic.methods import import_plugin_module
     from chorustic.paths import REPO_ROOT
 
-    return import_plugin_module("multirocket_hydra", REPO_ROOT / "baselines" / "multirocket_hydra.py").HYDRA_BATCH
+    plugin = import_plugin_module("multirocket_hydra", REPO_ROOT / "baselines" / "multirocket_hydra.py")
+    return plugin.hydra_batch(length)
 
 
 def measure(n: int, channels: int, length: int, mode: str) -> dict:
-    out = subprocess.run([sys.executable, "-c", _CHILD, str(n), str(channels), str(length), mode, str(_batch())],
+    args = [str(n), str(channels), str(length), mode, str(_batch(length))]
+    out = subprocess.run([sys.executable, "-c", _CHILD, *args],
                          capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -58,9 +61,8 @@ def main(argv: list[str] | None = None) -> int:
                                                      "1024x1x500", "512x1x2000", "1000x1x2709"],
                     help="series x channels x length, one process each")
     ap.add_argument("--modes", nargs="+", default=["batched", "whole"], choices=["batched", "whole"],
-                    help="batched: as the plugin runs it (batches of 256); whole: aeon's transform")
+                    help="batched: as the plugin runs it (its batches); whole: aeon's transform")
     args = ap.parse_args(argv)
-    batch = _batch()
 
     print("| series x channels x length | mode | row points (series at once x length) | peak above start | bytes "
           "per row point | CPU s |")
@@ -69,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         n, c, L = (int(v) for v in shape.split("x"))
         for mode in args.modes:
             r = measure(n, c, L, mode)
-            points = (min(n, batch) if mode == "batched" else n) * L
+            points = (min(n, _batch(L)) if mode == "batched" else n) * L
             extra = r["peak_mb"] - r["before_mb"]
             print(f"| {n} x {c} x {L} | {mode} | {points:,} | {extra:,.0f} MB | {extra * 2**20 / points:,.0f} | "
                   f"{r['cpu_s']:.1f} |", flush=True)

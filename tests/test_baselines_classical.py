@@ -99,6 +99,9 @@ def test_multirocket_hydra_convolves_in_batches_with_the_same_features(discovery
     from chorustic.paths import REPO_ROOT
 
     plugin = import_plugin_module("multirocket_hydra", REPO_ROOT / "baselines" / "multirocket_hydra.py")
+    # at most HYDRA_BATCH series, fewer when they are long (HYDRA_POINTS time points in all)
+    assert plugin.hydra_batch(24) == plugin.HYDRA_BATCH == 256
+    assert plugin.hydra_batch(17_984) == plugin.HYDRA_POINTS // 17_984 == 29 and plugin.hydra_batch(10**9) == 1
     rng = np.random.default_rng(0)
     n = plugin.HYDRA_BATCH + 44  # more than one batch: the second one is short
     X, y, Xq = rng.normal(size=(n, 2, 24)), np.arange(n) % 3, rng.normal(size=(n, 2, 24))
@@ -112,6 +115,14 @@ def test_multirocket_hydra_convolves_in_batches_with_the_same_features(discovery
     np.testing.assert_array_equal(batched._transform_hydra.transform(Xq), aeons._transform_hydra.transform(Xq))
     assert calls == [plugin.HYDRA_BATCH, 44]
     np.testing.assert_array_equal(batched.predict(Xq), aeons.predict(Xq))
+    calls.clear()
+    points = plugin.HYDRA_POINTS
+    try:
+        plugin.HYDRA_POINTS = 24 * 128  # 128 series of 24 points at once
+        np.testing.assert_array_equal(batched._transform_hydra.transform(Xq), aeons._transform_hydra.transform(Xq))
+    finally:
+        plugin.HYDRA_POINTS = points
+    assert calls == [128, 128, 44]
     # aeon's own class is left in place for anyone else in the process
     from aeon.classification.convolution_based import _mr_hydra
     from aeon.transformations.collection.convolution_based import HydraTransformer

@@ -118,6 +118,8 @@ def test_cost_model_row_points_follow_every_series_of_a_call_unless_batched():
     batched = dataclasses.replace(whole, model_rows=256)
     assert batched.query_chunk(size) == 5000  # nothing else per query: one call
     assert batched.estimate(size)[0] == pytest.approx(256 * 4)
+    # batches of at most 2**18 points: 128 series of this length
+    assert dataclasses.replace(batched, model_row_points=2**18).estimate(size)[0] == pytest.approx(128 * 4)
 
 
 def test_cost_model_forest_terms_follow_the_classes_of_each_context():

@@ -91,7 +91,7 @@ class CostModel:
     ridge/SVM fit, in-context attention)::
 
         peak memory (MB) = mem_base_mb + (mem_bytes_per_value * V + mem_bytes_per_model_value * V'
-                           + mem_bytes_per_row_point * R * length) / 2**20
+                           + mem_bytes_per_row_point * min(R * length, model_row_points)) / 2**20
                            + mem_kb_per_series * H / 1024 + mem_bytes_per_pair * n_train * H / 2**20
         time (s)         = time_job_s + time_ns_per_input_value * V / 1e9
                            + sum over contexts of (time_base_s + (time_ns_per_value * V
@@ -186,6 +186,10 @@ class CostModel:
     model_rows: int | None = None
     """The most series an encoder processes at once (ChorusTIC's signal-level chunk of 128 rows): caps
     the series of ``mem_bytes_per_model_value``. None: every series held."""
+    model_row_points: int | None = None
+    """The most time points (series x length) the method computes on at once: caps the ``R * length`` of
+    ``mem_bytes_per_row_point`` (a convolution over batches of fewer series when they are long). None: no
+    cap beyond :attr:`model_rows`."""
     model_length: int | None = None
     """The length the method computes on whatever the input's (an encoder that resamples or pads every
     series to 512): replaces the job's ``length``."""
@@ -257,8 +261,10 @@ class CostModel:
         size = self._effective(size, channels=False)
         held = size.n_train + self.query_chunk(size)
         rows = held if self.model_rows is None else min(held, self.model_rows)
+        points = rows * model.length if self.model_row_points is None else min(rows * model.length,
+                                                                              self.model_row_points)
         return (1.0, size.n_values / 2**20, held / 1024, size.n_train * held / 2**20,
-                rows * model.n_channels * model.length / 2**20, rows * model.length / 2**20)
+                rows * model.n_channels * model.length / 2**20, points / 2**20)
 
     def estimate(self, size: JobSize, *, band: float | None = None) -> tuple[float, float]:
         """(peak memory in MB, time in seconds), without safety margins."""
