@@ -303,12 +303,20 @@ def _fit_one(terms: "np.ndarray", measured: "np.ndarray", names: tuple[str, ...]
     if len(measured) > 1:  # centred: one factor on the fitted terms that makes the worst ratio either way least
         coef = _centred(terms, measured, names, coef)
     if upper:  # the fitted terms scaled where needed until every job's request (safety x the model) covers it
-        kept = terms @ np.array([coef[k] if k in KEPT else 0.0 for k in names])
-        fitted = terms @ np.array([0.0 if k in KEPT else coef[k] for k in names])
+        kept, fitted = _kept_and_fitted(terms, names, coef)
         short = (measured / upper - kept) / np.maximum(fitted, 1e-9)
         factor = max(1.0, float(np.max(short, initial=1.0)))
         coef = {k: v if k in KEPT else v * factor for k, v in coef.items()}
     return coef
+
+
+def _kept_and_fitted(terms: "np.ndarray", names: tuple[str, ...],
+                     coef: dict[str, float]) -> tuple["np.ndarray", "np.ndarray"]:
+    """Each job's model split into its :data:`KEPT` terms and the fitted ones."""
+    import numpy as np
+
+    return (terms @ np.array([coef[k] if k in KEPT else 0.0 for k in names]),
+            terms @ np.array([0.0 if k in KEPT else coef[k] for k in names]))
 
 
 def _centred(terms: "np.ndarray", measured: "np.ndarray", names: tuple[str, ...],
@@ -319,8 +327,7 @@ def _centred(terms: "np.ndarray", measured: "np.ndarray", names: tuple[str, ...]
     import numpy as np
     from scipy.optimize import minimize_scalar
 
-    kept = terms @ np.array([coef[k] if k in KEPT else 0.0 for k in names])
-    fitted = terms @ np.array([0.0 if k in KEPT else coef[k] for k in names])
+    kept, fitted = _kept_and_fitted(terms, names, coef)
 
     def worst(log_k: float) -> float:
         return float(np.max(np.abs(np.log(measured / np.maximum(kept + np.exp(log_k) * fitted, 1e-9)))))

@@ -39,7 +39,7 @@ from typing import Any, Callable, Iterable
 
 import pandas as pd
 
-from chorustic.evaluation.integrity import checksum_path, fingerprint_text
+from chorustic.evaluation.integrity import checksum_path, made_with_other_fingerprint
 from chorustic import config as cc
 from chorustic.io import atomic_write_texts, sha256_bytes
 from chorustic.protocols.base import protocol_sort_key
@@ -262,13 +262,7 @@ def _match_contexts(doc: dict[str, Any], job: ExpectedJob, path: Path, problems:
 
 
 def _stale(doc: dict[str, Any], fingerprint: str | None, problems: list[str]) -> None:
-    if fingerprint is None:
-        return
-    recorded = doc.get("fingerprint")
-    if (
-        recorded is None
-        or fingerprint_text(recorded) == fingerprint
-    ):
+    if not made_with_other_fingerprint(doc, fingerprint):
         return
     why = (
         "stale: made with other parameters or method code than the configuration's; "

@@ -39,6 +39,7 @@ __all__ = [
     "file_record",
     "verify_result_file",
     "manifest_problem",
+    "made_with_other_fingerprint",
     "source_record",
     "source_problem",
     "table_problem",
@@ -194,17 +195,36 @@ def verify_result_file(
     return None
 
 
-def stale_problem(path: str | os.PathLike, fingerprint: str) -> str | None:
-    """Why the finished manifest ``path`` was made with another method fingerprint (parameters, plugin code)
-    than ``fingerprint`` (:attr:`chorustic.run_plan.RunPlan.fingerprints`), or None (the same one, or a
-    manifest that records none, or one that cannot be read: :func:`manifest_problem` says so)."""
+def made_with_other_fingerprint(doc: dict[str, Any], fingerprint: str | None) -> bool:
+    """Whether the run manifest ``doc`` records a method fingerprint (parameters, plugin code) other than
+    ``fingerprint`` (:func:`run_fingerprint`; None, or a manifest that records none: False)."""
+    recorded = doc.get("fingerprint")
+    return fingerprint is not None and recorded is not None and fingerprint_text(recorded) != fingerprint
+
+
+def _checked_manifest(
+    path: Path, *, full: bool, expected: set[tuple[str, int]] | None
+) -> tuple[str | None, dict[str, Any] | None]:
+    """(:func:`manifest_problem`'s answer, the manifest when it could be read)."""
     try:
-        recorded = json.loads(Path(path).read_text(encoding="utf-8")).get("fingerprint")
-    except (OSError, UnicodeDecodeError, ValueError, AttributeError):
-        return None
-    if recorded is None or fingerprint_text(recorded) == fingerprint:
-        return None
-    return f"the run manifest {path} was made with other parameters or method code than the configuration's"
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return f"the run manifest {path} is unreadable ({type(exc).__name__}: {exc})", None
+    if not isinstance(doc, dict) or not isinstance(doc.get("runs"), list):
+        return f"the run manifest {path} is not a chorustic run manifest", None
+    if expected and not doc.get("reported"):
+        have = {(r.get("protocol"), r.get("seed")) for r in doc["runs"] if isinstance(r, dict)}
+        lacking = sorted(expected - have, key=str)
+        if lacking:
+            named = ", ".join(f"{p} seed {s}" for p, s in lacking[:5]) + (" ..." if len(lacking) > 5 else "")
+            return (f"the run manifest {path} has no run of {named}, which the configuration selects (the job ran "
+                    "another protocol selection)"), doc
+    for run in doc["runs"]:
+        if isinstance(run, dict) and run.get("status") == "ok":
+            problem = verify_result_file(run, full=full)
+            if problem:
+                return problem, doc
+    return None, doc
 
 
 def manifest_problem(
@@ -212,26 +232,7 @@ def manifest_problem(
 ) -> str | None:
     """``None`` when the finished manifest ``path`` and every prediction file it lists are intact (and,
     with ``expected``, it has a run of every ``(protocol, seed)`` the configuration selects for its job)."""
-    path = Path(path)
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        return f"the run manifest {path} is unreadable ({type(exc).__name__}: {exc})"
-    if not isinstance(doc, dict) or not isinstance(doc.get("runs"), list):
-        return f"the run manifest {path} is not a chorustic run manifest"
-    if expected and not doc.get("reported"):
-        have = {(r.get("protocol"), r.get("seed")) for r in doc["runs"] if isinstance(r, dict)}
-        lacking = sorted(expected - have, key=str)
-        if lacking:
-            named = ", ".join(f"{p} seed {s}" for p, s in lacking[:5]) + (" ..." if len(lacking) > 5 else "")
-            return (f"the run manifest {path} has no run of {named}, which the configuration selects (the job ran "
-                    "another protocol selection)")
-    for run in doc["runs"]:
-        if isinstance(run, dict) and run.get("status") == "ok":
-            problem = verify_result_file(run, full=full)
-            if problem:
-                return problem
-    return None
+    return _checked_manifest(Path(path), full=full, expected=expected)[0]
 
 
 def set_aside(path: str | os.PathLike, suffix: str = ".damaged") -> Path:
@@ -315,10 +316,11 @@ def set_aside_damaged(
     messages = []
     for path in manifests:
         if Path(path).exists():
-            problem = manifest_problem(path, full=False, expected=(expected or {}).get(path))
+            problem, doc = _checked_manifest(Path(path), full=False, expected=(expected or {}).get(path))
             suffix = ".damaged"
-            if problem is None and (fingerprints or {}).get(path) is not None:
-                problem, suffix = stale_problem(path, fingerprints[path]), ".stale"
+            if problem is None and made_with_other_fingerprint(doc, (fingerprints or {}).get(path)):
+                problem, suffix = (f"the run manifest {path} was made with other parameters or method code than "
+                                   "the configuration's"), ".stale"
             if problem:
                 moved = set_aside(path, suffix)
                 messages.append(
