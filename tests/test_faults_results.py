@@ -702,3 +702,58 @@ def test_time_limits_belong_to_the_cluster(finished, tmp_path, monkeypatch, caps
     assert "1 min before SLURM ends the job at its time limit" in err and "raise methods.sleepy.resources.runtime" \
         in err, err
     assert "estimated by the method's cost model" in err
+
+
+_PLUGIN = '''"""A method.
+# a docstring line that starts like a comment
+"""
+from typing import ClassVar
+
+from chorustic.methods import CostModel, Method
+
+# a comment
+SMALL_COST = CostModel(time_job_s=1.0,
+                       mem_base_mb=100)
+
+
+class M(Method):
+    resources: ClassVar[dict] = {"threads": 1}
+    #: fitted on ...
+    cost: ClassVar[CostModel] = CostModel(time_job_s=2.0,
+                                          mem_base_mb=200)
+
+    def shrink(self, x):
+        return 0.5 * x  # trailing comment
+'''
+
+
+@pytest.mark.parametrize("edit, changes", [
+    (lambda s: s.replace("# a comment", "# another comment"), False),
+    (lambda s: s.replace("#: fitted on ...", "#: refitted on 99 jobs"), False),
+    (lambda s: s.replace("time_job_s=2.0", "time_job_s=3.5"), False),  # a refit of the class's cost model
+    (lambda s: s.replace("mem_base_mb=100", "mem_base_mb=150"), False),  # a module-level cost model
+    (lambda s: s.replace("0.5 * x", "0.6 * x"), True),  # the method's code
+    (lambda s: s.replace("# trailing comment", "# other"), True),  # on a code line: counted, to be safe
+    (lambda s: s.replace("starts like a comment", "starts like a remark"), True),  # a string, not a comment
+    (lambda s: s.replace('{"threads": 1}', '{"threads": 4}'), True),  # resources may change the numerics
+])
+def test_a_methods_code_fingerprint_ignores_comments_and_cost_models_only(tmp_path, edit, changes):
+    """Refitting a cost model (benchmarks/archive_scale.py --fit) re-makes no result; any other edit does."""
+    from chorustic.evaluation.integrity import code_text
+
+    a, b = tmp_path / "a.py", tmp_path / "b.py"
+    a.write_text(_PLUGIN)
+    b.write_text(edit(_PLUGIN))
+    assert a.read_text() != b.read_text()
+    assert (code_text(a) != code_text(b)) is changes
+
+
+def test_the_cost_model_module_is_not_part_of_any_methods_code():
+    from chorustic.evaluation.integrity import method_code_files
+    from chorustic.methods import default_plugin_dir, discover
+
+    disc = discover()
+    for name in ("minirocket", "quant", "chorustic", "tabicl_v2"):
+        files = method_code_files(disc.methods[name], default_plugin_dir() / disc.sources[name])
+        assert default_plugin_dir() / disc.sources[name] in files
+        assert not any(f.name == "cost.py" for f in files), name

@@ -189,7 +189,7 @@ def check_params(wd: Path, out: str) -> None:
 
 def edit_plugin_code(wd: Path) -> None:
     p = wd / "plugins" / "flaky.py"
-    p.write_text(p.read_text() + "\n# a change to the method's code\n")
+    p.write_text(p.read_text() + "\n_REVISION = 2  # a change to the method's code\n")
 
 
 def forget_records_and_edit_code(wd: Path) -> None:
@@ -197,7 +197,7 @@ def forget_records_and_edit_code(wd: Path) -> None:
     directory), then a method's code changed."""
     shutil.rmtree(wd / ".snakemake")
     p = wd / "plugins" / "centroid.py"
-    p.write_text(p.read_text() + "\n# a change to the method's code, with no records of the old one\n")
+    p.write_text(p.read_text() + "\n_REVISION = 2  # a change to the method's code, with no records of the old one\n")
 
 
 def check_stale_set_aside(wd: Path, out: str) -> None:

@@ -3,7 +3,9 @@
 * The **fingerprint** of a method run (:func:`run_fingerprint`) is its plugin, its complete parameters
   (the plugin's defaults merged with the config's) and a SHA-256 over the method's code: the plugin
   file, the files of the classes it derives from and of the ``chorustic``/plugin modules it imports at
-  module level, and the modules it declares in ``Method.code``. The workflow passes it as a ``params:``
+  module level, and the modules it declares in ``Method.code`` (:func:`code_text`: without comment lines
+  and cost models, which change no prediction, so refitting a cost model re-makes no result). The
+  workflow passes it as a ``params:``
   of the evaluate rule, so Snakemake's own params trigger re-runs exactly the jobs whose parameters
   or method code changed; it is also recorded in every manifest.
 * Every prediction file a manifest lists is recorded with its SHA-256, size and modification time
@@ -19,12 +21,15 @@
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import importlib.util
 import inspect
+import io
 import json
 import os
 import sys
+import tokenize
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +38,7 @@ from chorustic.paths import REPO_ROOT
 
 __all__ = [
     "checksum_path",
+    "code_text",
     "method_code_files",
     "run_fingerprint",
     "run_fingerprints",
@@ -48,8 +54,10 @@ __all__ = [
     "set_aside_damaged",
 ]
 
-#: Harness modules every plugin uses for its declaration only (not for computing results).
-_DECLARATION_MODULES = {"chorustic.methods", "chorustic.methods.base", "chorustic.methods.registry"}
+#: Harness modules every plugin uses for its declaration only (not for computing results). The cost model
+#: sizes a job's resources and its query chunks, and a query's prediction does not depend on its chunk.
+_DECLARATION_MODULES = {"chorustic.methods", "chorustic.methods.base", "chorustic.methods.registry",
+                        "chorustic.methods.cost"}
 
 
 def _module_files(name: str) -> list[Path]:
@@ -108,6 +116,43 @@ def method_code_files(method: Any, plugin_file: str | os.PathLike | None = None)
     return sorted(files)
 
 
+def _is_cost_model(node: ast.stmt) -> bool:
+    """A module- or class-level statement that sets a cost model: ``cost = ...`` / ``cost: ... = ...``, or
+    any name bound to ``CostModel(...)``."""
+    if isinstance(node, ast.Assign):
+        targets, value = node.targets, node.value
+    elif isinstance(node, ast.AnnAssign) and node.value is not None:
+        targets, value = [node.target], node.value
+    else:
+        return False
+    if any(isinstance(t, ast.Name) and t.id == "cost" for t in targets):
+        return True
+    func = value.func if isinstance(value, ast.Call) else None
+    return (isinstance(func, ast.Name) and func.id == "CostModel") or (
+        isinstance(func, ast.Attribute) and func.attr == "CostModel")
+
+
+def code_text(path: str | os.PathLike) -> bytes:
+    """The part of a method's source file that determines its predictions: the file without its comment
+    lines and its cost-model statements (:func:`_is_cost_model`, at module or class level), which only
+    size a job's resources. Lines are dropped by the positions Python's parser gives them, so the text is
+    the same under every Python version; a file that does not parse counts in full."""
+    raw = Path(path).read_bytes()
+    try:
+        tree = ast.parse(raw)
+    except (SyntaxError, ValueError):
+        return raw
+    # comment lines, as the tokenizer finds them (a line of a string literal that starts with "#" stays)
+    drop = {tok.start[0] for tok in tokenize.tokenize(io.BytesIO(raw).readline)
+            if tok.type == tokenize.COMMENT and tok.line.lstrip().startswith("#")}
+    for node in tree.body:
+        for stmt in [node, *(node.body if isinstance(node, ast.ClassDef) else [])]:
+            if _is_cost_model(stmt):
+                drop.update(range(stmt.lineno, (stmt.end_lineno or stmt.lineno) + 1))
+    lines = raw.splitlines(keepends=True)
+    return b"".join(line for i, line in enumerate(lines, 1) if i not in drop)
+
+
 def _code_sha256(files: list[Path]) -> str:
     h = hashlib.sha256()
     for f in files:
@@ -115,7 +160,8 @@ def _code_sha256(files: list[Path]) -> str:
             rel = f.relative_to(REPO_ROOT).as_posix()
         except ValueError:
             rel = f.name
-        h.update(rel.encode() + b"\0" + sha256_file(f).encode() + b"\n")
+        digest = hashlib.sha256(code_text(f)).hexdigest() if f.suffix == ".py" else sha256_file(f)
+        h.update(rel.encode() + b"\0" + digest.encode() + b"\n")
     return h.hexdigest()
 
 
