@@ -192,8 +192,10 @@ def prepare(workdir: Path, method: str, run: dict, dataset: str, fraction: float
 def collect(results: Path, logs: Path) -> list[dict]:
     """Rows of the evaluate jobs of a workflow run on stand-ins (``snakemake`` with ``paths.data_dir`` at
     ``chorustic standin``'s folder): the worker's peak from each job's manifest, the job's CPU time from
-    Snakemake's benchmark file (``cpu_time``; for a failed job, which has none: the runs' fit and predict
-    times, a lower bound), the cost model's figures as a measured job's."""
+    Snakemake's benchmark file (``cpu_time``; for a failed job, which has none: the runs' CPU time, a lower
+    bound), the cost model's figures as a measured job's. A job stopped from outside (Ctrl-C,
+    SIGTERM) has no manifest: its progress file gives a ``stopped`` row, its finished contexts' CPU time (a
+    lower bound)."""
     import glob
 
     from chorustic.data.standin import standin_mark_of
@@ -203,29 +205,37 @@ def collect(results: Path, logs: Path) -> list[dict]:
     def mark(dataset: str) -> dict | None:  # a manifest written before the data were read has no mark of its own
         return next((m for d in data_dirs if (m := standin_mark_of(dataset, d)) is not None), None)
 
+    paths = sorted(glob.glob(str(results / "runs" / "*" / "*.json")))
+    for prog in sorted(glob.glob(str(results / "runs" / "*" / ".*.progress.json"))):
+        name = Path(prog).name.removeprefix(".").removesuffix(".progress.json")
+        if not any(Path(prog).with_name(n).exists() for n in (f"{name}.json", f"{name}.failed.json")):
+            paths.append(prog)  # an interrupted job (a finished one removes its progress file)
     out = []
-    for path in sorted(glob.glob(str(results / "runs" / "*" / "*.json"))):
+    for path in paths:
         doc = json.loads(Path(path).read_text())
         info = doc.get("standin") or mark(doc["dataset"])
         if not info:
             continue
         runs = doc["runs"]
         failed = [r for r in runs if r.get("status") == "failed"]
+        stopped = path.endswith(".progress.json")
         bench = logs / "benchmarks" / "evaluate" / doc["method"] / f"{doc['dataset']}.tsv"
         cpu, peak = None, max((float(r.get("peak_memory_mb") or 0) for r in runs), default=0.0)
         peak = max([peak] + [p for r in failed if (p := _peak_at_limit(r.get("error"))) is not None])
-        if bench.is_file() and not failed:
+        if bench.is_file() and not failed and not stopped:
             head, values = bench.read_text().splitlines()[:2]
             cpu = float(dict(zip(head.split("\t"), values.split("\t")))["cpu_time"])
-        if cpu is None:
-            cpu = sum(float(r.get("fit_time_s") or 0) + float(r.get("predict_time_s") or 0) for r in runs)
+        if cpu is None:  # the runs' CPU time (all threads), or their wall time where a manifest has none
+            cpu = sum(float(r["cpu_time_s"]) if r.get("cpu_time_s") is not None
+                      else float(r.get("fit_time_s") or 0) + float(r.get("predict_time_s") or 0) for r in runs)
         out.append({"method": doc["method"], "dataset": doc["dataset"], "axis": DATASETS.get(doc["dataset"], ""),
                     "series_fraction": info["series_fraction"], "n_train": info["n_train"], "n_test": info["n_test"],
                     "n_channels": info["n_channels"], "length": info["length"], "contexts": len(runs),
-                    "status": "failed" if failed else "ok", "cpu_s": round(cpu, 1),
+                    "status": "stopped" if stopped else "failed" if failed else "ok", "cpu_s": round(cpu, 1),
                     "peak_mb": peak or None,
-                    "error": (failed[0].get("error") or "")[:200] if failed else "",
-                    "date": (doc.get("finished") or "")[:10], "cpu": _cpu()})
+                    "error": (f"stopped from outside after {len(runs)} contexts: their CPU time"
+                              if stopped else (failed[0].get("error") or "")[:200] if failed else ""),
+                    "date": (doc.get("finished") or time.strftime("%Y-%m-%d"))[:10], "cpu": _cpu()})
     return out
 
 

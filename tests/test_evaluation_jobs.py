@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -16,6 +17,7 @@ from chorustic.evaluation.aggregate import COLUMNS, aggregate_manifests
 from chorustic.evaluation.job import JobSpec, clear_job_outputs, failure_record_path, manifest_path, run_job
 from chorustic.evaluation.results import read_result_file, result_path
 from chorustic.evaluation.supervisor import run_supervised
+from chorustic.io import sha256_file
 from chorustic.methods import discover
 from chorustic.protocols.contexts import build_contexts, write_contexts
 from fault_plugins import PLUGINS as FAULT_PLUGINS
@@ -107,6 +109,26 @@ PLUGINS = {
             info = MethodInfo(name="spy", display_name="Spy", group="Classical", fits_on_target=True)
             def build(self, *, seed, device="cpu", n_jobs=1, **params):
                 return Spy(seed)
+    ''',
+    "patient.py": '''
+        import os, time
+        from chorustic.methods import Method, MethodInfo, import_plugin_module, register
+
+        Spy = import_plugin_module("spy", __file__).Spy
+
+        class Patient(Spy):
+            """The spy, waiting in the fit of a 20-series context while the file $PATIENT_BLOCK exists."""
+            def fit(self, X, y):
+                super().fit(X, y)
+                while len(y) == 20 and os.path.exists(os.environ.get("PATIENT_BLOCK", "")):
+                    time.sleep(0.1)
+                return self
+
+        @register
+        class PatientMethod(Method):
+            info = MethodInfo(name="patient", display_name="Patient", group="Classical", fits_on_target=True)
+            def build(self, *, seed, device="cpu", n_jobs=1, **params):
+                return Patient(seed)
     ''',
     "sleepy.py": '''
         import time
@@ -404,3 +426,87 @@ def test_stopping_the_supervisor_stops_the_worker_and_records_nothing(gunpoint, 
         fast = dataclasses.replace(_spec(gunpoint, plugin_dir, tmp_path / "res", "centroid", ["full"]), method="sleepy")
         run_supervised(fast)
         assert not list(mpath.parent.glob(".GunPoint.*.spec.json"))
+
+
+def _fits(log: Path) -> list[int]:
+    """The context sizes the spy fitted on, in order (and the log emptied)."""
+    sizes = [json.loads(line)["n"] for line in log.read_text().splitlines() if '"fit"' in line] if log.exists() else []
+    log.unlink(missing_ok=True)
+    return sizes
+
+
+@pytest.mark.slow
+def test_a_job_stopped_from_outside_continues_from_its_finished_runs(gunpoint, plugin_dir, tmp_path, monkeypatch):
+    """Ctrl-C or a scheduler's SIGTERM after 6 of 11 contexts: the next start keeps those 6 (their files
+    untouched) and fits only the other 5; nothing counts as finished before that."""
+    import signal
+    import time
+
+    from chorustic.evaluation.job import progress_path
+
+    log, block = tmp_path / "fits.jsonl", tmp_path / "block"
+    monkeypatch.setenv("SPY_LOG", str(log))
+    monkeypatch.setenv("PATIENT_BLOCK", str(block))
+    block.touch()
+    spec = _spec(gunpoint, plugin_dir, tmp_path / "res", "patient", ["full", "fixed5", "fixed10"])
+    prog = progress_path(tmp_path / "res", "patient", "GunPoint")
+    proc, _ = _start_supervisor(spec, tmp_path)
+    deadline = time.monotonic() + 120
+    while not (prog.exists() and len(json.loads(prog.read_text())["runs"]) == 6):  # full + 5 x fixed5
+        assert time.monotonic() < deadline and proc.poll() is None, "the first 6 contexts did not finish"
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=30)
+    assert proc.returncode != 0 and not manifest_path(tmp_path / "res", "patient", "GunPoint").exists()
+    kept = {(r["protocol"], r["seed"]): r["result"]["sha256"] for r in json.loads(prog.read_text())["runs"]}
+    assert sorted(_fits(log)) == [10] * 5 + [20, 50]  # the 20 was waiting when the signal came
+    block.unlink()
+    manifest = run_supervised(spec)
+    assert _fits(log) == [20] * 5  # only the 10-shot contexts ran
+    runs = {(r["protocol"], r["seed"]): r for r in manifest["runs"]}
+    assert len(runs) == 11 and all(r["status"] == "ok" for r in runs.values())
+    assert all(runs[k]["result"]["sha256"] == sha for k, sha in kept.items())
+    assert not prog.exists() and manifest_path(tmp_path / "res", "patient", "GunPoint").exists()
+
+
+@pytest.mark.parametrize("change", ["nothing", "fingerprint", "contexts", "data", "a prediction file", "a failed run"])
+def test_an_interrupted_jobs_runs_are_kept_only_when_made_from_the_same_inputs(gunpoint, plugin_dir, tmp_path,
+                                                                         monkeypatch, change):
+    import shutil
+
+    from chorustic.evaluation.job import progress_path
+
+    log = tmp_path / "fits.jsonl"
+    monkeypatch.setenv("SPY_LOG", str(log))
+    ctx = tmp_path / "GunPoint.json"
+    shutil.copy(gunpoint["contexts"], ctx)
+    spec = dataclasses.replace(_spec(gunpoint, plugin_dir, tmp_path / "res", "spy", ["full", "fixed5"]),
+                               contexts_file=str(ctx), fingerprint='{"code_sha256":"a"}')
+    done = run_supervised(spec)
+    assert len(_fits(log)) == 6
+    # as an attempt stopped after 4 contexts leaves it: a progress file, no manifest
+    mpath = manifest_path(tmp_path / "res", "spy", "GunPoint")
+    state = json.loads(mpath.read_text())
+    mpath.unlink()
+    state["runs"] = state["runs"][:4]
+    if change == "a failed run":
+        state["runs"][3] = {**state["runs"][3], "status": "failed", "error": "exceeded the job's memory limit"}
+    if change == "data":
+        state["inputs"]["source_sha256"] = {"GunPoint_TRAIN.ts": "0" * 64}
+    prog = progress_path(tmp_path / "res", "spy", "GunPoint")
+    prog.write_text(json.dumps(state))
+    if change == "fingerprint":
+        spec = dataclasses.replace(spec, fingerprint='{"code_sha256":"b"}')
+    if change == "contexts":
+        ctx.write_text(ctx.read_text() + "\n")
+    if change == "a prediction file":
+        Path(state["runs"][1]["result_file"]).write_text("edited")
+    manifest = run_supervised(spec)
+    assert all(r["status"] == "ok" for r in manifest["runs"]) and len(manifest["runs"]) == 6
+    expected = {"nothing": 2, "a failed run": 3, "a prediction file": 3}.get(change, 6)
+    assert len(_fits(log)) == expected
+    assert manifest["inputs"]["contexts_sha256"] == sha256_file(ctx)
+    acc = {(r["protocol"], r["seed"]): r["accuracy"] for r in manifest["runs"]}
+    assert acc == {(r["protocol"], r["seed"]): r["accuracy"] for r in done["runs"]}
+    if change == "nothing":  # the kept runs' files are the first attempt's (a file records its fit time)
+        assert [r["result"] for r in manifest["runs"][:4]] == [r["result"] for r in done["runs"][:4]]

@@ -12,7 +12,10 @@ Guarantees
 * The manifest is written last and atomically; prediction files are written atomically. A job that
   starts again first deletes the prediction files of the contexts it runs that an earlier attempt
   left behind, so a finished manifest never points at files of another attempt; the files of contexts
-  it does not run (another protocol selection's finished results) are left alone.
+  it does not run (another protocol selection's finished results) are left alone. A job that was
+  stopped from outside (Ctrl-C, SIGTERM, a cluster's preemption) is the exception: its next start keeps
+  the runs its progress file recorded (:func:`job_inputs`: the same fingerprint, context file and data;
+  prediction files as recorded) and runs the others.
 * A job with a failed run is not finished: its manifest goes to ``<dataset>.failed.json`` instead of
   ``<dataset>.json`` (aggregation lists its runs, the workflow retries the job). Every prediction file is
   recorded in the manifest with its SHA-256 (:mod:`chorustic.evaluation.integrity`), and the manifest
@@ -37,10 +40,10 @@ from typing import Any
 import numpy as np
 
 from chorustic.errors import NoSpaceError, shorten
-from chorustic.evaluation.integrity import file_record
+from chorustic.evaluation.integrity import file_record, verify_result_file
 from chorustic.evaluation.numerics import numerics_record
 from chorustic.evaluation.results import result_path, write_result_file
-from chorustic.io import atomic_write_json
+from chorustic.io import atomic_write_json, sha256_file
 from chorustic.methods.base import PROBA_ADVICE, probability_rows_problem
 
 __all__ = [
@@ -71,7 +74,7 @@ FINISHED_STATUSES = ("ok", "ineligible", "reported")
 #: record (:func:`chorustic.evaluation.integrity.file_record`), ``extra`` what the estimator reported.
 RUN_FIELDS = (
     "protocol", "family", "budget", "seed", "status", "accuracy", "n_context", "n_test", "n_classes",
-    "fit_time_s", "predict_time_s", "peak_memory_mb", "error", "result_file", "result", "extra",
+    "fit_time_s", "predict_time_s", "cpu_time_s", "peak_memory_mb", "error", "result_file", "result", "extra",
 )
 
 
@@ -217,6 +220,12 @@ def no_contexts_error(spec: "JobSpec") -> JobFailed:
         "nothing was run and no result was touched. Select protocols the configuration produces (or re-make "
         "the context file with `chorustic contexts`)."
     )
+
+
+def job_inputs(contexts_file: str | os.PathLike, source_sha256: dict[str, str] | None) -> dict[str, Any]:
+    """What a job's runs were made from, besides the method's fingerprint: the SHA-256 of its context file
+    and of its dataset's files. A run recorded with other inputs is never resumed."""
+    return {"contexts_sha256": sha256_file(contexts_file), "source_sha256": source_sha256}
 
 
 def clear_job_outputs(
@@ -377,9 +386,14 @@ def run_job(spec: JobSpec, *, resume: bool = False, log=None) -> dict[str, Any]:
     selected = job_contexts(spec)
     if selected == []:
         raise no_contexts_error(spec)
+    prior_inputs = None
     if resume and prog.exists():
         prior = json.loads(prog.read_text())
-        prior_runs = prior.get("runs", [])
+        prior_inputs = prior.get("inputs")
+        mine = set(selected or [])
+        # a run whose prediction file is gone or changed is run again
+        prior_runs = [r for r in prior.get("runs", []) if (r["protocol"], int(r["seed"])) in mine
+                      and (r.get("status") != "ok" or verify_result_file(r, full=True) is None)]
         started = prior.get("started", started)
         keep = {(r["protocol"], int(r["seed"])) for r in prior_runs if r.get("result_file")}
         # only the files of the runs recorded so far are kept (of the job's own contexts: never another selection's)
@@ -436,6 +450,13 @@ def run_job(spec: JobSpec, *, resume: bool = False, log=None) -> dict[str, Any]:
     ds = load_dataset(spec.dataset, spec.data_dir, cache_dir=spec.cache_dir, offline=spec.offline,
                       lock=spec.lock_file or True, allow_modified=spec.allow_modified_data)
     manifest["data_modifications"] = list(ds.modifications)
+    manifest["inputs"] = job_inputs(spec.contexts_file, ds.source_sha256)
+    if prior_inputs is not None and prior_inputs != manifest["inputs"]:
+        # an interrupted run of this job on other data or other contexts: none of its runs counts
+        log(f"[{spec.method}/{spec.dataset}] the {len(prior_runs)} run(s) recorded by an earlier attempt were made "
+            "on another version of the data or contexts; running every context again")
+        _remove_predictions(results_dir, spec.method, spec.dataset, sorted(done))
+        manifest["runs"], done = [], set()
     if ds.standin is not None:  # random data of the dataset's shape: recorded, never collected as a result
         manifest["standin"] = ds.standin
     if ds.archive != spec.archive:
@@ -470,12 +491,12 @@ def run_job(spec: JobSpec, *, resume: bool = False, log=None) -> dict[str, Any]:
         tag = f"[{spec.method}/{spec.dataset}/{ctx.protocol}/seed{ctx.seed}]"
         try:
             estimator = method.build(seed=int(ctx.seed), device=device, n_jobs=int(spec.n_jobs), **params)
-            t0 = time.perf_counter()
+            c0, t0 = time.process_time(), time.perf_counter()
             estimator.fit(_select(X_train, idx), ds.y_train[idx])
             t1 = time.perf_counter()
             chunk = method.query_chunk(_job_size(X_train, idx, X_test), **params)
             proba = _predict_in_chunks(estimator, X_test, chunk, n_classes, tag)
-            t2 = time.perf_counter()
+            t2, c2 = time.perf_counter(), time.process_time()
             extra = dict(getattr(estimator, "run_info_", {}) or {})
             if chunk < len(ds.y_test):
                 extra["query_chunk"] = int(chunk)
@@ -495,7 +516,7 @@ def run_job(spec: JobSpec, *, resume: bool = False, log=None) -> dict[str, Any]:
             )
             rec = run_record(ctx, status="ok", accuracy=acc, n_context=entry.get("n_context"), n_test=len(ds.y_test),
                              n_classes=n_classes, fit_time_s=round(t1 - t0, 4), predict_time_s=round(t2 - t1, 4),
-                             peak_memory_mb=round(peak, 1), result_file=str(out), extra=extra,
+                             cpu_time_s=round(c2 - c0, 3), peak_memory_mb=round(peak, 1), result_file=str(out), extra=extra,
                              result=file_record(out))
             log(f"{tag} accuracy {acc:.4f} (fit {t1 - t0:.1f}s, predict {t2 - t1:.1f}s)")
         except NoSpaceError:  # the disk is full: no later context can be written either; the job stops here

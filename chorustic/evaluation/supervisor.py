@@ -16,6 +16,11 @@ never blocks anything downstream (the aggregate, the report):
 
 Progress is taken from the job's progress file, which the worker rewrites atomically after every
 context. Completed prediction files are kept; the context that killed the worker leaves none.
+
+A job stopped from outside (Ctrl-C, SIGTERM from Snakemake or a cluster's scheduler, its parent gone)
+records no outcome: it is not finished. Its progress file and prediction files stay, and its next
+start continues from them (:func:`resumable_runs`) when they were made with the same method
+fingerprint and context file (the worker checks the data too); otherwise it starts over.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from chorustic.evaluation.job import (
     JobFailed,
     JobSpec,
     clear_job_outputs,
+    failure_record_path,
     finished_manifest,
     job_contexts,
     manifest_path,
@@ -49,13 +55,44 @@ from chorustic.io import atomic_write_json
 from chorustic.processes import die_with_parent_preexec
 from chorustic.resources import WorkerLimits
 
-__all__ = ["run_evaluation", "run_supervised", "thread_env", "JobInterrupted"]
+__all__ = ["run_evaluation", "run_supervised", "resumable_runs", "thread_env", "JobInterrupted"]
 
 _POLL_S = 0.5
 
 
 class JobInterrupted(RuntimeError):
-    """The job was stopped from outside (Ctrl-C, SIGTERM, its parent died): nothing is recorded."""
+    """The job was stopped from outside (Ctrl-C, SIGTERM, its parent died): no outcome is recorded; the runs
+    it finished stay in its progress file for the next start."""
+
+
+def resumable_runs(spec: JobSpec, prog: Path) -> int | None:
+    """How many finished runs of an interrupted attempt the job's progress file ``prog`` holds that its next
+    start can keep: None when there is none, or when it was made with another method fingerprint (parameters,
+    code), another context file, or is not a worker's record (the worker compares the data's checksums)."""
+    from chorustic.evaluation.integrity import fingerprint_text
+    from chorustic.io import sha256_file
+
+    try:
+        state = json.loads(prog.read_text(encoding="utf-8"))
+        inputs = state["inputs"]
+        recorded = fingerprint_text(state["fingerprint"]) if state.get("fingerprint") is not None else None
+        same = (state.get("method"), state.get("plugin"), state.get("dataset"), recorded,
+                inputs.get("contexts_sha256")) == (spec.method, spec.plugin, spec.dataset, spec.fingerprint or None,
+                                                   sha256_file(spec.contexts_file))
+        n = sum(1 for r in state["runs"] if r.get("status") == "ok")
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    return n if same and n else None
+
+
+def _kept_message(prog: Path) -> str:
+    try:
+        n = sum(1 for r in json.loads(prog.read_text())["runs"] if r.get("status") == "ok")
+    except (OSError, ValueError, KeyError, TypeError):
+        n = 0
+    if not n:
+        return "nothing recorded"
+    return f"its {n} finished run(s) stay in {prog}; the next run of this job continues from them"
 
 
 def thread_env(threads: int, base: dict[str, str] | None = None) -> dict[str, str]:
@@ -146,8 +183,16 @@ def run_supervised(
         raise no_contexts_error(spec)
     if mpath.exists():
         mpath.unlink()
-    # only the files of the contexts this job re-makes (none when its context file cannot be read: it fails)
-    clear_job_outputs(results_dir, spec.method, spec.dataset, selected or [])
+    kept = resumable_runs(spec, prog) if selected else None
+    if kept:  # an interrupted attempt's finished runs (the worker checks each file and the data)
+        state = json.loads(prog.read_text(encoding="utf-8"))
+        state["runs"] = [r for r in state["runs"] if r.get("status") == "ok"]  # a failed context is tried again
+        atomic_write_json(prog, state)
+        failure_record_path(results_dir, spec.method, spec.dataset).unlink(missing_ok=True)
+        log(f"[{spec.method}/{spec.dataset}] continuing an interrupted run: {kept} finished run(s) of {prog}")
+    else:
+        # only the files of the contexts this job re-makes (none when its context file cannot be read: it fails)
+        clear_job_outputs(results_dir, spec.method, spec.dataset, selected or [])
     started = time.monotonic()
     deadline = started + limits.minutes * 60 if limits.minutes else None
     # the worker spec of an earlier attempt that was killed (kill -9 leaves no chance to remove it)
@@ -179,7 +224,7 @@ def run_supervised(
     try:
         for attempt in range(max_restarts + 1):
             cmd = [sys.executable, "-m", "chorustic.evaluation.worker", spec_file]
-            if attempt > 0:
+            if attempt > 0 or kept:
                 cmd.append("--resume")
             proc = subprocess.Popen(cmd, env=env, stdout=log_file, stderr=subprocess.STDOUT if log_file else None,
                                     preexec_fn=die_with_parent_preexec())
@@ -189,7 +234,7 @@ def run_supervised(
                 if stop or os.getppid() != parent:
                     _kill_tree(proc)
                     why = f"signal {signal.Signals(stop[0]).name}" if stop else "its parent process died"
-                    raise JobInterrupted(f"{spec.method}/{spec.dataset}: stopped ({why}); nothing recorded")
+                    raise JobInterrupted(f"{spec.method}/{spec.dataset}: stopped ({why}); {_kept_message(prog)}")
                 if limits.mem_mb is not None:
                     rss = _tree_rss_mb(proc.pid)
                     if rss > limits.mem_mb:
@@ -206,7 +251,7 @@ def run_supervised(
             if reason is None and proc.returncode in (-signal.SIGTERM, -signal.SIGINT):
                 # Terminated from outside (not by us, not by the OOM killer's SIGKILL): the run is being stopped.
                 raise JobInterrupted(f"{spec.method}/{spec.dataset}: worker terminated by "
-                                     f"{signal.Signals(-proc.returncode).name}; nothing recorded")
+                                     f"{signal.Signals(-proc.returncode).name}; {_kept_message(prog)}")
             job_level_error = reason is None and proc.returncode > 0
             if reason is None:
                 reason = _describe_exit(proc.returncode)
