@@ -469,7 +469,8 @@ def test_a_job_stopped_from_outside_continues_from_its_finished_runs(gunpoint, p
     assert not prog.exists() and manifest_path(tmp_path / "res", "patient", "GunPoint").exists()
 
 
-@pytest.mark.parametrize("change", ["nothing", "fingerprint", "contexts", "data", "a prediction file", "a failed run"])
+@pytest.mark.parametrize("change", ["nothing", "fingerprint", "contexts", "data", "a prediction file", "a failed run",
+                                    "a failure record"])
 def test_an_interrupted_jobs_runs_are_kept_only_when_made_from_the_same_inputs(gunpoint, plugin_dir, tmp_path,
                                                                          monkeypatch, change):
     import shutil
@@ -489,12 +490,15 @@ def test_an_interrupted_jobs_runs_are_kept_only_when_made_from_the_same_inputs(g
     state = json.loads(mpath.read_text())
     mpath.unlink()
     state["runs"] = state["runs"][:4]
-    if change == "a failed run":
+    if change in ("a failed run", "a failure record"):
         state["runs"][3] = {**state["runs"][3], "status": "failed", "error": "exceeded the job's memory limit"}
     if change == "data":
         state["inputs"]["source_sha256"] = {"GunPoint_TRAIN.ts": "0" * 64}
     prog = progress_path(tmp_path / "res", "spy", "GunPoint")
-    prog.write_text(json.dumps(state))
+    if change == "a failure record":  # a job that finished with a failed run (the rest not run: a time limit)
+        failure_record_path(tmp_path / "res", "spy", "GunPoint").write_text(json.dumps(state))
+    else:
+        prog.write_text(json.dumps(state))
     if change == "fingerprint":
         spec = dataclasses.replace(spec, fingerprint='{"code_sha256":"b"}')
     if change == "contexts":
@@ -503,9 +507,10 @@ def test_an_interrupted_jobs_runs_are_kept_only_when_made_from_the_same_inputs(g
         Path(state["runs"][1]["result_file"]).write_text("edited")
     manifest = run_supervised(spec)
     assert all(r["status"] == "ok" for r in manifest["runs"]) and len(manifest["runs"]) == 6
-    expected = {"nothing": 2, "a failed run": 3, "a prediction file": 3}.get(change, 6)
+    expected = {"nothing": 2, "a failed run": 3, "a prediction file": 3, "a failure record": 3}.get(change, 6)
     assert len(_fits(log)) == expected
     assert manifest["inputs"]["contexts_sha256"] == sha256_file(ctx)
+    assert not prog.exists() and not failure_record_path(tmp_path / "res", "spy", "GunPoint").exists()
     acc = {(r["protocol"], r["seed"]): r["accuracy"] for r in manifest["runs"]}
     assert acc == {(r["protocol"], r["seed"]): r["accuracy"] for r in done["runs"]}
     if change == "nothing":  # the kept runs' files are the first attempt's (a file records its fit time)

@@ -197,7 +197,7 @@ def failed_runs_message(manifest: dict[str, Any], results_dir: str | os.PathLike
     return (
         f"{manifest['method']}/{manifest['dataset']}: {len(failed)} of {len(manifest['runs'])} runs failed, "
         f"e.g. {first['protocol']} seed {first['seed']}: {first.get('error')}. Recorded in {where}; the tables "
-        "list them as missing runs and the next `snakemake` retries this job."
+        "list them as missing runs and the next `snakemake` retries them (the finished runs are kept)."
     )
 
 

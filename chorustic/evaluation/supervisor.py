@@ -20,7 +20,10 @@ context. Completed prediction files are kept; the context that killed the worker
 A job stopped from outside (Ctrl-C, SIGTERM from Snakemake or a cluster's scheduler, its parent gone)
 records no outcome: it is not finished. Its progress file and prediction files stay, and its next
 start continues from them (:func:`resumable_runs`) when they were made with the same method
-fingerprint and context file (the worker checks the data too); otherwise it starts over.
+fingerprint and context file (the worker checks the data and each kept file too); otherwise it starts
+over. A job whose manifest recorded failed runs (``<dataset>.failed.json``) is continued the same way:
+its next start keeps the finished runs and tries the failed contexts again, so a job stopped at a time
+limit gets further on each retry.
 """
 
 from __future__ import annotations
@@ -66,9 +69,10 @@ class JobInterrupted(RuntimeError):
 
 
 def resumable_runs(spec: JobSpec, prog: Path) -> int | None:
-    """How many finished runs of an interrupted attempt the job's progress file ``prog`` holds that its next
-    start can keep: None when there is none, or when it was made with another method fingerprint (parameters,
-    code), another context file, or is not a worker's record (the worker compares the data's checksums)."""
+    """How many finished runs an earlier attempt's record ``prog`` (the job's progress file or failure
+    record) holds that the job's next start can keep: None when there is none, or when it was made with
+    another method fingerprint (parameters, code), another context file, or is not a worker's record (the
+    worker compares the data's checksums)."""
     from chorustic.evaluation.integrity import fingerprint_text
     from chorustic.io import sha256_file
 
@@ -183,16 +187,23 @@ def run_supervised(
         raise no_contexts_error(spec)
     if mpath.exists():
         mpath.unlink()
-    kept = resumable_runs(spec, prog) if selected else None
-    if kept:  # an interrupted attempt's finished runs (the worker checks each file and the data)
-        state = json.loads(prog.read_text(encoding="utf-8"))
+    failed_record = failure_record_path(results_dir, spec.method, spec.dataset)
+    # an interrupted attempt's finished runs, else those of an attempt that recorded failed runs (a context
+    # stopped at a memory or time limit); the worker checks each kept file and the data again
+    source = next((p for p in (prog, failed_record) if selected and resumable_runs(spec, p)), None)
+    if source is not None:
+        state = json.loads(source.read_text(encoding="utf-8"))
         state["runs"] = [r for r in state["runs"] if r.get("status") == "ok"]  # a failed context is tried again
+        state["finished"] = None
         atomic_write_json(prog, state)
-        failure_record_path(results_dir, spec.method, spec.dataset).unlink(missing_ok=True)
-        log(f"[{spec.method}/{spec.dataset}] continuing an interrupted run: {kept} finished run(s) of {prog}")
+        failed_record.unlink(missing_ok=True)
+        why = "an interrupted attempt" if source == prog else "an attempt with failed runs"
+        log(f"[{spec.method}/{spec.dataset}] continuing from {why}: {len(state['runs'])} finished run(s) of {source} "
+            "are kept")
     else:
         # only the files of the contexts this job re-makes (none when its context file cannot be read: it fails)
         clear_job_outputs(results_dir, spec.method, spec.dataset, selected or [])
+    kept = source is not None
     started = time.monotonic()
     deadline = started + limits.minutes * 60 if limits.minutes else None
     # the worker spec of an earlier attempt that was killed (kill -9 leaves no chance to remove it)
