@@ -206,6 +206,41 @@ def test_variable_length_roundtrip_through_cache(tmp_path):
         np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.parametrize("name", ["JapaneseVowels", "BasicMotions"])  # ragged and equal-length native series
+def test_a_job_reads_only_the_series_its_method_takes(tmp_path, monkeypatch, name):
+    """``series="native"`` / ``"resampled"`` never reads the other form from the cache (a native method on
+    FaceDetection's 144 channels would otherwise hold 2.8 GB of resampled series it never uses)."""
+    from chorustic.data import cache as cache_mod
+
+    both = load_dataset(name, tmp_path, cache_dir=tmp_path / "c", progress=False)  # makes the cache
+    read: list[str] = []
+    real = cache_mod.load_arrays
+
+    def spy(path, required=(), skip=()):
+        out = real(path, required, skip)
+        read.extend(out)
+        return out
+
+    monkeypatch.setattr(cache_mod, "load_arrays", spy)
+    native = load_dataset(name, tmp_path, cache_dir=tmp_path / "c", progress=False, series="native")
+    assert "X_train" not in read and "X_test" not in read
+    assert native.X_train is None and native.X_test is None
+    for a, b in zip(both.X_test_native, native.X_test_native):
+        np.testing.assert_array_equal(a, b)
+    assert (native.n_channels, native.length, native.equal_length) == (both.n_channels, 512, both.equal_length)
+    np.testing.assert_array_equal(native.y_train, both.y_train)
+    read.clear()
+    resampled = load_dataset(name, tmp_path, cache_dir=tmp_path / "c", progress=False, series="resampled")
+    assert not [k for k in read if "native" in k] and resampled.X_train_native is None
+    np.testing.assert_array_equal(resampled.X_train, both.X_train)
+    assert resampled.n_channels == both.n_channels and name in resampled.summary()
+    # without a cache (the series are read from the files): the same fields
+    bare = load_dataset(name, tmp_path, progress=False, series="native")
+    assert bare.X_train is None and len(bare.X_train_native) == len(both.X_train_native)
+    with pytest.raises(ValueError, match="series must be one of"):
+        load_dataset(name, tmp_path, series="raw")
+
+
 def test_same_input_same_arrays(tmp_path):
     a = load_dataset("ItalyPowerDemand", tmp_path / "a", progress=False)
     b = load_dataset("ItalyPowerDemand", tmp_path / "b", progress=False)

@@ -65,21 +65,23 @@ def save_arrays(path: str | os.PathLike, arrays: Mapping[str, np.ndarray]) -> Pa
     return path
 
 
-def load_arrays(path: str | os.PathLike, required: Sequence[str] = ()) -> dict[str, np.ndarray] | None:
-    """The arrays of ``path``, or None if it is missing, unreadable or lacks a ``required`` key."""
+def load_arrays(
+    path: str | os.PathLike, required: Sequence[str] = (), skip: Sequence[str] = ()
+) -> dict[str, np.ndarray] | None:
+    """The arrays of ``path`` except those named in ``skip`` (never read), or None if it is missing,
+    unreadable or lacks a ``required`` key."""
     path = Path(path)
     if not path.is_file():
         return None
     try:
         with np.load(path, allow_pickle=False) as z:
-            out = {k: z[k] for k in z.files}
+            if any(k not in z.files for k in required):
+                log.warning("ignoring incomplete cache file %s; it will be rebuilt", path)
+                return None
+            return {k: z[k] for k in z.files if k not in skip}
     except (OSError, ValueError, zipfile.BadZipFile, EOFError, KeyError) as exc:
         log.warning("ignoring unreadable cache file %s (%s); it will be rebuilt", path, exc)
         return None
-    if any(k not in out for k in required):
-        log.warning("ignoring incomplete cache file %s; it will be rebuilt", path)
-        return None
-    return out
 
 
 def pack_ragged(series: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:

@@ -32,7 +32,12 @@ from chorustic.data.registry import get_info, is_known
 from chorustic.data.standin import read_standin_mark
 from chorustic.data.tsfile import ts_lines
 
-__all__ = ["TimeSeriesDataset", "load_dataset", "read_ts_split", "preprocessing_settings"]
+__all__ = ["TimeSeriesDataset", "load_dataset", "read_ts_split", "preprocessing_settings", "SERIES"]
+
+#: What ``load_dataset(series=...)`` can read: one of the two forms of the series, or both.
+SERIES = ("both", "native", "resampled")
+#: The cache's arrays of the native series (equal-length, or ragged: flat values and lengths).
+_NATIVE_KEYS = tuple(f"{split}_native{suffix}" for split in ("X_train", "X_test") for suffix in ("", "_flat", "_lengths"))
 
 log = logging.getLogger("chorustic.data")
 
@@ -44,17 +49,18 @@ class TimeSeriesDataset:
     name: str
     archive: str
     """``"UCR"``, ``"UEA"``, or ``"local"`` for a dataset that is not in the registry."""
-    X_train: np.ndarray
-    """float32 ``(n_train, C, length)``: resampled, NaN -> 0."""
+    X_train: np.ndarray | None
+    """float32 ``(n_train, C, length)``: resampled, NaN -> 0 (None when loaded with ``series="native"``)."""
     y_train: np.ndarray
     """int64 in ``0..K-1``."""
-    X_test: np.ndarray
+    X_test: np.ndarray | None
     y_test: np.ndarray
     classes: np.ndarray
     """Original labels (str); ``classes[k]`` is the label encoded as ``k``."""
-    X_train_native: np.ndarray | list[np.ndarray]
-    """float32 unresampled series, NaN -> 0: ``(n, C, L)`` if equal length, else a list of ``(C, L_i)``."""
-    X_test_native: np.ndarray | list[np.ndarray]
+    X_train_native: np.ndarray | list[np.ndarray] | None
+    """float32 unresampled series, NaN -> 0: ``(n, C, L)`` if equal length, else a list of ``(C, L_i)``
+    (None when loaded with ``series="resampled"``)."""
+    X_test_native: np.ndarray | list[np.ndarray] | None
     source_sha256: dict[str, str]
     """File name -> SHA-256 of the ``.ts`` files the arrays come from."""
     cache_path: Path | None = None
@@ -78,15 +84,20 @@ class TimeSeriesDataset:
 
     @property
     def n_channels(self) -> int:
-        return int(self.X_train.shape[1])
+        if self.X_train is not None:
+            return int(self.X_train.shape[1])
+        first = self.X_train_native if isinstance(self.X_train_native, np.ndarray) else self.X_train_native[0]
+        return int(np.shape(first)[-2])
 
     @property
     def length(self) -> int:
-        return int(self.X_train.shape[2])
+        """The resampled length (the model's)."""
+        return int(self.X_train.shape[2]) if self.X_train is not None else int(self.settings["length"])
 
     @property
     def equal_length(self) -> bool:
-        """True if all native series (train and test) have the same length."""
+        """True if all native series (train and test) have the same length (not known, False, when only the
+        resampled series were loaded)."""
         return isinstance(self.X_train_native, np.ndarray) and isinstance(self.X_test_native, np.ndarray)
 
     @property
@@ -98,15 +109,15 @@ class TimeSeriesDataset:
         return int(len(self.y_test))
 
     def summary(self) -> str:
-        native = (
-            f"native length {self.X_train_native.shape[-1]}"
-            if self.equal_length
-            else "native length {}..{}".format(*_length_range(self.X_train_native, self.X_test_native))
-        )
-        return (
-            f"{self.name} ({self.archive}): train {tuple(self.X_train.shape)}, test {tuple(self.X_test.shape)}, "
-            f"{self.n_classes} classes, {native}"
-        )
+        if self.X_train_native is None:
+            native = "native series not loaded"
+        elif self.equal_length:
+            native = f"native length {self.X_train_native.shape[-1]}"
+        else:
+            native = "native length {}..{}".format(*_length_range(self.X_train_native, self.X_test_native))
+        shape = (f"train {tuple(self.X_train.shape)}, test {tuple(self.X_test.shape)}" if self.X_train is not None
+                 else f"train {self.n_train}, test {self.n_test} series of {self.n_channels} channels")
+        return f"{self.name} ({self.archive}): {shape}, {self.n_classes} classes, {native}"
 
 
 def _length_range(*parts) -> tuple[int, int]:
@@ -312,6 +323,8 @@ def _from_cache(
     arrays: dict[str, np.ndarray], name: str, archive: str, path: Path, settings: dict[str, Any]
 ) -> TimeSeriesDataset:
     def native(prefix: str):
+        if not any(k.startswith(f"{prefix}_native") for k in arrays):
+            return None  # not loaded
         if f"{prefix}_native" in arrays:
             return arrays[f"{prefix}_native"]
         return _cache.unpack_ragged(arrays[f"{prefix}_native_flat"], arrays[f"{prefix}_native_lengths"])
@@ -323,9 +336,9 @@ def _from_cache(
     return TimeSeriesDataset(
         name=name,
         archive=archive,
-        X_train=arrays["X_train"],
+        X_train=arrays.get("X_train"),
         y_train=arrays["y_train"],
-        X_test=arrays["X_test"],
+        X_test=arrays.get("X_test"),
         y_test=arrays["y_test"],
         classes=arrays["classes"].astype(str),
         X_train_native=native("X_train"),
@@ -370,9 +383,13 @@ def load_dataset(
     offline: bool = False,
     label_order: str = "sorted",
     allow_modified: bool = False,
+    series: str = "both",
     **download_options: Any,
 ) -> TimeSeriesDataset:
     """Load ``name`` preprocessed as in the paper (App. C.2); see :class:`TimeSeriesDataset`.
+
+    ``series``: ``"native"`` or ``"resampled"`` reads only those arrays from the cache (the other fields are
+    None), so an evaluation job holds only the input its method takes; ``"both"`` (default) reads both.
 
     The files come from :func:`~chorustic.data.download.ensure_dataset_files` (``offline`` and
     ``download_options`` such as ``mirrors``, ``lock``, ``progress``, ``subset`` are passed on).
@@ -385,6 +402,8 @@ def load_dataset(
     """
     from chorustic.data.download import ensure_dataset_files, split_paths
 
+    if series not in SERIES:
+        raise ValueError(f"series must be one of {SERIES}, got {series!r}")
     folder, shas, official = ensure_dataset_files(name, data_dir, offline=offline, **download_options)
     content = content_differences(name, folder, shas, official)
     archive = get_info(name).archive if is_known(name) else "local"
@@ -393,7 +412,8 @@ def load_dataset(
     if cache_dir is not None:
         key = _cache.cache_key(name, shas, settings)
         path = _cache.cache_path(cache_dir, name, key, length)
-        arrays = _cache.load_arrays(path, required=("X_train", "y_train", "X_test", "y_test", "classes"))
+        skip = {"native": ("X_train", "X_test"), "resampled": _NATIVE_KEYS, "both": ()}[series]
+        arrays = _cache.load_arrays(path, required=("X_train", "y_train", "X_test", "y_test", "classes"), skip=skip)
         if arrays is not None:
             ds = _from_cache(arrays, name, archive, path, settings)
             if ds.modifications and not allow_modified:  # accepted once, not any more: re-read to raise
@@ -442,7 +462,12 @@ def load_dataset(
     )
     if path is not None:
         _cache.save_arrays(path, _to_cache(ds))
-    return _checked(ds, folder, allow_modified, content)
+    ds = _checked(ds, folder, allow_modified, content)
+    if series == "native":
+        return dataclasses.replace(ds, X_train=None, X_test=None)
+    if series == "resampled":
+        return dataclasses.replace(ds, X_train_native=None, X_test_native=None)
+    return ds
 
 
 def _collapse(a: np.ndarray | list[np.ndarray], b: np.ndarray | list[np.ndarray]):

@@ -447,8 +447,11 @@ def run_job(spec: JobSpec, *, resume: bool = False, log=None) -> dict[str, Any]:
 
     device = _resolve_device(spec.device)
     manifest["device"] = device
+    native = info.input_kind == "native"
+    # only the input the method takes: the other form of the series is never read (it can be larger)
     ds = load_dataset(spec.dataset, spec.data_dir, cache_dir=spec.cache_dir, offline=spec.offline,
-                      lock=spec.lock_file or True, allow_modified=spec.allow_modified_data)
+                      lock=spec.lock_file or True, allow_modified=spec.allow_modified_data,
+                      series="native" if native else "resampled")
     manifest["data_modifications"] = list(ds.modifications)
     manifest["inputs"] = job_inputs(spec.contexts_file, ds.source_sha256)
     if prior_inputs is not None and prior_inputs != manifest["inputs"]:
@@ -462,7 +465,6 @@ def run_job(spec: JobSpec, *, resume: bool = False, log=None) -> dict[str, Any]:
     if ds.archive != spec.archive:
         log(f"[{spec.method}/{spec.dataset}] archive {ds.archive!r} differs from job archive {spec.archive!r}")
     contexts = read_contexts(spec.contexts_file, ds.y_train)
-    native = info.input_kind == "native"
     X_train = ds.X_train_native if native else ds.X_train
     X_test = ds.X_test_native if native else ds.X_test
     n_classes = int(ds.n_classes)
