@@ -233,7 +233,9 @@ def collect(results: Path, logs: Path) -> list[dict]:
                     "n_channels": info["n_channels"], "length": info["length"], "contexts": len(runs),
                     "status": "stopped" if stopped else "failed" if failed else "ok", "cpu_s": round(cpu, 1),
                     "peak_mb": peak or None,
-                    "error": (f"stopped from outside after {len(runs)} contexts: their CPU time"
+                    "error": (f"stopped from outside after {len(runs)} contexts: their "
+                              + ("CPU time" if all(r.get("cpu_time_s") is not None for r in runs)
+                                 else "fit and predict (wall) time")
                               if stopped else (failed[0].get("error") or "")[:200] if failed else ""),
                     "date": (doc.get("finished") or time.strftime("%Y-%m-%d"))[:10], "cpu": _cpu()})
     return out

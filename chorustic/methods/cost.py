@@ -52,7 +52,9 @@ class JobSize:
     n_test: int
     n_channels: int
     length: int
-    """The series length the method receives: 512 for ``resampled`` methods, the native (maximum) length otherwise."""
+    """The series length the method receives: 512 for ``resampled`` methods, the native (maximum) length otherwise.
+    A variable-length dataset is costed at its maximum length (the registry records only that): an upper bound
+    for a method that compares series at their own lengths (1NN-DTW), exact for one that pads them."""
     n_contexts: int = 1
     """Protocol contexts the job evaluates (each is one fit on at most ``n_train`` series and one
     prediction of the ``n_test`` series)."""
