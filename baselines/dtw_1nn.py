@@ -65,17 +65,24 @@ class DTW1NN(Method):
     )
     estimator = DTW1NNEstimator  # its parameter (window) is the method's
     resources: ClassVar[dict[str, Any]] = {"threads": 4, "mem_mb": 8000, "runtime": 2880, "gpu": 0}
-    #: Fitted on jobs on stand-ins of the largest archive shapes (benchmarks/archive_scale.py --fit, 1 thread;
-    #: benchmarks/results/archive_scale.md): ~2.4 ns per cell of the warping path, ~0.8 ns per cell and channel
-    #: of the pointwise distances, ~5.6 us per (context, query) pair.
-    cost: ClassVar[CostModel] = CostModel(time_job_s=10.6, time_base_s=0, time_ns_per_value=0,
-                                          time_ns_per_cell=0.778, time_ns_per_path_cell=2.38,
-                                          time_ns_per_series_pair=5600, mem_base_mb=516, mem_bytes_per_value=18.2)
+    #: Fitted on jobs on stand-ins of the largest archive shapes, at growing fractions and 3 in full through the
+    #: workflow (benchmarks/archive_scale.py --fit, 1 thread, a variable-length stand-in at its mean length;
+    #: benchmarks/results/archive_scale.md): ~3.2 ns per cell of the warping path, ~0.6 ns per cell and channel
+    #: of the pointwise distances, ~1.2 us per (context, query) pair.
+    cost: ClassVar[CostModel] = CostModel(time_job_s=11.8, time_base_s=0, time_ns_per_value=0,
+                                          time_ns_per_cell=0.613, time_ns_per_path_cell=3.21,
+                                          time_ns_per_series_pair=1200, mem_base_mb=532, mem_bytes_per_value=8.84)
 
     def validate(self, params: dict[str, Any]) -> None:
         check_window(params["window"])
 
     def cost_band(self, size, **params: Any) -> float | None:
-        """A Sakoe-Chiba ``window`` (fraction of the length) limits each alignment to a band."""
+        """A Sakoe-Chiba ``window`` (fraction of the length) limits each alignment to a band. Series of their
+        own lengths align over ``L_i x L_j`` cells: with a known mean length (``size.mean_length``), the
+        full window's cells per time point are ``mean_length^2 / length``."""
         window = self.params(params)["window"]
-        return None if window is None else min(size.length, 2 * math.ceil(float(window) * size.length) + 1)
+        if window is not None:
+            return min(size.length, 2 * math.ceil(float(window) * size.length) + 1)
+        if size.mean_length is not None:
+            return float(size.mean_length) ** 2 / size.length
+        return None

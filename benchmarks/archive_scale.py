@@ -146,8 +146,11 @@ def _standin_size(cfg: dict, plugin, dataset: str, spec):
 
     size = cr.job_size(dataset, input_kind=plugin.info.input_kind, cfg=cfg)
     train = tuple(expected_train_size(s, spec.n_train, spec.n_classes) for s in context_specs(cfg["protocols"]))
+    # a variable-length stand-in draws its lengths uniformly in [min_length, length]: their mean is known here
+    mean = None if spec.equal_length or plugin.info.input_kind != "native" else (spec.min_length + spec.length) / 2
     return dataclasses.replace(size, n_train=spec.n_train, n_test=spec.n_test, n_channels=spec.n_channels,
-                               n_contexts=len(train), context_train=train, n_classes=spec.n_classes)
+                               n_contexts=len(train), context_train=train, n_classes=spec.n_classes,
+                               mean_length=mean)
 
 
 def _standin_job(cfg_path: Path, method: str, dataset: str, spec):

@@ -183,6 +183,23 @@ def test_dtw_window_shortens_the_estimate(methods):
     assert dtw.job_cost(size, window=0.1)[1] < dtw.job_cost(size, window=None)[1]
 
 
+def test_dtw_costs_series_of_their_own_lengths_by_their_mean_where_known(methods):
+    """1NN-DTW aligns series of lengths L_i x L_j: a known mean length (a stand-in's) costs mean^2 cells per pair;
+    without it (the registry has only the maximum) the maximum: an upper bound."""
+    import dataclasses
+
+    dtw = methods["dtw_1nn"]
+    size = cr.job_size("InsectWingbeatSubset", input_kind="native")
+    assert size.mean_length is None and dtw.cost_band(size) is None
+    short = dataclasses.replace(size, mean_length=size.length / 2)
+    assert dtw.cost_band(short) == size.length / 4
+    cost = dtw.cost_model()
+    cells = cost.time_terms(size)[6], cost.time_terms(short, band=dtw.cost_band(short))[6]
+    assert cells[1] == pytest.approx(cells[0] / 4)
+    assert dtw.job_cost(short)[1] < dtw.job_cost(size)[1]
+    assert dtw.cost_band(short, window=0.1) == dtw.cost_band(size, window=0.1)  # a band: the same cells
+
+
 def test_reported_method_asks_for_little(methods):
     res = cr.evaluate_resources(PAPER, "tict", "GunPoint", methods["tict"])
     assert res["mem_mb"] <= 1000 and res["runtime"] == cr.MIN_RUNTIME

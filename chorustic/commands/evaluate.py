@@ -94,7 +94,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     from chorustic import config as cc
     from chorustic.evaluation.integrity import run_fingerprint
     from chorustic.evaluation.job import JobFailed, JobSpec, failed_runs_message
-    from chorustic.evaluation.supervisor import run_evaluation
+    from chorustic.evaluation.supervisor import JobInterrupted, run_evaluation
     from chorustic.methods import discover
     from chorustic.resources import evaluation_limits, job_memory_problem
 
@@ -137,6 +137,9 @@ def _evaluate(args: argparse.Namespace) -> int:
             print(f"FAILED: {exc}", file=sys.stderr)
             failures += 1
             continue
+        except JobInterrupted as exc:  # stopped from outside: one line, and the run stops here
+            print(f"STOPPED: {exc}", file=sys.stderr)
+            return 130
         for run in manifest["runs"]:
             acc = f"{run['accuracy']:.4f}" if run.get("accuracy") is not None else "-"
             print(f"{args.method}\t{dataset}\t{run['protocol']}\tseed {run['seed']}\t{run['status']}\t{acc}"

@@ -63,6 +63,9 @@ class JobSize:
     holds 15); empty: every one of the ``n_contexts`` contexts fits on all ``n_train``."""
     n_classes: int = 2
     """The dataset's classes (a context of ``k`` series holds at most ``k`` of them)."""
+    mean_length: float | None = None
+    """The mean native length of a variable-length dataset where it is known (a stand-in draws its lengths),
+    for a method that compares series at their own lengths (``Method.cost_band``); None: ``length``."""
 
     def __post_init__(self):
         if self.context_train and len(self.context_train) != self.n_contexts:
