@@ -724,6 +724,9 @@ class M(Method):
 
     def shrink(self, x):
         return 0.5 * x  # trailing comment
+
+    def cost_band(self, size, **params):
+        return None
 '''
 
 
@@ -732,6 +735,7 @@ class M(Method):
     (lambda s: s.replace("#: fitted on ...", "#: refitted on 99 jobs"), False),
     (lambda s: s.replace("time_job_s=2.0", "time_job_s=3.5"), False),  # a refit of the class's cost model
     (lambda s: s.replace("mem_base_mb=100", "mem_base_mb=150"), False),  # a module-level cost model
+    (lambda s: s.replace("return None", "return size.length / 2"), False),  # a costing hook
     (lambda s: s.replace("0.5 * x", "0.6 * x"), True),  # the method's code
     (lambda s: s.replace("# trailing comment", "# other"), True),  # on a code line: counted, to be safe
     (lambda s: s.replace("starts like a comment", "starts like a remark"), True),  # a string, not a comment

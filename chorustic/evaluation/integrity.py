@@ -3,8 +3,9 @@
 * The **fingerprint** of a method run (:func:`run_fingerprint`) is its plugin, its complete parameters
   (the plugin's defaults merged with the config's) and a SHA-256 over the method's code: the plugin
   file, the files of the classes it derives from and of the ``chorustic``/plugin modules it imports at
-  module level, and the modules it declares in ``Method.code`` (:func:`code_text`: without comment lines
-  and cost models, which change no prediction, so refitting a cost model re-makes no result). The
+  module level, and the modules it declares in ``Method.code`` (:func:`code_text`: without comment lines,
+  cost models and costing hooks, which change no prediction, so refitting a cost model re-makes no
+  result). The
   workflow passes it as a ``params:``
   of the evaluate rule, so Snakemake's own params trigger re-runs exactly the jobs whose parameters
   or method code changed; it is also recorded in every manifest.
@@ -116,9 +117,15 @@ def method_code_files(method: Any, plugin_file: str | os.PathLike | None = None)
     return sorted(files)
 
 
-def _is_cost_model(node: ast.stmt) -> bool:
-    """A module- or class-level statement that sets a cost model: ``cost = ...`` / ``cost: ... = ...``, or
-    any name bound to ``CostModel(...)``."""
+#: A method's costing hooks (:class:`chorustic.methods.Method`): they size a job, they compute no prediction.
+COST_HOOKS = ("cost_model", "cost_band", "job_cost", "query_chunk")
+
+
+def _is_cost_model(node: ast.stmt, in_class: bool = False) -> bool:
+    """A module- or class-level statement that sets a cost model: ``cost = ...`` / ``cost: ... = ...``, any
+    name bound to ``CostModel(...)``, or (in a class) a costing hook's definition (:data:`COST_HOOKS`)."""
+    if in_class and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return node.name in COST_HOOKS
     if isinstance(node, ast.Assign):
         targets, value = node.targets, node.value
     elif isinstance(node, ast.AnnAssign) and node.value is not None:
@@ -134,8 +141,8 @@ def _is_cost_model(node: ast.stmt) -> bool:
 
 def code_text(path: str | os.PathLike) -> bytes:
     """The part of a method's source file that determines its predictions: the file without its comment
-    lines and its cost-model statements (:func:`_is_cost_model`, at module or class level), which only
-    size a job's resources. Lines are dropped by the positions Python's parser gives them, so the text is
+    lines and its cost-model statements and costing hooks (:func:`_is_cost_model`), which only size a
+    job's resources and its query chunks. Lines are dropped by the positions Python's parser gives them, so the text is
     the same under every Python version; a file that does not parse counts in full."""
     raw = Path(path).read_bytes()
     try:
@@ -146,9 +153,11 @@ def code_text(path: str | os.PathLike) -> bytes:
     drop = {tok.start[0] for tok in tokenize.tokenize(io.BytesIO(raw).readline)
             if tok.type == tokenize.COMMENT and tok.line.lstrip().startswith("#")}
     for node in tree.body:
-        for stmt in [node, *(node.body if isinstance(node, ast.ClassDef) else [])]:
-            if _is_cost_model(stmt):
-                drop.update(range(stmt.lineno, (stmt.end_lineno or stmt.lineno) + 1))
+        inner = node.body if isinstance(node, ast.ClassDef) else []
+        for stmt, in_class in [(node, False), *((st, True) for st in inner)]:
+            if _is_cost_model(stmt, in_class):
+                first = min([stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", []))])
+                drop.update(range(first, (stmt.end_lineno or stmt.lineno) + 1))
     lines = raw.splitlines(keepends=True)
     return b"".join(line for i, line in enumerate(lines, 1) if i not in drop)
 
