@@ -5,10 +5,9 @@
   file, the files of the classes it derives from and of the ``chorustic``/plugin modules it imports at
   module level, and the modules it declares in ``Method.code`` (:func:`code_text`: without comment lines,
   cost models and costing hooks, which change no prediction, so refitting a cost model re-makes no
-  result). The
-  workflow passes it as a ``params:``
-  of the evaluate rule, so Snakemake's own params trigger re-runs exactly the jobs whose parameters
-  or method code changed; it is also recorded in every manifest.
+  result). The workflow passes it as a ``params:`` of the evaluate rule, so Snakemake's own params
+  trigger re-runs exactly the jobs whose parameters or method code changed; it is also recorded in
+  every manifest.
 * Every prediction file a manifest lists is recorded with its SHA-256, size and modification time
   (:func:`file_record`); the download rule's record lists the dataset's files the same way
   (:func:`source_record`). When the workflow builds its DAG, :func:`set_aside_damaged` checks every
@@ -142,8 +141,8 @@ def _is_cost_model(node: ast.stmt, in_class: bool = False) -> bool:
 def code_text(path: str | os.PathLike) -> bytes:
     """The part of a method's source file that determines its predictions: the file without its comment
     lines and its cost-model statements and costing hooks (:func:`_is_cost_model`), which only size a
-    job's resources and its query chunks. Lines are dropped by the positions Python's parser gives them, so the text is
-    the same under every Python version; a file that does not parse counts in full."""
+    job's resources and its query chunks. Lines are dropped by the positions Python's parser gives them,
+    so the text is the same under every Python version; a file that does not parse counts in full."""
     raw = Path(path).read_bytes()
     try:
         tree = ast.parse(raw)

@@ -19,7 +19,7 @@ context. Completed prediction files are kept; the context that killed the worker
 
 A job stopped from outside (Ctrl-C, SIGTERM from Snakemake or a cluster's scheduler, its parent gone)
 records no outcome: it is not finished. Its progress file and prediction files stay, and its next
-start continues from them (:func:`resumable_runs`) when they were made with the same method
+start continues from them (:func:`resumable_state`) when they were made with the same method
 fingerprint and context file (the worker checks the data and each kept file too); otherwise it starts
 over. A job whose manifest recorded failed runs (``<dataset>.failed.json``) is continued the same way:
 its next start keeps the finished runs and tries the failed contexts again, so a job stopped at a time
@@ -58,7 +58,7 @@ from chorustic.io import atomic_write_json
 from chorustic.processes import die_with_parent_preexec
 from chorustic.resources import WorkerLimits
 
-__all__ = ["run_evaluation", "run_supervised", "resumable_runs", "thread_env", "JobInterrupted"]
+__all__ = ["run_evaluation", "run_supervised", "resumable_state", "thread_env", "JobInterrupted"]
 
 _POLL_S = 0.5
 
@@ -68,25 +68,25 @@ class JobInterrupted(RuntimeError):
     it finished stay in its progress file for the next start."""
 
 
-def resumable_runs(spec: JobSpec, prog: Path) -> int | None:
-    """How many finished runs an earlier attempt's record ``prog`` (the job's progress file or failure
-    record) holds that the job's next start can keep: None when there is none, or when it was made with
-    another method fingerprint (parameters, code), another context file, or is not a worker's record (the
-    worker compares the data's checksums)."""
+def resumable_state(spec: JobSpec, record: Path) -> dict[str, Any] | None:
+    """An earlier attempt's record ``record`` (the job's progress file or failure record) with only its
+    finished runs, which the job's next start can keep; None when it holds none, or was made with another
+    method fingerprint (parameters, code) or another context file, or is not a worker's record (the worker
+    compares the data's checksums)."""
     from chorustic.evaluation.integrity import fingerprint_text
     from chorustic.io import sha256_file
 
     try:
-        state = json.loads(prog.read_text(encoding="utf-8"))
-        inputs = state["inputs"]
+        state = json.loads(record.read_text(encoding="utf-8"))
         recorded = fingerprint_text(state["fingerprint"]) if state.get("fingerprint") is not None else None
-        same = (state.get("method"), state.get("plugin"), state.get("dataset"), recorded,
-                inputs.get("contexts_sha256")) == (spec.method, spec.plugin, spec.dataset, spec.fingerprint or None,
-                                                   sha256_file(spec.contexts_file))
-        n = sum(1 for r in state["runs"] if r.get("status") == "ok")
+        made_by = (state.get("method"), state.get("plugin"), state.get("dataset"), recorded,
+                   state["inputs"].get("contexts_sha256"))
+        same = made_by == (spec.method, spec.plugin, spec.dataset, spec.fingerprint or None,
+                           sha256_file(spec.contexts_file))
+        state["runs"] = [r for r in state["runs"] if r.get("status") == "ok"]  # a failed context is tried again
     except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError):
         return None
-    return n if same and n else None
+    return state if same and state["runs"] else None
 
 
 def _kept_message(prog: Path) -> str:
@@ -190,20 +190,19 @@ def run_supervised(
     failed_record = failure_record_path(results_dir, spec.method, spec.dataset)
     # an interrupted attempt's finished runs, else those of an attempt that recorded failed runs (a context
     # stopped at a memory or time limit); the worker checks each kept file and the data again
-    source = next((p for p in (prog, failed_record) if selected and resumable_runs(spec, p)), None)
-    if source is not None:
-        state = json.loads(source.read_text(encoding="utf-8"))
-        state["runs"] = [r for r in state["runs"] if r.get("status") == "ok"]  # a failed context is tried again
+    source, state = next(((p, st) for p in (prog, failed_record) if selected and (st := resumable_state(spec, p))),
+                         (None, None))
+    kept = state is not None
+    if kept:
         state["finished"] = None
         atomic_write_json(prog, state)
         failed_record.unlink(missing_ok=True)
         why = "an interrupted attempt" if source == prog else "an attempt with failed runs"
-        log(f"[{spec.method}/{spec.dataset}] continuing from {why}: {len(state['runs'])} finished run(s) of {source} "
-            "are kept")
+        log(f"[{spec.method}/{spec.dataset}] continuing from {why}: {len(state['runs'])} finished run(s) of "
+            f"{source} are kept")
     else:
         # only the files of the contexts this job re-makes (none when its context file cannot be read: it fails)
         clear_job_outputs(results_dir, spec.method, spec.dataset, selected or [])
-    kept = source is not None
     started = time.monotonic()
     deadline = started + limits.minutes * 60 if limits.minutes else None
     # the worker spec of an earlier attempt that was killed (kill -9 leaves no chance to remove it)
