@@ -5,7 +5,8 @@ n_neighbors=1)`` on the **native** series: full warping window (aeon's default; 
 Sakoe-Chiba band as a fraction of the length), dependent multivariate DTW, variable-length
 series compared as they are (DTW aligns series of different lengths; no resampling).
 
-Probabilities: the nearest neighbour's class with probability 1 (aeon's ``predict_proba``).
+Probabilities: the nearest neighbour's class with probability 1 (aeon's ``predict_proba``), from aeon's
+``kneighbors`` on a chunk of queries at once, so that the job's threads share out the queries.
 Cost: O(n_context x n_query x L^2); long series (EigenWorms: 17,984 points) need a large runtime or a
 ``window``; a job that exceeds its time limit is recorded as failed.
 """
@@ -46,9 +47,14 @@ class DTW1NNEstimator(ContractClassifier):
         self.run_info_.update({"window": self.window, "variable_length": isinstance(X, list)})
 
     def _predict_proba(self, X):
-        proba = np.asarray(self.model_.predict_proba(X), dtype=np.float64)
-        out = np.zeros((proba.shape[0], len(self.classes_)))
-        out[:, np.asarray(self.model_.classes_, dtype=np.int64)] = proba
+        # aeon's predict_proba measures one query at a time, which leaves its n_jobs threads one series to
+        # share; its kneighbors on every query at once spreads the queries over them (the same distances and
+        # the same nearest neighbour: the selection and its order of ties are row by row), and predict_proba's
+        # uniform weights make the nearest neighbour's class probability 1
+        _, nearest = self.model_.kneighbors(X)
+        labels = np.asarray(self.model_.classes_, dtype=np.int64)[self.model_.y_[nearest[:, 0]]]
+        out = np.zeros((len(labels), len(self.classes_)))
+        out[np.arange(len(labels)), labels] = 1.0
         return out
 
 
@@ -68,10 +74,12 @@ class DTW1NN(Method):
     #: Fitted on jobs on stand-ins of the largest archive shapes, at growing fractions and 3 in full through the
     #: workflow (benchmarks/archive_scale.py --fit, 1 thread, a variable-length stand-in at its mean length;
     #: benchmarks/results/archive_scale.md): ~3.2 ns per cell of the warping path, ~0.6 ns per cell and channel
-    #: of the pointwise distances, ~1.2 us per (context, query) pair.
+    #: of the pointwise distances, ~1.2 us per (context, query) pair; 16 bytes per pair of a chunk of queries
+    #: with the context (the distances and their partial sort), which sets the chunks.
     cost: ClassVar[CostModel] = CostModel(time_job_s=11.8, time_base_s=0, time_ns_per_value=0,
                                           time_ns_per_cell=0.613, time_ns_per_path_cell=3.21,
-                                          time_ns_per_series_pair=1200, mem_base_mb=532, mem_bytes_per_value=8.84)
+                                          time_ns_per_series_pair=1200, mem_base_mb=532, mem_bytes_per_value=8.84,
+                                          mem_bytes_per_query_pair=16, parallel_fraction=0.93)
 
     def validate(self, params: dict[str, Any]) -> None:
         check_window(params["window"])

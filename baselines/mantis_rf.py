@@ -145,8 +145,10 @@ class MantisBase(HubMethod):
     #: Fitted on jobs on stand-ins with random weights of Mantis-8M's architecture (benchmarks/archive_scale.py
     #: --fit, one CPU thread; benchmarks/results/archive_scale.md): every channel of every series through the
     #: frozen encoder (~5 ms per channel and series), then a forest or logistic regression on the embeddings.
+    #: Thread scaling (benchmarks/thread_scaling.py): Mantis-8M's, the lower of Mantis-8M's and MantisV2's.
     cost: ClassVar[CostModel] = CostModel(time_job_s=6.31, time_base_s=0.42, time_ns_per_value=10500,
-                                          time_ns_per_series_pair=21, mem_base_mb=691, mem_bytes_per_value=107)
+                                          time_ns_per_series_pair=21, mem_base_mb=691, mem_bytes_per_value=107,
+                                          parallel_fraction=0.58)
 
     def hub_files(self, p: dict[str, Any]) -> list[HubFile]:
         repo_id = self.fixed_params["repo_id"]

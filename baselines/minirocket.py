@@ -60,4 +60,5 @@ class MiniRocket(Method):
     #: past a model without it, by 1-2 %, and were stopped at their memory limits).
     cost: ClassVar[CostModel] = CostModel(time_job_s=11.3, time_base_s=0.155, time_ns_per_value=1660,
                                           time_ns_per_series_pair=791, mem_base_mb=663, mem_bytes_per_value=18.9,
-                                          mem_kb_per_series=81, mem_bytes_per_pair=33.2, model_channels=9)
+                                          mem_kb_per_series=81, mem_bytes_per_pair=33.2, model_channels=9,
+                                          parallel_fraction=0.88)

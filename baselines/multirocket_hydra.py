@@ -108,4 +108,5 @@ class MultiRocketHydra(Method):
                                           time_ns_per_dilated_value=3080, time_ns_per_series_pair=2170,
                                           mem_base_mb=892, mem_bytes_per_value=27.9, mem_kb_per_series=988,
                                           mem_bytes_per_pair=33.2, mem_bytes_per_row_point=5000, model_channels=2,
-                                          model_rows=HYDRA_BATCH, model_row_points=HYDRA_POINTS)
+                                          model_rows=HYDRA_BATCH, model_row_points=HYDRA_POINTS,
+                                          parallel_fraction=0.61)

@@ -73,4 +73,4 @@ class QUANT(Method):
     cost: ClassVar[CostModel] = CostModel(time_job_s=5.24, time_base_s=0.642, time_ns_per_value=1250,
                                           time_ns_per_pair=0.662, time_ns_per_column_class=72_600,
                                           time_ns_per_column_series=941, mem_base_mb=465, mem_bytes_per_value=95.2,
-                                          mem_kb_per_series=9.62)
+                                          mem_kb_per_series=9.62, parallel_fraction=0.82)

@@ -116,7 +116,7 @@ def _add_plugins(runs: dict[str, dict], names: list[str]) -> None:
             runs[name] = {"plugin": name}
 
 
-def _config(workdir: Path, tag: str, dataset: str, runs: dict[str, dict]) -> Path:
+def _config(workdir: Path, tag: str, dataset: str, runs: dict[str, dict], threads: int = 1) -> Path:
     import yaml
 
     root = workdir / "runs" / tag
@@ -128,7 +128,7 @@ def _config(workdir: Path, tag: str, dataset: str, runs: dict[str, dict]) -> Pat
         "data": {"offline": True, "lock_file": str(workdir / "data" / tag / "lock.json")},
         "datasets": {"archives": ["UCR", "UEA"], "include": [dataset]},
         "evaluate": list(runs),
-        "methods": {m: {**r, "resources": {"threads": 1}} for m, r in runs.items()},
+        "methods": {m: {**r, "resources": {"threads": threads}} for m, r in runs.items()},
         "reports": {"reference_method": next(iter(runs))},
     }
     path = root / "config.yaml"
@@ -180,16 +180,17 @@ def _estimate(cfg_path: Path, method: str, dataset: str, spec) -> tuple[float, f
     return mem, seconds, req_mb, req_min, size.n_contexts
 
 
-def prepare(workdir: Path, method: str, run: dict, dataset: str, fraction: float) -> dict:
-    """The job's configuration and the cost model's numbers at the stand-in's shape (nothing runs)."""
+def prepare(workdir: Path, method: str, run: dict, dataset: str, fraction: float, threads: int = 1) -> dict:
+    """The job's configuration and the cost model's numbers at the stand-in's shape (nothing runs); a job on
+    more than one thread has a folder of its own."""
     from chorustic.data.standin import standin_spec
 
     spec = standin_spec(dataset, series_fraction=fraction)
-    tag = f"{dataset}-f{fraction:g}"
-    cfg = _config(workdir, tag, dataset, {method: run})
+    tag = f"{dataset}-f{fraction:g}" + (f"-t{threads}" if threads != 1 else "")
+    cfg = _config(workdir, tag, dataset, {method: run}, threads)
     mem, seconds, req_mb, req_min, contexts = _estimate(cfg, method, dataset, spec)
     return {"spec": spec, "tag": tag, "cfg": cfg, "mem": mem, "seconds": seconds, "req_mb": req_mb,
-            "req_min": req_min, "contexts": contexts}
+            "req_min": req_min, "contexts": contexts, "threads": threads}
 
 
 def collect(results: Path, logs: Path) -> list[dict]:
@@ -257,7 +258,7 @@ def measure(workdir: Path, method: str, dataset: str, fraction: float, job: dict
     # the job's own limits are the request's (a limit hit is a finding), capped by this benchmark's budget
     runtime = min(req_min, 3 * limit_s / 60)  # wall clock: room for other work on the machine
     cmd = ["chorustic", "evaluate", "--config", str(cfg), "--method", method, "--dataset", dataset,
-           "--threads", "1", "--mem-mb", str(req_mb), "--runtime", f"{runtime:.2f}"]
+           "--threads", str(job.get("threads", 1)), "--mem-mb", str(req_mb), "--runtime", f"{runtime:.2f}"]
     t0, r0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONWARNINGS": "ignore"})
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -287,8 +288,9 @@ def measure(workdir: Path, method: str, dataset: str, fraction: float, job: dict
 #: Terms every method has, whatever its current model says.
 ALWAYS_FITTED = ("time_job_s", "mem_base_mb", "mem_bytes_per_value")
 #: Terms kept at the model's value: the harness's own work (the same for every method), and what a job's peak
-#: cannot separate, measured on its own (Hydra's convolution outputs: benchmarks/hydra_memory.py).
-KEPT = ("time_ns_per_input_value", "mem_bytes_per_row_point")
+#: cannot separate, measured on its own (Hydra's convolution outputs: benchmarks/hydra_memory.py) or known from the
+#: arrays' sizes (a nearest-neighbour search's distances per query and context series).
+KEPT = ("time_ns_per_input_value", "mem_bytes_per_row_point", "mem_bytes_per_query_pair")
 
 
 def _fit_one(terms: "np.ndarray", measured: "np.ndarray", names: tuple[str, ...], current: dict[str, float],

@@ -17,8 +17,11 @@ critical path. How each job's time is estimated:
     ``tools/gpu/plans/``): on a GPU at the plan's model-FLOPs utilisation and the GPU's peak, on a CPU at
     :data:`CPU_TRAIN_GFLOPS` per core (measured with ``benchmarks/pretrain_throughput.py``).
 ``evaluate``
-    Its method's cost model (one CPU thread, the ``chorustic.methods.CostModel`` of the plugin), divided by
-    the job's threads; on a GPU the compute part divided by the cost model's ``gpu_speedup``.
+    Its method's cost model (one CPU thread, the ``chorustic.methods.CostModel`` of the plugin); the
+    per-context part divided by the speed-up of the job's threads (``CostModel.thread_speedup``: Amdahl's
+    law with the method's measured ``parallel_fraction``; the number of threads where it is not measured),
+    or on a GPU by the cost model's ``gpu_speedup``. A job holds its cores for the whole time: its
+    CPU-hours are its cores times its wall time, more than one thread's time where threads are not fully used.
 
 Every job also pays :data:`JOB_START_S` (the job's process starting and importing). The wall time is a
 list schedule of the job graph (longest remaining path first, as a critical-path scheduler would) on the
@@ -192,7 +195,12 @@ def _evaluate_seconds(job, machine: Machine, plugin, cores: int) -> tuple[float,
         if speedup:
             return fixed + compute / speedup, job.gpus, f"GPU: compute / {speedup:g} (estimated speed-up)"
         return job.estimate_s, job.gpus, "GPU: no speed-up estimate, CPU time of one thread"
-    return fixed + compute / max(1, cores), 0, ""
+    if cost is None or cores <= 1:
+        return fixed + compute / max(1, cores), 0, ""
+    speedup = cost.thread_speedup(cores)
+    note = ("" if cost.parallel_fraction is None
+            else f"{cores} threads: {speedup:.2f}x one (parallel fraction {cost.parallel_fraction:g}, measured)")
+    return fixed + compute / speedup, 0, note
 
 
 def bill_jobs(plan: RunPlan, machine: Machine, *, bandwidth_mb_s: float = 10.0) -> list[BillJob]:
@@ -355,6 +363,19 @@ def schedule(jobs: list[BillJob], machine: Machine, nodes: int = 1, *, downloads
 # the bill
 
 
+def _unmeasured_scaling(plan: RunPlan, jobs: list[BillJob]) -> list[str]:
+    """The method runs with CPU jobs on more than one thread whose cost model has no measured
+    ``parallel_fraction``."""
+    multi = {j.group for j in jobs if j.rule == "evaluate" and j.cores > 1 and not j.gpus}
+    out = set()
+    for j in plan.jobs:
+        plugin = plan.discovery.methods.get(j.plugin) if plan.discovery is not None else None
+        cost = getattr(plugin, "cost", None)
+        if j.method in multi and cost is not None and cost.parallel_fraction is None:
+            out.add(j.method)
+    return sorted(out)
+
+
 def make_bill(plan: RunPlan, machine: Machine | None = None, *, cluster_nodes: int = 0,
               node: Machine | None = None, bandwidth_mb_s: float = 10.0) -> dict[str, Any]:
     """The bill of ``plan`` on ``machine`` (default: this one) and on ``cluster_nodes`` nodes like ``node``."""
@@ -389,6 +410,10 @@ def make_bill(plan: RunPlan, machine: Machine | None = None, *, cluster_nodes: i
         "notes": sorted({f"{j.name}: {j.note}" for j in jobs if j.rule == "pretrain" and j.note}),
         "warnings": [],
     }
+    unmeasured = _unmeasured_scaling(plan, jobs)
+    if unmeasured:
+        bill["notes"].append(f"thread scaling not measured for {', '.join(unmeasured)}: every thread taken as fully "
+                             "used (their wall time is a lower bound; benchmarks/thread_scaling.py measures it)")
     if machine.mem_mb and largest.mem_mb > machine.mem_mb:
         bill["warnings"].append(f"{largest.name} asks for {largest.mem_mb} MB, more than this machine's "
                                 f"{machine.mem_mb} MB")

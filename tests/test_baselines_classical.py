@@ -84,6 +84,27 @@ def test_variable_length_japanese_vowels(discovery):
     assert d.predict_proba(X_te[:10]).shape[0] == 10
 
 
+def test_dtw_predicts_what_aeons_classifier_predicts_on_any_threads(discovery):
+    """The plugin asks aeon's ``kneighbors`` for every query of a chunk at once (its threads share out the
+    queries) where aeon's ``predict_proba`` measures one query at a time: the same probabilities, ties
+    between neighbours of other classes included, on one thread or two, equal or variable length."""
+    from aeon.classification.distance_based import KNeighborsTimeSeriesClassifier
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 3, 30))
+    y = rng.integers(0, 4, 40)
+    X[20:30], y[20:30] = X[:10], (y[:10] + 1) % 4  # the same series under another class: a tie at distance 0
+    queries = np.concatenate([rng.normal(size=(25, 3, 30)), X[:10]])
+    Xv = [rng.normal(size=(2, int(n))) for n in rng.integers(12, 30, 30)]
+    yv = rng.integers(0, 3, 30)
+    Qv = [rng.normal(size=(2, int(n))) for n in rng.integers(12, 30, 12)]
+    for train, labels, test in ((X, y, queries), (Xv, yv, Qv)):
+        aeon = KNeighborsTimeSeriesClassifier(distance="dtw", n_neighbors=1).fit(train, labels).predict_proba(test)
+        for n_jobs in (1, 2):
+            ours = discovery.get("dtw_1nn").build(seed=0, n_jobs=n_jobs).fit(train, labels).predict_proba(test)
+            np.testing.assert_array_equal(ours, aeon)
+
+
 def test_dtw_window_parameter_is_validated(discovery):
     with pytest.raises(ValueError, match="window must be a fraction"):
         discovery.get("dtw_1nn").build(seed=0, window=5)

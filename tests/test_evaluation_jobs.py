@@ -272,14 +272,18 @@ def test_the_query_chunk_bounds_a_jobs_memory_at_any_test_size():
     with the test split by its input values alone, and a chunk's pairs fit QUERY_MEMORY_MB."""
     from chorustic.methods.cost import QUERY_MEMORY_MB, CostModel, JobSize
 
-    dtw = CostModel(mem_base_mb=0, mem_bytes_per_value=0, mem_bytes_per_pair=16)
+    gram = CostModel(mem_base_mb=0, mem_bytes_per_value=0, mem_bytes_per_pair=16)  # context x (context + chunk)
     crop = JobSize(7200, 16800, 1, 46)
-    chunk = dtw.query_chunk(crop)
+    chunk = gram.query_chunk(crop)
     assert chunk * 7200 * 16 <= QUERY_MEMORY_MB * 2**20 < (chunk + 1) * 7200 * 16
     ten_times = dataclasses.replace(crop, n_test=168_000)
-    assert dtw.estimate(ten_times)[0] == dtw.estimate(crop)[0] == 7200 * 16 * (7200 + chunk) / 2**20
+    assert gram.estimate(ten_times)[0] == gram.estimate(crop)[0] == 7200 * 16 * (7200 + chunk) / 2**20
+    # a nearest-neighbour search holds the chunk's distances to the context only (no context x context)
+    dtw = CostModel(mem_base_mb=0, mem_bytes_per_value=0, mem_bytes_per_query_pair=16)
+    assert dtw.query_chunk(crop) == chunk
+    assert dtw.estimate(ten_times)[0] == dtw.estimate(crop)[0] == 7200 * 16 * chunk / 2**20 <= QUERY_MEMORY_MB
     small = JobSize(50, 150, 1, 150)
-    assert dtw.query_chunk(small) == 150  # everything fits: one call, as before
+    assert dtw.query_chunk(small) == gram.query_chunk(small) == 150  # everything fits: one call, as before
     assert CostModel().query_chunk(crop) == 16800  # no per-query memory declared: one call
 
 

@@ -98,6 +98,7 @@ class CostModel:
         peak memory (MB) = mem_base_mb + (mem_bytes_per_value * V + mem_bytes_per_model_value * V'
                            + mem_bytes_per_row_point * min(R * length, model_row_points)) / 2**20
                            + mem_kb_per_series * H / 1024 + mem_bytes_per_pair * n_train * H / 2**20
+                           + mem_bytes_per_query_pair * n_train * q / 2**20
         time (s)         = time_job_s + time_ns_per_input_value * V / 1e9
                            + sum over contexts of (time_base_s + (time_ns_per_value * V
                            + time_ns_per_series * N + time_ns_per_pair * P
@@ -113,14 +114,16 @@ class CostModel:
     below, at most :attr:`model_rows`), at most :attr:`model_channels` channels.
     ``H = n_train + q`` is the series held at once: the context and one chunk of ``q`` queries
     (:meth:`query_chunk`: as many as fit :data:`QUERY_MEMORY_MB` at ``mem_kb_per_series`` +
-    ``mem_bytes_per_pair * n_train`` each, + ``mem_bytes_per_row_point * length`` where ``R`` is not capped;
+    ``mem_bytes_per_pair * n_train`` + ``mem_bytes_per_query_pair * n_train`` each, + ``mem_bytes_per_row_point
+    * length`` where ``R`` is not capped;
     all of them when that is 0 or they fit).
     ``classes = min(n_classes, n_train)`` are the context's classes.
     ``band`` is the number of alignment cells per time point of an elastic distance (the whole length
     for unconstrained DTW; see :meth:`estimate`). In the time, ``n_train`` (and so ``N``, ``V``, ``P``) is
     each context's own training size (:attr:`JobSize.context_train`: a 5-shot context fits on 5 series
     per class), and ``n_channels`` is at most :attr:`model_channels`; the memory is the largest
-    context's. Times are CPU seconds of one thread; more threads or a GPU only make a job faster.
+    context's. Times are CPU seconds of one thread; more threads (:meth:`thread_speedup`) or a GPU only make a
+    job faster.
     Coefficients are fitted by ``benchmarks/archive_scale.py --fit`` on jobs measured on stand-ins of the
     archives' largest shapes (``benchmarks/results/archive_scale.csv``); a job adds
     :data:`chorustic.resources.MEM_SAFETY` / :data:`~chorustic.resources.TIME_SAFETY` on top.
@@ -141,6 +144,9 @@ class CostModel:
     mem_kb_per_series: float = 0.0
     """Per series held at once (the context and a chunk of queries): features or embeddings."""
     mem_bytes_per_pair: float = 0.0
+    mem_bytes_per_query_pair: float = 0.0
+    """Per (query of a chunk, context series) pair only: the distances of a chunk of queries to the context
+    and their sort (a nearest-neighbour search), with no (context x context) matrix."""
     """Per (context series, series held) pair: Gram, distance or attention matrices."""
     time_job_s: float = 10.0
     """Once per job: imports, JIT compilation, loading weights."""
@@ -184,6 +190,11 @@ class CostModel:
     """How many times faster one GPU runs a job's per-context work than one CPU thread (``time_job_s`` is
     not sped up). An estimate until measured on a GPU; ``chorustic plan-run`` prints it with the GPU
     hours. None: the method gains nothing from a GPU (its GPU jobs are billed at the CPU time)."""
+    parallel_fraction: float | None = None
+    """The share of a job's per-context work that runs on all of its threads (Amdahl's law: ``n`` threads
+    run it ``1 / ((1 - p) + p / n)`` times faster than one; :meth:`thread_speedup`), measured by
+    ``benchmarks/thread_scaling.py`` (one thread against two, on free cores). None: not measured, taken as 1
+    (every thread fully used), an optimistic wall time."""
     model_channels: int | None = None
     """The most channels the method computes on per series (the time's terms use ``min(n_channels,
     model_channels)``; the memory's hold the whole input): a ROCKET kernel reads a few random channels
@@ -199,6 +210,13 @@ class CostModel:
     """The length the method computes on whatever the input's (an encoder that resamples or pads every
     series to 512): replaces the job's ``length``."""
 
+    def thread_speedup(self, threads: int) -> float:
+        """How many times faster ``threads`` threads run the per-context work than one (Amdahl's law with
+        :attr:`parallel_fraction`; ``threads`` where it is not measured)."""
+        n = max(1, int(threads))
+        p = 1.0 if self.parallel_fraction is None else min(1.0, max(0.0, float(self.parallel_fraction)))
+        return 1.0 / ((1.0 - p) + p / n)
+
     def scaled_time(self, factor: float) -> "CostModel":
         """This model with every time coefficient times ``factor`` (a variant that runs the same work slower)."""
         return dataclasses.replace(self, **{k: getattr(self, k) * factor for k in self.TIME_COEFFICIENTS
@@ -209,7 +227,8 @@ class CostModel:
         as fit :data:`QUERY_MEMORY_MB` at this model's per-query memory (at least 1; all when they fit): its
         features or embeddings, its pairs with the context, and, where the method computes on every series
         of a call at once (:attr:`model_rows` None), its per-time-point working memory."""
-        per_query = self.mem_kb_per_series * 1024 + self.mem_bytes_per_pair * size.n_train
+        per_query = (self.mem_kb_per_series * 1024
+                     + (self.mem_bytes_per_pair + self.mem_bytes_per_query_pair) * size.n_train)
         if self.model_rows is None:  # the method computes on every query of the chunk at once
             per_query += self.mem_bytes_per_row_point * self._effective(size, channels=False).length
         if per_query <= 0:
@@ -223,7 +242,7 @@ class CostModel:
                          "time_ns_per_column_class", "time_ns_per_column_series")
     #: The memory coefficients, in the order of :meth:`memory_terms`.
     MEMORY_COEFFICIENTS = ("mem_base_mb", "mem_bytes_per_value", "mem_kb_per_series", "mem_bytes_per_pair",
-                           "mem_bytes_per_model_value", "mem_bytes_per_row_point")
+                           "mem_bytes_per_model_value", "mem_bytes_per_row_point", "mem_bytes_per_query_pair")
 
     def _effective(self, size: JobSize, *, channels: bool = True) -> JobSize:
         """``size`` as the method computes on it: :attr:`model_length`, at most :attr:`model_channels`
@@ -264,12 +283,13 @@ class CostModel:
         context (all ``n_train`` series) with a chunk of queries held at once."""
         model = self._effective(size)
         size = self._effective(size, channels=False)
-        held = size.n_train + self.query_chunk(size)
+        chunk = self.query_chunk(size)
+        held = size.n_train + chunk
         rows = held if self.model_rows is None else min(held, self.model_rows)
         points = rows * model.length if self.model_row_points is None else min(rows * model.length,
                                                                               self.model_row_points)
         return (1.0, size.n_values / 2**20, held / 1024, size.n_train * held / 2**20,
-                rows * model.n_channels * model.length / 2**20, points / 2**20)
+                rows * model.n_channels * model.length / 2**20, points / 2**20, size.n_train * chunk / 2**20)
 
     def estimate(self, size: JobSize, *, band: float | None = None) -> tuple[float, float]:
         """(peak memory in MB, time in seconds), without safety margins."""
