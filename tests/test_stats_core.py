@@ -183,6 +183,17 @@ def test_holm_hand_checked():
     assert h.reject.tolist() == [True, False, False]
 
 
+def test_holm_leaves_the_garbage_collector_as_it_found_it():
+    """The objects frozen while statsmodels collects garbage are unfrozen afterwards, on an error too."""
+    import gc
+
+    holm_correction([0.01, 0.04])
+    assert gc.get_freeze_count() == 0 and gc.isenabled()
+    with pytest.raises(ValueError):
+        holm_correction([0.5, float("nan")])
+    assert gc.get_freeze_count() == 0
+
+
 def test_holm_propagates_bounds():
     h = holm_correction([1e-300, 0.2, 0.5], is_bound=[True, False, False])
     assert h.is_bound.tolist() == [True, True, True]
