@@ -17,10 +17,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, ClassVar
 
-from chorustic.hub import CheckpointNotFoundError, resolve_checkpoint
+from chorustic.hub import DEFAULT_CHECKPOINT, DEFAULT_HPARAMS, CheckpointNotFoundError, resolve_checkpoint
 from chorustic.inference import ChorusTICClassifier
 from chorustic.methods import CostModel, Method, MethodInfo, MethodNotReady, register
-from chorustic.model.checkpoint import DEFAULT_CHECKPOINT, DEFAULT_HPARAMS
 
 #: Cost of one evaluate job (chorustic.methods.CostModel) on one CPU thread with the full deployment ensemble
 #: (8 label shifts x 4 RSSC draws). The paper configuration (53 M parameters, random weights), from jobs on

@@ -23,7 +23,9 @@ import os
 from pathlib import Path
 
 __all__ = [
+    "DEFAULT_CHECKPOINT",
     "DEFAULT_ENDPOINT",
+    "DEFAULT_HPARAMS",
     "CheckpointNotFoundError",
     "HubFile",
     "HubFileNotFound",
@@ -37,6 +39,10 @@ __all__ = [
     "parse_hf_spec",
     "resolve_checkpoint",
 ]
+
+#: The released checkpoint (paper model, step 6000) and its hyper-parameters, as hub specs.
+DEFAULT_CHECKPOINT = "hf://JTF2000/ChorusTIC/ChorusTIC.ckpt"
+DEFAULT_HPARAMS = "hf://JTF2000/ChorusTIC/model_hparams_latest.json"
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 

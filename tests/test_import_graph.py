@@ -3,7 +3,8 @@
 Every ``import chorustic...`` / ``from chorustic... import ...`` of every module is an edge, the ones
 inside functions (imported lazily) included: a lazy import hides a cycle from Python, not from the
 reader. ``from package import name`` is an edge to the module that defines ``name`` when ``name`` is a
-submodule or a name the package's ``__init__`` re-exports from one of its modules; the package
+submodule or a name the package's ``__init__`` re-exports from one of its modules (imported there, or named in
+the ``_HOMES`` table of a package that imports them on first use); the package
 ``__init__`` files themselves are facades (they import their own modules) and are not nodes.
 """
 
@@ -37,6 +38,9 @@ def _reexports(modules: dict[str, Path]) -> dict[str, dict[str, str]]:
             if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("chorustic"):
                 for alias in node.names:
                     table[alias.asname or alias.name] = node.module
+            # a lazy facade (PEP 562 __getattr__): `_HOMES = {name: submodule}`
+            if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "_HOMES" for t in node.targets):
+                table.update({k: f"{name}.{v}" for k, v in ast.literal_eval(node.value).items()})
     return out
 
 

@@ -8,7 +8,7 @@ import torch
 from sklearn.base import clone
 
 from chorustic.inference import ChorusTICClassifier, label_shift_offsets
-from chorustic.inference import classifier as clf_module
+from chorustic.inference import schedules as schedules_module  # the classifier imports it when it predicts
 from chorustic.model import ChorusTICConfig
 from chorustic.testing.checkpoints import randomized_chorustic
 
@@ -130,7 +130,7 @@ def test_bad_inputs_have_clear_errors(model):
 
 def test_out_of_memory_halves_the_batch_sizes_and_retries(model, monkeypatch):
     X, y, Xq = _data()
-    real = clf_module.shared_member_logits
+    real = schedules_module.shared_member_logits
     calls = []
 
     def flaky(*args, batch, **kw):
@@ -139,17 +139,17 @@ def test_out_of_memory_halves_the_batch_sizes_and_retries(model, monkeypatch):
             raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
         return real(*args, batch=batch, **kw)
 
-    monkeypatch.setattr(clf_module, "shared_member_logits", flaky)
+    monkeypatch.setattr(schedules_module, "shared_member_logits", flaky)
     clf = _clf(model, task_batch_size=512).fit(X, y)
     p = clf.predict_proba(Xq)
     assert calls == [512, 256, 128, 64]
     assert clf.effective_batch_sizes_["task_rows"] == 64 and clf.oom_retries_ == 3
-    monkeypatch.setattr(clf_module, "shared_member_logits", real)
+    monkeypatch.setattr(schedules_module, "shared_member_logits", real)
     assert np.allclose(p, _clf(model).fit(X, y).predict_proba(Xq), atol=1e-6)
 
     def broken(*args, **kw):
         raise RuntimeError("some other failure")
 
-    monkeypatch.setattr(clf_module, "shared_member_logits", broken)
+    monkeypatch.setattr(schedules_module, "shared_member_logits", broken)
     with pytest.raises(RuntimeError, match="some other failure"):
         _clf(model).fit(X, y).predict_proba(Xq)

@@ -6,10 +6,23 @@
 * :mod:`~chorustic.inference.oom`: batch sizes and the halve-and-retry policy on out-of-memory.
 """
 
-from chorustic.inference.classifier import ChorusTICClassifier, clear_model_cache
-from chorustic.inference.ensemble import label_shift_offsets, softmax_proba, unshift_logits
-from chorustic.inference.oom import BatchSizes, is_oom_error, run_with_oom_retry
-from chorustic.inference.schedules import naive_member_logits, shared_member_logits
+import importlib
+
+#: Where each name lives. Imported on first use (PEP 562): the estimator's module is light, the others
+#: import torch, which a caller that only declares the estimator (the method's plugin) does not need.
+_HOMES = {
+    "ChorusTICClassifier": "classifier", "clear_model_cache": "classifier",
+    "label_shift_offsets": "ensemble", "softmax_proba": "ensemble", "unshift_logits": "ensemble",
+    "BatchSizes": "oom", "is_oom_error": "oom", "run_with_oom_retry": "oom",
+    "naive_member_logits": "schedules", "shared_member_logits": "schedules",
+}
+
+
+def __getattr__(name: str):
+    if name in _HOMES:
+        return getattr(importlib.import_module(f"chorustic.inference.{_HOMES[name]}"), name)
+    raise AttributeError(f"module 'chorustic.inference' has no attribute {name!r}")
+
 
 __all__ = [
     "BatchSizes",

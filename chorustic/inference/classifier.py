@@ -27,14 +27,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
-from chorustic.inference.ensemble import LABEL_SHIFT_RULES, label_shift_offsets, softmax_proba
-from chorustic.inference.oom import BatchSizes, run_with_oom_retry
-from chorustic.inference.schedules import SCHEDULES, naive_member_logits, shared_member_logits
-from chorustic.model.checkpoint import DEFAULT_CHECKPOINT
+from chorustic.hub import DEFAULT_CHECKPOINT
+
+# torch, the model and the ensemble's modules are imported where they are used: the plugin that declares
+# this estimator is imported whenever the workflow builds its job graph, which needs none of them.
 
 __all__ = ["ChorusTICClassifier", "clear_model_cache"]
 
@@ -155,6 +154,8 @@ class ChorusTICClassifier(ClassifierMixin, BaseEstimator):
         if self.n_jobs is None or self.n_jobs <= 0:
             yield
             return
+        import torch
+
         before = torch.get_num_threads()
         torch.set_num_threads(int(self.n_jobs))
         try:
@@ -182,6 +183,9 @@ class ChorusTICClassifier(ClassifierMixin, BaseEstimator):
         return X
 
     def _validate_params(self) -> None:
+        from chorustic.inference.ensemble import LABEL_SHIFT_RULES
+        from chorustic.inference.schedules import SCHEDULES
+
         if self.schedule not in SCHEDULES:
             raise ValueError(f"schedule {self.schedule!r} not in {SCHEDULES}")
         if self.label_shift_rule not in LABEL_SHIFT_RULES:
@@ -239,6 +243,12 @@ class ChorusTICClassifier(ClassifierMixin, BaseEstimator):
             )
             self.run_info_ = self._run_info()
             return np.zeros((X.shape[0], 1))
+        import torch
+
+        from chorustic.inference.ensemble import label_shift_offsets
+        from chorustic.inference.oom import BatchSizes, run_with_oom_retry
+        from chorustic.inference.schedules import naive_member_logits, shared_member_logits
+
         model = self.model_
         device = next(model.parameters()).device
         episode = torch.from_numpy(np.concatenate([self.X_context_, X]))[None].to(device)  # (1, T, C, L)
@@ -250,7 +260,7 @@ class ChorusTICClassifier(ClassifierMixin, BaseEstimator):
         mask = torch.ones(1, self.n_channels_, dtype=torch.bool)
         group_idx = model.sample_assignment(mask, n_draws=int(self.n_rssc_draws), generator=gen).to(device)
 
-        def compute(sizes: BatchSizes) -> torch.Tensor:
+        def compute(sizes: BatchSizes) -> torch.Tensor:  # noqa: F821 - annotations are not evaluated
             if self.schedule == "naive":
                 return naive_member_logits(
                     model,
@@ -296,6 +306,8 @@ class ChorusTICClassifier(ClassifierMixin, BaseEstimator):
         logits = self.decision_function(X)
         if logits.shape[1] == 1:
             return np.ones_like(logits)
+        from chorustic.inference.ensemble import softmax_proba
+
         return softmax_proba(logits, self.temperature)
 
     def predict(self, X) -> np.ndarray:
@@ -304,6 +316,8 @@ class ChorusTICClassifier(ClassifierMixin, BaseEstimator):
     def _run_info(self) -> dict[str, Any]:
         """What the harness records next to the results (``run_info_``): effective batch sizes after
         out-of-memory retries, timing, ensemble and model provenance."""
+        import torch
+
         prov = getattr(self.model_, "provenance", {})
         return {
             "effective_batch_sizes": self.effective_batch_sizes_,

@@ -25,7 +25,13 @@ from typing import Any
 
 import torch
 
-from chorustic.hub import CheckpointNotFoundError, parse_hf_spec, resolve_checkpoint
+from chorustic.hub import (  # noqa: F401 - DEFAULT_*: the released checkpoint, named here too
+    DEFAULT_CHECKPOINT,
+    DEFAULT_HPARAMS,
+    CheckpointNotFoundError,
+    parse_hf_spec,
+    resolve_checkpoint,
+)
 from chorustic.io import atomic_write_bytes, sha256_file
 from chorustic.model.config import ChorusTICConfig
 from chorustic.model.official import CheckpointError, _mismatch_error, load_official_file
@@ -49,9 +55,6 @@ __all__ = [
 
 FORMAT_NAME = "chorustic-checkpoint"
 FORMAT_VERSION = "1"
-#: The released checkpoint (paper model, step 6000).
-DEFAULT_CHECKPOINT = "hf://JTF2000/ChorusTIC/ChorusTIC.ckpt"
-DEFAULT_HPARAMS = "hf://JTF2000/ChorusTIC/model_hparams_latest.json"
 
 
 # ----------------------------------------------------------------------------- our format

@@ -14,6 +14,16 @@ Entry point: :func:`build_report` (the ``chorustic report`` command). Modules:
 * :mod:`~chorustic.reports.build`        the whole report
 """
 
-from chorustic.reports.build import ReportConfig, ReportResult, build_report
+import importlib
+
+#: Where each name lives, imported on first use (PEP 562): the workflow reads ``catalog`` without matplotlib.
+_HOMES = {"ReportConfig": "build", "ReportResult": "build", "build_report": "build"}
+
+
+def __getattr__(name: str):
+    if name in _HOMES:
+        return getattr(importlib.import_module(f"chorustic.reports.{_HOMES[name]}"), name)
+    raise AttributeError(f"module 'chorustic.reports' has no attribute {name!r}")
+
 
 __all__ = ["ReportConfig", "ReportResult", "build_report"]

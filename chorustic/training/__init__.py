@@ -13,10 +13,22 @@ Modules: :mod:`~chorustic.training.config` (``paper`` / ``small`` / ``tiny`` pre
 :mod:`~chorustic.training.curves` (curve PNG), :mod:`~chorustic.training.rng` (RNG state capture).
 """
 
-from chorustic.training.config import TRAIN_PRESETS, TrainConfig
-from chorustic.training.loss import query_cross_entropy
-from chorustic.training.trainer import Trainer, TrainingAborted, TrainingInterrupted, resolve_device
-from chorustic.training.validation import build_validation_set, evaluate
+import importlib
+
+#: Where each name lives, imported on first use (PEP 562): ``chorustic.training.<module>`` alone (the workflow's
+#: launcher, the planner) does not load the trainer.
+_HOMES = {
+    "TRAIN_PRESETS": "config", "TrainConfig": "config", "query_cross_entropy": "loss", "Trainer": "trainer",
+    "TrainingAborted": "trainer", "TrainingInterrupted": "trainer", "resolve_device": "trainer",
+    "build_validation_set": "validation", "evaluate": "validation",
+}
+
+
+def __getattr__(name: str):
+    if name in _HOMES:
+        return getattr(importlib.import_module(f"chorustic.training.{_HOMES[name]}"), name)
+    raise AttributeError(f"module 'chorustic.training' has no attribute {name!r}")
+
 
 __all__ = ["TrainConfig", "TRAIN_PRESETS", "Trainer", "TrainingAborted", "TrainingInterrupted", "resolve_device",
            "query_cross_entropy", "build_validation_set", "evaluate"]

@@ -11,7 +11,16 @@ from chorustic.evaluation.integrity import set_aside_damaged
 from chorustic.evaluation.results import accuracies_file
 from chorustic.methods import discover
 from chorustic.run_plan import RunPlan
-from chorustic.training.distributed import launch_prefix
+
+
+
+def launch_prefix(nproc):
+    """The pretrain command's launcher (chorustic.training.distributed), imported when a pretrain job
+    needs it: it imports torch, which building the job graph does not need."""
+    from chorustic.training.distributed import launch_prefix as prefix
+
+    return prefix(nproc)
+
 
 # The one validation of the configuration: a mistake stops here with one message naming the key.
 cc.validate_config(config)
