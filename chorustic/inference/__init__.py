@@ -6,7 +6,7 @@
 * :mod:`~chorustic.inference.oom`: batch sizes and the halve-and-retry policy on out-of-memory.
 """
 
-import importlib
+from chorustic.lazy_imports import lazy_getattr
 
 #: Where each name lives. Imported on first use (PEP 562): the estimator's module is light, the others
 #: import torch, which a caller that only declares the estimator (the method's plugin) does not need.
@@ -17,11 +17,7 @@ _HOMES = {
     "naive_member_logits": "schedules", "shared_member_logits": "schedules",
 }
 
-
-def __getattr__(name: str):
-    if name in _HOMES:
-        return getattr(importlib.import_module(f"chorustic.inference.{_HOMES[name]}"), name)
-    raise AttributeError(f"module 'chorustic.inference' has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _HOMES)
 
 
 __all__ = [

@@ -14,16 +14,12 @@ Entry point: :func:`build_report` (the ``chorustic report`` command). Modules:
 * :mod:`~chorustic.reports.build`        the whole report
 """
 
-import importlib
+from chorustic.lazy_imports import lazy_getattr
 
 #: Where each name lives, imported on first use (PEP 562): the workflow reads ``catalog`` without matplotlib.
 _HOMES = {"ReportConfig": "build", "ReportResult": "build", "build_report": "build"}
 
-
-def __getattr__(name: str):
-    if name in _HOMES:
-        return getattr(importlib.import_module(f"chorustic.reports.{_HOMES[name]}"), name)
-    raise AttributeError(f"module 'chorustic.reports' has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _HOMES)
 
 
 __all__ = ["ReportConfig", "ReportResult", "build_report"]

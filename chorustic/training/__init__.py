@@ -13,7 +13,7 @@ Modules: :mod:`~chorustic.training.config` (``paper`` / ``small`` / ``tiny`` pre
 :mod:`~chorustic.training.curves` (curve PNG), :mod:`~chorustic.training.rng` (RNG state capture).
 """
 
-import importlib
+from chorustic.lazy_imports import lazy_getattr
 
 #: Where each name lives, imported on first use (PEP 562): ``chorustic.training.<module>`` alone (the workflow's
 #: launcher, the planner) does not load the trainer.
@@ -23,11 +23,7 @@ _HOMES = {
     "build_validation_set": "validation", "evaluate": "validation",
 }
 
-
-def __getattr__(name: str):
-    if name in _HOMES:
-        return getattr(importlib.import_module(f"chorustic.training.{_HOMES[name]}"), name)
-    raise AttributeError(f"module 'chorustic.training' has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _HOMES)
 
 
 __all__ = ["TrainConfig", "TRAIN_PRESETS", "Trainer", "TrainingAborted", "TrainingInterrupted", "resolve_device",
