@@ -11,6 +11,7 @@ each other's cores, and the speed-up it measures is the machine's, not the metho
 
     python benchmarks/thread_scaling.py [--methods minirocket quant ...] [--threads 1 2] \\
         [--workdir /tmp/thread-scaling] [--out benchmarks/results/thread_scaling.csv]
+    python benchmarks/thread_scaling.py --methods my_method --dataset Crop --fraction 0.03   # any plugin
 
 Rows are appended to ``--out`` (one per job); the summary (speed-up and parallel fraction per method) is
 printed.
@@ -64,7 +65,10 @@ def work_seconds(cfg: Path, method: str, dataset: str) -> tuple[float, int] | No
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--methods", nargs="+", default=list(JOBS), choices=list(JOBS))
+    ap.add_argument("--methods", nargs="+", default=list(JOBS),
+                    help="method keys of benchmarks/archive_scale.py, or any plugin that runs offline")
+    ap.add_argument("--dataset", help="the stand-in's registry dataset, for every method (default: JOBS)")
+    ap.add_argument("--fraction", type=float, help="with --dataset: the share of its series (default 0.03)")
     ap.add_argument("--threads", nargs="+", type=int, default=[1, 2], help="thread counts, the first 1")
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/thread-scaling"),
                     help="stand-ins, assets and runs (emptied first)")
@@ -75,6 +79,11 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--threads: the first is the one-thread baseline (1)")
     shutil.rmtree(args.workdir / "runs", ignore_errors=True)  # a finished job would be skipped, not measured
     runs = archive_scale._assets(args.workdir)
+    archive_scale._add_plugins(runs, args.methods)
+    unknown = [m for m in args.methods if m not in runs or (m not in JOBS and not args.dataset)]
+    if unknown:
+        ap.error(f"{unknown}: not a method that runs offline here, or no stand-in job for it in JOBS "
+                 f"(name one with --dataset and --fraction)")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     new = not args.out.exists()
     summary = []
@@ -83,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         if new:
             writer.writeheader()
         for method in args.methods:
-            dataset, fraction = JOBS[method]
+            dataset, fraction = (args.dataset, args.fraction or 0.03) if args.dataset else JOBS[method]
             base = None
             for threads in args.threads:
                 job = archive_scale.prepare(args.workdir, method, runs[method], dataset, fraction, threads)
