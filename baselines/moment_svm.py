@@ -173,7 +173,8 @@ class MomentSVM(HubMethod):
     #: the context (Gram matrix per pair). On a GPU: the estimated gpu_speedup until one is measured.
     cost: ClassVar[CostModel] = CostModel(time_job_s=6.04, time_base_s=0.201, time_ns_per_value=161000,
                                           time_ns_per_series_pair=503, mem_base_mb=1340, mem_bytes_per_value=43,
-                                          mem_bytes_per_pair=10.8, gpu_speedup=50, model_length=512)
+                                          mem_bytes_per_pair=10.8, gpu_speedup=50, model_length=512,
+                                          parallel_fraction=0.94)
 
     def hub_files(self, p) -> list[HubFile]:
         return [

@@ -5,6 +5,7 @@ checkpoint differs. See ``baselines/tabicl.py``.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import ClassVar
 
 from chorustic.methods import CostModel, MethodInfo, import_plugin_module, register
@@ -26,5 +27,6 @@ class TabICLv2Method(_tabicl.TabICLBase):
     )
     checkpoint_file = "tabicl-classifier-v2-20260212.ckpt"
     #: TabICL's cost model with 1.7x its time: Crop at 1 % took 143 CPU-s against v1.1's 84 (random weights
-    #: of the real architectures, benchmarks/results/archive_scale.md).
-    cost: ClassVar[CostModel] = _tabicl.TabICLMethod.cost.scaled_time(1.7)
+    #: of the real architectures, benchmarks/results/archive_scale.md); its own thread scaling
+    #: (benchmarks/thread_scaling.py: 1.54x on 2 threads).
+    cost: ClassVar[CostModel] = dataclasses.replace(_tabicl.TabICLMethod.cost.scaled_time(1.7), parallel_fraction=0.70)

@@ -42,6 +42,9 @@ JOBS = {
     "chorustic_paper": ("StarLightCurves", 0.01),
     "mantis_rf": ("Crop", 0.03),
     "mantisv2_rf": ("Crop", 0.03),
+    "tabicl": ("Crop", 0.01),
+    "tabicl_v2": ("Crop", 0.01),
+    "moment_svm": ("Crop", 0.01),
 }
 COLUMNS = ["method", "dataset", "series_fraction", "threads", "contexts", "status", "work_s", "wall_s", "cpu_s",
            "speedup", "parallel_fraction", "date", "cpu", "note"]
