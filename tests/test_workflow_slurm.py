@@ -139,7 +139,8 @@ def test_demo_runs_through_slurm_and_matches_the_local_run(slurm_cluster, tmp_pa
                     "--workflow-profile", str(REPO / "workflow" / "profiles" / "slurm"),
                     *configs, str(tmp_path / "site.yaml"),
                     "--slurm-no-account",  # this cluster has no accounts (no accounting database)
-                    "--slurm-init-seconds-before-status-checks", "1", "--slurm-keep-successful-logs"],
+                    "--slurm-init-seconds-before-status-checks", "1", "--slurm-keep-successful-logs",
+                    "--seconds-between-status-checks", "2"],  # Snakemake's default 10 s wait per step of the DAG
                    tmp_path, env)
     slurm_out = _finish(slurm, HARD_TIMEOUT_S)
     local_out = _finish(local, 120)
