@@ -140,6 +140,24 @@ def test_cost_model_forest_terms_follow_the_classes_of_each_context():
     assert cr.job_size("PEMS-SF").n_classes == 7 and cr.job_size("FordA").n_classes == 2
 
 
+def test_an_elastic_distance_costs_more_per_channel_once_a_series_leaves_the_cache():
+    """``time_ns_per_cell_spilled`` adds to every alignment cell and channel of series larger than
+    SERIES_CACHE_BYTES (all channels, float64), and to no others."""
+    from chorustic.methods.cost import SERIES_CACHE_BYTES
+
+    m = CostModel(time_job_s=0, time_ns_per_input_value=0, time_base_s=0, time_ns_per_value=0,
+                  time_ns_per_cell=1.0, time_ns_per_cell_spilled=2.0)
+    cells = 10 * 5 * 144 * 144
+    fits = JobSize(n_train=10, n_test=5, n_channels=SERIES_CACHE_BYTES // (8 * 144), length=144)
+    spills = dataclasses.replace(fits, n_channels=fits.n_channels + 1)
+    assert m.estimate(fits)[1] == pytest.approx(cells * fits.n_channels * 1.0 / 1e9)
+    assert m.estimate(spills)[1] == pytest.approx(cells * spills.n_channels * 3.0 / 1e9)
+    # 1NN-DTW's model: PEMS-SF (963 x 144, 1.1 MB per series) spills, FaceDetection (144 x 62) does not
+    dtw = discover(only="dtw_1nn").get("dtw_1nn").cost
+    pems, face = cr.job_size("PEMS-SF"), cr.job_size("FaceDetection")
+    assert dtw.time_terms(pems)[-1] > 0 and dtw.time_terms(face)[-1] == 0
+
+
 def test_evaluate_jobs_follow_the_dataset_with_the_plugin_as_ceiling(methods):
     from chorustic.methods import Method
 

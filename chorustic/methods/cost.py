@@ -12,7 +12,7 @@ import dataclasses
 import math
 
 __all__ = [
-    "CostModel", "JobSize", "QUERY_MEMORY_MB", "JOB_OVERHEAD_MB", "MIN_WORKER_MB", "MIN_JOB_MEM_MB",
+    "CostModel", "JobSize", "QUERY_MEMORY_MB", "SERIES_CACHE_BYTES", "JOB_OVERHEAD_MB", "MIN_WORKER_MB", "MIN_JOB_MEM_MB",
     "job_memory_problem",
 ]
 
@@ -42,6 +42,11 @@ def job_memory_problem(mem_mb: float, where: str) -> str | None:
 #: setting: the chunks depend on the dataset's shape and the method only, so a run's predictions do not
 #: depend on the machine's memory.
 QUERY_MEMORY_MB = 1024.0
+#: One series (all its channels, float64) above this size no longer stays in a core's own cache (1 MiB: the L2
+#: of this machine's EPYC cores; 1-2 MiB on current Xeons) while an elastic distance sweeps it once per
+#: alignment cell: its pointwise distances cost about twice as much per channel (1NN-DTW on the full stand-ins
+#: of PEMS-SF, 1.1 MB per series, and DuckDuckGeese, 2.9 MB: 1.2 ns per cell and channel against 0.57).
+SERIES_CACHE_BYTES = 2**20
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,7 +113,9 @@ class CostModel:
                            + time_ns_per_column_class * n_channels * length * (classes - 1)
                            + time_ns_per_column_series * n_channels * length * n_train * (1 - 1 / classes)
                              * log2(n_train)
-                           + time_ns_per_dilated_value * V * max(1, log2(length / 8))) / 1e9)
+                           + time_ns_per_dilated_value * V * max(1, log2(length / 8))
+                           + time_ns_per_cell_spilled * n_channels * n_train * n_test * length * band
+                             [a series above SERIES_CACHE_BYTES only]) / 1e9)
 
     ``V'`` counts the values the method computes on at once: of the ``R`` series held at once (the ``H``
     below, at most :attr:`model_rows`), at most :attr:`model_channels` channels.
@@ -172,6 +179,10 @@ class CostModel:
     time_ns_per_path_cell: float = 0.0
     """Per context and alignment cell, whatever the channels: the warping path's dynamic programme (one
     cell per pair of time points; what dominates a univariate distance)."""
+    time_ns_per_cell_spilled: float = 0.0
+    """Per context, alignment cell and channel of series larger than :data:`SERIES_CACHE_BYTES`, on top of
+    :attr:`time_ns_per_cell`: the pointwise distances read such a series from the shared cache, not the
+    core's own."""
     time_ns_per_column: float = 0.0
     """Per context, column (channel x time point) and level of trees grown on the context (log2 of its
     series): a forest's split search over feature columns that grow with the series (QUANT's)."""
@@ -239,7 +250,7 @@ class CostModel:
     TIME_COEFFICIENTS = ("time_job_s", "time_ns_per_input_value", "time_base_s", "time_ns_per_value",
                          "time_ns_per_series", "time_ns_per_pair", "time_ns_per_cell", "time_ns_per_series_pair",
                          "time_ns_per_column", "time_ns_per_path_cell", "time_ns_per_dilated_value",
-                         "time_ns_per_column_class", "time_ns_per_column_series")
+                         "time_ns_per_column_class", "time_ns_per_column_series", "time_ns_per_cell_spilled")
     #: The memory coefficients, in the order of :meth:`memory_terms`.
     MEMORY_COEFFICIENTS = ("mem_base_mb", "mem_bytes_per_value", "mem_kb_per_series", "mem_bytes_per_pair",
                            "mem_bytes_per_model_value", "mem_bytes_per_row_point", "mem_bytes_per_query_pair")
@@ -276,6 +287,8 @@ class CostModel:
             classes = max(1, min(c.n_classes, c.n_train))
             out[11] += columns * (classes - 1) / 1e9
             out[12] += columns * c.n_train * (1 - 1 / classes) * math.log2(max(2, c.n_train)) / 1e9
+            if c.n_channels * c.length * 8 > SERIES_CACHE_BYTES:
+                out[13] += c.n_train * c.n_test * c.n_channels * c.length * b / 1e9
         return tuple(out)
 
     def memory_terms(self, size: JobSize) -> tuple[float, ...]:
