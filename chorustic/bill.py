@@ -183,10 +183,20 @@ def _download_seconds(plan: RunPlan, dataset: str, bandwidth_mb_s: float) -> tup
     return mb / bandwidth_mb_s, f"{mb:.0f} MB at {bandwidth_mb_s:g} MB/s"
 
 
+def _cost_model(plugin, job):
+    """The cost model of ``job``'s run (its parameters may pick another one: a small checkpoint), or None."""
+    if plugin is None or getattr(plugin, "cost", None) is None:
+        return None
+    try:
+        return plugin.cost_model(**job.params)
+    except Exception:  # noqa: BLE001 - a run whose parameters do not resolve here: the plugin's declared model
+        return plugin.cost
+
+
 def _evaluate_seconds(job, machine: Machine, plugin, cores: int) -> tuple[float, int, str]:
     """(seconds, GPUs used, note) of an evaluate job on ``machine``, on ``cores`` threads (its threads, at
     most the machine's cores: Snakemake gives a job no more)."""
-    cost = getattr(plugin, "cost", None)
+    cost = _cost_model(plugin, job)
     fixed = float(getattr(cost, "time_job_s", 0.0) or 0.0) if cost is not None else 0.0
     fixed = min(fixed, job.estimate_s)
     compute = job.estimate_s - fixed
@@ -370,7 +380,7 @@ def _unmeasured_scaling(plan: RunPlan, jobs: list[BillJob]) -> list[str]:
     out = set()
     for j in plan.jobs:
         plugin = plan.discovery.methods.get(j.plugin) if plan.discovery is not None else None
-        cost = getattr(plugin, "cost", None)
+        cost = _cost_model(plugin, j)
         if j.method in multi and cost is not None and cost.parallel_fraction is None:
             out.add(j.method)
     return sorted(out)
