@@ -183,25 +183,14 @@ def _download_seconds(plan: RunPlan, dataset: str, bandwidth_mb_s: float) -> tup
     return mb / bandwidth_mb_s, f"{mb:.0f} MB at {bandwidth_mb_s:g} MB/s"
 
 
-def _cost_model(plugin, job):
-    """The cost model of ``job``'s run (its parameters may pick another one: a small checkpoint), or None."""
-    if plugin is None or getattr(plugin, "cost", None) is None:
-        return None
-    try:
-        return plugin.cost_model(**job.params)
-    except Exception:  # noqa: BLE001 - a run whose parameters do not resolve here: the plugin's declared model
-        return plugin.cost
-
-
-def _evaluate_seconds(job, machine: Machine, plugin, cores: int) -> tuple[float, int, str]:
+def _evaluate_seconds(job, machine: Machine, cores: int) -> tuple[float, int, str]:
     """(seconds, GPUs used, note) of an evaluate job on ``machine``, on ``cores`` threads (its threads, at
     most the machine's cores: Snakemake gives a job no more)."""
-    cost = _cost_model(plugin, job)
-    fixed = float(getattr(cost, "time_job_s", 0.0) or 0.0) if cost is not None else 0.0
-    fixed = min(fixed, job.estimate_s)
+    cost = job.cost
+    fixed = min(float(cost.time_job_s), job.estimate_s) if cost is not None else 0.0
     compute = job.estimate_s - fixed
-    speedup = getattr(cost, "gpu_speedup", None) if cost is not None else None
     if job.gpus and machine.gpus:
+        speedup = cost.gpu_speedup if cost is not None else None
         if speedup:
             return fixed + compute / speedup, job.gpus, f"GPU: compute / {speedup:g} (estimated speed-up)"
         return job.estimate_s, job.gpus, "GPU: no speed-up estimate, CPU time of one thread"
@@ -236,9 +225,8 @@ def bill_jobs(plan: RunPlan, machine: Machine, *, bandwidth_mb_s: float = 10.0) 
         jobs.append(BillJob("pretrain", f"pretrain/{run}", "pretrain", machine.cores if not use_gpus else 1,
                             use_gpus, plan.pretrain_resources[run]["mem_mb"], JOB_START_S + secs, note=note))
     for j in plan.jobs:
-        plugin = plan.discovery.methods.get(j.plugin) if plan.discovery is not None else None
         cores = min(j.threads, machine.cores)
-        secs, gpus, note = _evaluate_seconds(j, machine, plugin, cores)
+        secs, gpus, note = _evaluate_seconds(j, machine, cores)
         deps = [f"contexts/{j.dataset}"] + ([f"pretrain/{j.pretrain_run}"] if j.pretrain_run else [])
         jobs.append(BillJob("evaluate", f"evaluate/{j.method}/{j.dataset}", j.method, cores if not gpus else 1,
                             gpus, int(j.resources["mem_mb"]), JOB_START_S + secs, deps=deps, note=note))
@@ -377,13 +365,8 @@ def _unmeasured_scaling(plan: RunPlan, jobs: list[BillJob]) -> list[str]:
     """The method runs with CPU jobs on more than one thread whose cost model has no measured
     ``parallel_fraction``."""
     multi = {j.group for j in jobs if j.rule == "evaluate" and j.cores > 1 and not j.gpus}
-    out = set()
-    for j in plan.jobs:
-        plugin = plan.discovery.methods.get(j.plugin) if plan.discovery is not None else None
-        cost = _cost_model(plugin, j)
-        if j.method in multi and cost is not None and cost.parallel_fraction is None:
-            out.add(j.method)
-    return sorted(out)
+    return sorted({j.method for j in plan.jobs
+                   if j.method in multi and j.cost is not None and j.cost.parallel_fraction is None})
 
 
 def make_bill(plan: RunPlan, machine: Machine | None = None, *, cluster_nodes: int = 0,

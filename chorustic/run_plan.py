@@ -62,6 +62,10 @@ class PlannedJob:
     """The cost model's peak memory (MB), before the safety margin of the request."""
     estimate_s: float
     """The cost model's time on one CPU thread (s), before the safety margin of the request."""
+    cost: Any
+    """The run's :class:`~chorustic.methods.cost.CostModel` (``Method.cost_model`` of its parameters: a small
+    checkpoint has its own), which the estimates come from; None for a reported method or a plugin that failed
+    to import."""
     threads: int
     gpus: int
     resources: dict[str, Any]
@@ -99,6 +103,7 @@ class RunPlan:
         """The plan of a validated configuration (``discovery``: the plugins, default: discovered)."""
         from chorustic.evaluation.integrity import run_fingerprints
         from chorustic.methods import discover
+        from chorustic.methods.base import Method
         from chorustic.protocols.contexts import context_specs
 
         disc = discovery if discovery is not None else discover()
@@ -115,13 +120,15 @@ class RunPlan:
             wanted = entry["protocols"]
             contexts = tuple(c for c in specs if wanted is None or c["protocol"] in wanted)
             params = cc.resolved_params(cfg, method) if plugin is not None else {}
+            # a reported method computes nothing: no cost model
+            cost = plugin.cost_model(**params) if isinstance(plugin, Method) else None
             for dataset in cc.method_datasets(cfg, method, datasets):
                 size, mem, seconds = cr.evaluate_estimate(cfg, method, dataset, plugin, params=params)
                 res = cr.evaluate_resources(cfg, method, dataset, plugin, estimate=(size, mem, seconds))
                 jobs.append(PlannedJob(
                     method=method, dataset=dataset, archive=cc.dataset_archive(dataset), plugin=entry["plugin"],
                     params=params, fingerprint=fingerprints.get(method), contexts=contexts, size=size,
-                    estimate_mb=mem, estimate_s=seconds,
+                    estimate_mb=mem, estimate_s=seconds, cost=cost,
                     threads=int(res["threads"]), gpus=int(res.get("local_gpus", 0)), resources=res,
                     pretrain_run=cc.pretrain_run_of(entry),
                 ))

@@ -65,7 +65,8 @@ def test_a_jobs_time_on_its_cores_follows_its_methods_thread_scaling(paper):
     many = {j.name: j for j in bill_jobs(paper, Machine(cores=16, gpus=0, mem_mb=128 * 1024))}
     job = paper.job("multirocket_hydra", "HandOutlines")
     assert job.threads == 4 and two["evaluate/multirocket_hydra/HandOutlines"].cores == 2
-    cost = paper.discovery.methods.get(job.plugin).cost
+    cost = job.cost
+    assert cost == paper.discovery.methods.get(job.plugin).cost_model(**job.params)
     assert cost.parallel_fraction is not None  # measured (benchmarks/thread_scaling.py)
     fixed = cost.time_job_s
     for bill, cores in ((two, 2), (many, 4)):
@@ -91,7 +92,7 @@ def test_the_bill_names_the_methods_whose_thread_scaling_is_not_measured(paper):
     bill = make_bill(paper, Machine(cores=16, gpus=0, mem_mb=128 * 1024))
     note = [n for n in bill["notes"] if n.startswith("thread scaling not measured")]
     assert len(note) == 1 and "nutime_rf" in note[0], bill["notes"]  # needs its authors' code: not measured here
-    costs = {j.method: getattr(paper.discovery.methods.get(j.plugin), "cost", None) for j in paper.jobs}
+    costs = {j.method: j.cost for j in paper.jobs}
     measured = {m for m, c in costs.items() if c is not None and c.parallel_fraction is not None}
     named = set(note[0].split(" for ", 1)[1].split(":", 1)[0].split(", "))
     assert "minirocket" in measured and "dtw_1nn" in measured and not named & measured

@@ -12,8 +12,8 @@ import dataclasses
 import math
 
 __all__ = [
-    "CostModel", "JobSize", "QUERY_MEMORY_MB", "SERIES_CACHE_BYTES", "JOB_OVERHEAD_MB", "MIN_WORKER_MB", "MIN_JOB_MEM_MB",
-    "job_memory_problem",
+    "CostModel", "JobSize", "QUERY_MEMORY_MB", "SERIES_CACHE_BYTES", "JOB_OVERHEAD_MB", "MIN_WORKER_MB",
+    "MIN_JOB_MEM_MB", "job_memory_problem",
 ]
 
 #: Resident memory of what runs beside the evaluation worker in one job: the Snakemake job process
@@ -151,10 +151,10 @@ class CostModel:
     mem_kb_per_series: float = 0.0
     """Per series held at once (the context and a chunk of queries): features or embeddings."""
     mem_bytes_per_pair: float = 0.0
+    """Per (context series, series held) pair: Gram, distance or attention matrices."""
     mem_bytes_per_query_pair: float = 0.0
     """Per (query of a chunk, context series) pair only: the distances of a chunk of queries to the context
     and their sort (a nearest-neighbour search), with no (context x context) matrix."""
-    """Per (context series, series held) pair: Gram, distance or attention matrices."""
     time_job_s: float = 10.0
     """Once per job: imports, JIT compilation, loading weights."""
     time_ns_per_input_value: float = 1500.0

@@ -13,7 +13,6 @@ from chorustic.methods import discover
 from chorustic.run_plan import RunPlan
 
 
-
 def launch_prefix(nproc):
     """The pretrain command's launcher (chorustic.training.distributed), imported when a pretrain job
     needs it: it imports torch, which building the job graph does not need."""
