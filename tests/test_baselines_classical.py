@@ -105,6 +105,39 @@ def test_dtw_predicts_what_aeons_classifier_predicts_on_any_threads(discovery):
             np.testing.assert_array_equal(ours, aeon)
 
 
+def test_dtw_contexts_of_one_job_share_their_distances_and_predict_what_aeon_predicts(discovery):
+    """The contexts of a job draw from one training split and predict one test split: the plugin computes each
+    (query, training series) pair once and the later contexts read it from the job's memo, in chunks of any
+    size. Every context predicts what aeon's classifier fitted on that context alone predicts, ties
+    included, with or without a window."""
+    from aeon.classification.distance_based import KNeighborsTimeSeriesClassifier
+
+    from chorustic.methods.pair_memo import PAIR_MEMO
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(36, 2, 25))
+    y = rng.integers(0, 3, 36)
+    X[30:], y[30:] = X[:6], (y[:6] + 1) % 3  # the same series under another class: ties at distance 0
+    test = np.concatenate([rng.normal(size=(20, 2, 25)), X[:6]])
+    contexts = [rng.permutation(36)[:12], np.arange(36), rng.permutation(36)[:24], np.r_[30:36, 0:6]]
+    for window in (None, 0.2):
+        PAIR_MEMO.clear()
+        computed = []
+        for ctx in contexts:
+            params = {} if window is None else {"distance_params": {"window": window}}
+            aeon = KNeighborsTimeSeriesClassifier(distance="dtw", n_neighbors=1, **params).fit(X[ctx], y[ctx])
+            ours = discovery.get("dtw_1nn").build(seed=0, window=window).fit(X[ctx], y[ctx])
+            got = np.concatenate([ours.predict_proba(test[i:i + 7]) for i in range(0, len(test), 7)])
+            np.testing.assert_array_equal(got, aeon.predict_proba(test))
+            computed.append(ours.run_info_["distances_computed"])
+            assert computed[-1] + ours.run_info_["distances_reused"] == len(ctx) * len(test)
+        # the first context's series, then the full context's others (a repeated series is known by its
+        # values); the later contexts compute nothing
+        first = {X[i].tobytes() for i in contexts[0]}
+        assert computed == [12 * 26, sum(X[i].tobytes() not in first for i in range(36)) * 26, 0, 0]
+    PAIR_MEMO.clear()
+
+
 def test_dtw_window_parameter_is_validated(discovery):
     with pytest.raises(ValueError, match="window must be a fraction"):
         discovery.get("dtw_1nn").build(seed=0, window=5)

@@ -155,7 +155,8 @@ def test_an_elastic_distance_costs_more_per_channel_once_a_series_leaves_the_cac
     # 1NN-DTW's model: PEMS-SF (963 x 144, 1.1 MB per series) spills, FaceDetection (144 x 62) does not
     dtw = discover(only="dtw_1nn").get("dtw_1nn").cost
     pems, face = cr.job_size("PEMS-SF"), cr.job_size("FaceDetection")
-    assert dtw.time_terms(pems)[-1] > 0 and dtw.time_terms(face)[-1] == 0
+    spilled = CostModel.TIME_COEFFICIENTS.index("time_ns_per_cell_spilled")
+    assert dtw.time_terms(pems)[spilled] > 0 and dtw.time_terms(face)[spilled] == 0
 
 
 def test_evaluate_jobs_follow_the_dataset_with_the_plugin_as_ceiling(methods):
@@ -185,14 +186,35 @@ def test_config_resources_replace_the_estimate(methods):
 
 def test_fewer_contexts_ask_for_less_time(methods):
     cfg = copy.deepcopy(PAPER)
-    all_contexts = cr.evaluate_resources(cfg, "dtw_1nn", "HandOutlines", methods["dtw_1nn"])
-    cfg["methods"]["dtw_1nn"]["protocols"] = ["full"]
+    all_contexts = cr.evaluate_resources(cfg, "multirocket_hydra", "HandOutlines", methods["multirocket_hydra"])
+    cfg["methods"]["multirocket_hydra"]["protocols"] = ["full"]
     contexts = [cr.job_size("HandOutlines", cfg=c, protocols=p).n_contexts for c, p in ((cfg, ["full"]), (PAPER, None))]
     assert contexts == [1, 16]
-    assert cr.evaluate_resources(cfg, "dtw_1nn", "HandOutlines", methods["dtw_1nn"])["runtime"] < all_contexts["runtime"]
+    assert cr.evaluate_resources(cfg, "multirocket_hydra", "HandOutlines", methods["multirocket_hydra"])["runtime"] < all_contexts["runtime"]
     # the 5- and 10-shot contexts fit on 10 and 20 of HandOutlines' 1,000 series: the full context is most of it
-    full, every = (cr.evaluate_estimate(c, "dtw_1nn", "HandOutlines", methods["dtw_1nn"])[2] for c in (cfg, PAPER))
+    full, every = (cr.evaluate_estimate(c, "multirocket_hydra", "HandOutlines", methods["multirocket_hydra"])[2] for c in (cfg, PAPER))
     assert 1.5 * full < every < 16 * full
+
+
+def test_a_pair_memo_pays_each_pair_once_per_job(methods):
+    """1NN-DTW keeps its (query, context series) distances across a job's contexts: the 16 contexts of
+    HandOutlines (3.15 times its training split) cost little more than the full one, where without the memo
+    they cost about 3 times as much; the memory holds 8 bytes per pair of the test split with the training
+    series. A job whose pairs exceed PAIR_MEMO_MB (the whole InsectWingbeat: 20,000 x 30,000) has none."""
+    from chorustic.methods.cost import PAIR_MEMO_MB
+
+    dtw = methods["dtw_1nn"]
+    cost = dtw.cost_model()
+    every = cr.job_size("HandOutlines", input_kind="native", cfg=PAPER)
+    full = dataclasses.replace(every, context_train=(), n_contexts=1)
+    assert cost.memo_train(every) == every.n_train and cost.memo_train(full) == every.n_train
+    without = dataclasses.replace(cost, memo_pairs=False)
+    (mem_full, t_full), (mem_every, t_every) = cost.estimate(full), cost.estimate(every)
+    assert t_full < t_every < 1.05 * t_full < 2.5 * t_full < without.estimate(every)[1]
+    assert mem_every - without.estimate(every)[0] == pytest.approx(8 * every.n_train * every.n_test / 2**20)
+    big = dataclasses.replace(cr.job_size("InsectWingbeat", input_kind="native"), n_train=30000, n_test=20000)
+    assert 8 * big.n_train * big.n_test > PAIR_MEMO_MB * 2**20
+    assert cost.memo_train(big) == 0 and cost.estimate(big) == without.estimate(big)
 
 
 def test_dtw_window_shortens_the_estimate(methods):

@@ -12,7 +12,8 @@ import dataclasses
 import math
 
 __all__ = [
-    "CostModel", "JobSize", "QUERY_MEMORY_MB", "SERIES_CACHE_BYTES", "JOB_OVERHEAD_MB", "MIN_WORKER_MB",
+    "CostModel", "JobSize", "PAIR_MEMO_MB", "QUERY_MEMORY_MB", "SERIES_CACHE_BYTES", "JOB_OVERHEAD_MB",
+    "MIN_WORKER_MB",
     "MIN_JOB_MEM_MB", "job_memory_problem",
 ]
 
@@ -42,6 +43,11 @@ def job_memory_problem(mem_mb: float, where: str) -> str | None:
 #: setting: the chunks depend on the dataset's shape and the method only, so a run's predictions do not
 #: depend on the machine's memory.
 QUERY_MEMORY_MB = 1024.0
+#: The most memory (MB) one job keeps its (query, context series) distances in across its contexts
+#: (:class:`chorustic.methods.pair_memo.PairMemo`, 8 bytes per pair): the test split's pairs with every
+#: training series of ElectricDevices (7,711 x 8,926) or Crop (16,800 x 7,200) fit; InsectWingbeat's
+#: (20,000 x 30,000, 4.8 GB) do not, and its contexts compute their own. A constant, like the query chunks.
+PAIR_MEMO_MB = 2048.0
 #: One series (all its channels, float64) above this size no longer stays in a core's own cache (1 MiB: the L2
 #: of this machine's EPYC cores; 1-2 MiB on current Xeons) while an elastic distance sweeps it once per
 #: alignment cell: its pointwise distances cost about twice as much per channel (1NN-DTW on the full stand-ins
@@ -104,6 +110,7 @@ class CostModel:
                            + mem_bytes_per_row_point * min(R * length, model_row_points)) / 2**20
                            + mem_kb_per_series * H / 1024 + mem_bytes_per_pair * n_train * H / 2**20
                            + mem_bytes_per_query_pair * n_train * q / 2**20
+                           + mem_bytes_per_memo_pair * n_test * n_memo / 2**20
         time (s)         = time_job_s + time_ns_per_input_value * V / 1e9
                            + sum over contexts of (time_base_s + (time_ns_per_value * V
                            + time_ns_per_series * N + time_ns_per_pair * P
@@ -115,7 +122,13 @@ class CostModel:
                              * log2(n_train)
                            + time_ns_per_dilated_value * V * max(1, log2(length / 8))
                            + time_ns_per_cell_spilled * n_channels * n_train * n_test * length * band
-                             [a series above SERIES_CACHE_BYTES only]) / 1e9)
+                             [a series above SERIES_CACHE_BYTES only]
+                           + time_ns_per_memo_pair * n_train * n_test [memo_pairs only]) / 1e9)
+
+    With :attr:`memo_pairs`, where the job's memo holds its pairs (:meth:`memo_train`), the pair terms (the
+    cells, path cells, spilled cells and series pairs) are not summed over the contexts: they are paid once,
+    for one context of every training series the contexts use, and the memory holds
+    ``mem_bytes_per_memo_pair * n_test * that many`` more.
 
     ``V'`` counts the values the method computes on at once: of the ``R`` series held at once (the ``H``
     below, at most :attr:`model_rows`), at most :attr:`model_channels` channels.
@@ -197,6 +210,15 @@ class CostModel:
     time_ns_per_series_pair: float = 0.0
     """Per context and (context series, series), whatever the channels: a nearest-neighbour search's
     per-pair work, a ridge fit on a fixed number of features (the Gram matrix of the context)."""
+    time_ns_per_memo_pair: float = 0.0
+    """Per context and (context series, query) pair read from the job's memo (:attr:`memo_pairs`): gathering the
+    context's distances and picking the nearest."""
+    memo_pairs: bool = False
+    """The method keeps each (query, context series) distance across the job's contexts
+    (:class:`chorustic.methods.pair_memo.PairMemo`) and computes a pair once per job, where the test split's
+    pairs with the training series of every context fit :data:`PAIR_MEMO_MB` (:meth:`memo_train`)."""
+    mem_bytes_per_memo_pair: float = 0.0
+    """Per pair the memo keeps (:attr:`memo_pairs`): a float64 distance."""
     gpu_speedup: float | None = None
     """How many times faster one GPU runs a job's per-context work than one CPU thread (``time_job_s`` is
     not sped up). An estimate until measured on a GPU; ``chorustic plan-run`` prints it with the GPU
@@ -250,10 +272,20 @@ class CostModel:
     TIME_COEFFICIENTS = ("time_job_s", "time_ns_per_input_value", "time_base_s", "time_ns_per_value",
                          "time_ns_per_series", "time_ns_per_pair", "time_ns_per_cell", "time_ns_per_series_pair",
                          "time_ns_per_column", "time_ns_per_path_cell", "time_ns_per_dilated_value",
-                         "time_ns_per_column_class", "time_ns_per_column_series", "time_ns_per_cell_spilled")
+                         "time_ns_per_column_class", "time_ns_per_column_series", "time_ns_per_cell_spilled",
+                         "time_ns_per_memo_pair")
     #: The memory coefficients, in the order of :meth:`memory_terms`.
     MEMORY_COEFFICIENTS = ("mem_base_mb", "mem_bytes_per_value", "mem_kb_per_series", "mem_bytes_per_pair",
-                           "mem_bytes_per_model_value", "mem_bytes_per_row_point", "mem_bytes_per_query_pair")
+                           "mem_bytes_per_model_value", "mem_bytes_per_row_point", "mem_bytes_per_query_pair",
+                           "mem_bytes_per_memo_pair")
+
+    def memo_train(self, size: JobSize) -> int:
+        """The training series whose pairs with the test split the job's memo keeps: every series its contexts
+        use (at most ``n_train``) where those pairs fit :data:`PAIR_MEMO_MB`; 0 without a memo."""
+        if not self.memo_pairs:
+            return 0
+        used = min(size.n_train, sum(c.n_train for c in size.contexts()))
+        return used if 8 * used * size.n_test <= PAIR_MEMO_MB * 2**20 else 0
 
     def _effective(self, size: JobSize, *, channels: bool = True) -> JobSize:
         """``size`` as the method computes on it: :attr:`model_length`, at most :attr:`model_channels`
@@ -270,25 +302,35 @@ class CostModel:
         ``benchmarks/archive_scale.py --fit`` fits the coefficients on."""
         out = [1.0, size.n_values / 1e9] + [0.0] * (len(self.TIME_COEFFICIENTS) - 2)
         size = self._effective(size)
+        b = float(size.length if band is None else band)
+
+        def pairs(c: JobSize) -> None:  # the terms of a context's pairs: what a memo pays once per job
+            out[6] += c.n_train * c.n_test * c.n_channels * c.length * b / 1e9
+            out[7] += c.n_train * c.n_series / 1e9
+            out[9] += c.n_train * c.n_test * c.length * b / 1e9
+            if c.n_channels * c.length * 8 > SERIES_CACHE_BYTES:
+                out[13] += c.n_train * c.n_test * c.n_channels * c.length * b / 1e9
+
+        memo = self.memo_train(size)
         for c in size.contexts():
             if c.n_train == 0:  # a context the job skips
                 continue
-            b = float(c.length if band is None else band)
             out[2] += 1.0
             out[3] += c.n_values / 1e9
             out[4] += c.n_series / 1e9
             out[5] += c.n_train * c.n_series * c.n_channels / 1e9
-            out[6] += c.n_train * c.n_test * c.n_channels * c.length * b / 1e9
-            out[7] += c.n_train * c.n_series / 1e9
             out[8] += c.n_channels * c.length * math.log2(max(2, c.n_train)) / 1e9
-            out[9] += c.n_train * c.n_test * c.length * b / 1e9
             out[10] += c.n_values * max(1.0, math.log2(c.length / 8)) / 1e9
             columns = c.n_channels * c.length
             classes = max(1, min(c.n_classes, c.n_train))
             out[11] += columns * (classes - 1) / 1e9
             out[12] += columns * c.n_train * (1 - 1 / classes) * math.log2(max(2, c.n_train)) / 1e9
-            if c.n_channels * c.length * 8 > SERIES_CACHE_BYTES:
-                out[13] += c.n_train * c.n_test * c.n_channels * c.length * b / 1e9
+            if memo:
+                out[14] += c.n_train * c.n_test / 1e9
+            else:
+                pairs(c)
+        if memo:
+            pairs(dataclasses.replace(size, n_train=memo, n_contexts=1, context_train=()))
         return tuple(out)
 
     def memory_terms(self, size: JobSize) -> tuple[float, ...]:
@@ -302,7 +344,8 @@ class CostModel:
         points = rows * model.length if self.model_row_points is None else min(rows * model.length,
                                                                               self.model_row_points)
         return (1.0, size.n_values / 2**20, held / 1024, size.n_train * held / 2**20,
-                rows * model.n_channels * model.length / 2**20, points / 2**20, size.n_train * chunk / 2**20)
+                rows * model.n_channels * model.length / 2**20, points / 2**20, size.n_train * chunk / 2**20,
+                size.n_test * self.memo_train(size) / 2**20)
 
     def estimate(self, size: JobSize, *, band: float | None = None) -> tuple[float, float]:
         """(peak memory in MB, time in seconds), without safety margins."""
