@@ -106,7 +106,7 @@ class DTW1NN(Method):
     cost: ClassVar[CostModel] = CostModel(time_job_s=10.8, time_base_s=0, time_ns_per_value=0,
                                           time_ns_per_cell=0.383, time_ns_per_path_cell=3.14,
                                           time_ns_per_cell_spilled=0.81, time_ns_per_series_pair=262,
-                                          time_ns_per_memo_pair=10, memo_pairs=True, mem_base_mb=523,
+                                          time_ns_per_memo_pair=10, time_ns_per_multichannel_cell=6, memo_pairs=True, mem_base_mb=523,
                                           mem_bytes_per_value=10, mem_bytes_per_query_pair=16,
                                           mem_bytes_per_memo_pair=8, parallel_fraction=0.93)
 

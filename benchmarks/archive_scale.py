@@ -395,7 +395,8 @@ def fit(csv_paths: list[Path], workdir: Path, figure: Path | None = None) -> str
     rows = [r for r in latest.values() if r.get("cpu_s") not in ("", None, "None")]
     runs = _assets(workdir)
     _add_plugins(runs, [r["method"] for r in rows])
-    scratch = Path(tempfile.mkdtemp(prefix="archive-scale-fit-"))  # the jobs' configurations, re-made here
+    scratch_dir = tempfile.TemporaryDirectory(prefix="archive-scale-fit-")  # removed when fit returns
+    scratch = Path(scratch_dir.name)  # the jobs' configurations, re-made here
     summary = ["| method | jobs | datasets | CPU s measured | time: measured / committed model | "
                "memory: measured / committed model | time / refit | memory / refit |",
                "|---|---|---|---|---|---|---|---|"]
@@ -459,6 +460,7 @@ def fit(csv_paths: list[Path], workdir: Path, figure: Path | None = None) -> str
         detail.append("")
     if figure is not None:
         _figure(points, figure)
+    scratch_dir.cleanup()
     head = [f"{len(rows)} jobs ({', '.join(p.name for p in csv_paths)}); ratio = measured / model (1: exact, "
             "above 1: the model is short).", ""]
     return "\n".join(head + summary + [""] + detail)

@@ -444,7 +444,9 @@ def run_job(spec: JobSpec, *, resume: bool = False, log=None) -> dict[str, Any]:
         return manifest
 
     from chorustic.data import load_dataset
+    from chorustic.methods.pair_memo import PAIR_MEMO
 
+    PAIR_MEMO.clear()  # the distances another job kept in this process: this job's memory is its own
     device = _resolve_device(spec.device)
     manifest["device"] = device
     native = info.input_kind == "native"

@@ -123,6 +123,7 @@ class CostModel:
                            + time_ns_per_dilated_value * V * max(1, log2(length / 8))
                            + time_ns_per_cell_spilled * n_channels * n_train * n_test * length * band
                              [a series above SERIES_CACHE_BYTES only]
+                           + time_ns_per_multichannel_cell * n_train * n_test * length * band [n_channels > 1 only]
                            + time_ns_per_memo_pair * n_train * n_test [memo_pairs only]) / 1e9)
 
     With :attr:`memo_pairs`, where the job's memo holds its pairs (:meth:`memo_train`), the pair terms (the
@@ -210,6 +211,11 @@ class CostModel:
     time_ns_per_series_pair: float = 0.0
     """Per context and (context series, series), whatever the channels: a nearest-neighbour search's
     per-pair work, a ridge fit on a fixed number of features (the Gram matrix of the context)."""
+    time_ns_per_multichannel_cell: float = 0.0
+    """Per context and alignment cell of multivariate series (two channels or more), whatever their number: the
+    loop over the channels of a pointwise distance, which a univariate distance does not run (aeon's DTW under
+    the pinned haswell code of portable numerics: ~6 ns per cell from one channel to two, then ~0.5 ns per
+    channel; ``benchmarks/results/archive_scale.md``)."""
     time_ns_per_memo_pair: float = 0.0
     """Per context and (context series, query) pair read from the job's memo (:attr:`memo_pairs`): gathering the
     context's distances and picking the nearest."""
@@ -273,7 +279,7 @@ class CostModel:
                          "time_ns_per_series", "time_ns_per_pair", "time_ns_per_cell", "time_ns_per_series_pair",
                          "time_ns_per_column", "time_ns_per_path_cell", "time_ns_per_dilated_value",
                          "time_ns_per_column_class", "time_ns_per_column_series", "time_ns_per_cell_spilled",
-                         "time_ns_per_memo_pair")
+                         "time_ns_per_memo_pair", "time_ns_per_multichannel_cell")
     #: The memory coefficients, in the order of :meth:`memory_terms`.
     MEMORY_COEFFICIENTS = ("mem_base_mb", "mem_bytes_per_value", "mem_kb_per_series", "mem_bytes_per_pair",
                            "mem_bytes_per_model_value", "mem_bytes_per_row_point", "mem_bytes_per_query_pair",
@@ -310,6 +316,8 @@ class CostModel:
             out[9] += c.n_train * c.n_test * c.length * b / 1e9
             if c.n_channels * c.length * 8 > SERIES_CACHE_BYTES:
                 out[13] += c.n_train * c.n_test * c.n_channels * c.length * b / 1e9
+            if c.n_channels > 1:
+                out[15] += c.n_train * c.n_test * c.length * b / 1e9
 
         memo = self.memo_train(size)
         for c in size.contexts():

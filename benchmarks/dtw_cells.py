@@ -1,0 +1,71 @@
+"""CPU time per alignment cell of aeon's DTW by number of channels, with and without portable numerics.
+
+Every evaluation worker runs with the pins of ``chorustic.evaluation.numerics`` (numba's code for haswell with
+AVX2 and FMA only); this measures what that costs 1NN-DTW per cell of the warping path, channel by channel,
+against numba's code for the host CPU. Each setting runs in a fresh process (numba reads the pins when it
+starts). One thread; CPU time of ``aeon.distances.pairwise_distance`` on 2 x 2 random float32 series.
+
+    python benchmarks/dtw_cells.py [--length 600] [--channels 1 2 6 13 64 144]
+
+Prints one row per channel count: ns per cell under each setting, and the portable one's cost per channel
+beyond the first (what ``CostModel.time_ns_per_cell`` and ``time_ns_per_multichannel_cell`` model).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+_CHILD = r"""
+import json, sys, time
+import numpy as np
+from aeon.distances import pairwise_distance
+length, channels = int(sys.argv[1]), [int(c) for c in sys.argv[2].split(",")]
+rng = np.random.default_rng(0)
+out = {}
+for c in channels:
+    X = rng.normal(size=(2, c, length)).astype(np.float32)
+    Y = rng.normal(size=(2, c, length)).astype(np.float32)
+    pairwise_distance(X[:, :, :20], Y[:, :, :20], method="dtw")  # compiled before it is timed
+    reps = max(1, int(3e8 / (4 * length * length * max(1.0, c / 8))))
+    t0 = time.process_time()
+    for _ in range(reps):
+        pairwise_distance(X, Y, method="dtw")
+    out[c] = (time.process_time() - t0) / (reps * 4 * length * length) * 1e9
+print(json.dumps(out))
+"""
+
+
+def measure(length: int, channels: list[int], portable: bool) -> dict[int, float]:
+    from chorustic.evaluation.numerics import portable_numerics_env
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_CPU")}
+    if portable:
+        env.update({k: v for k, v in portable_numerics_env().items() if k.startswith("NUMBA_")})
+    env["NUMBA_NUM_THREADS"] = "1"
+    res = subprocess.run([sys.executable, "-c", _CHILD, str(length), ",".join(map(str, channels))], env=env,
+                         capture_output=True, text=True, check=True)
+    return {int(k): v for k, v in json.loads(res.stdout.strip().splitlines()[-1]).items()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--length", type=int, default=600)
+    ap.add_argument("--channels", type=int, nargs="+", default=[1, 2, 3, 4, 6, 8, 13, 16, 32, 64, 144])
+    args = ap.parse_args(argv)
+    portable = measure(args.length, args.channels, True)
+    native = measure(args.length, args.channels, False)
+    print(f"length {args.length}, ns per alignment cell (CPU time, one thread)\n")
+    print("| channels | portable numerics (haswell) | host CPU's code | portable, per channel beyond the first |")
+    print("|---|---|---|---|")
+    for c in args.channels:
+        extra = "" if c == 1 else f"{(portable[c] - portable[1]) / (c - 1):.2f}"
+        print(f"| {c} | {portable[c]:.2f} | {native[c]:.2f} | {extra} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
