@@ -199,7 +199,7 @@ def test_fewer_contexts_ask_for_less_time(methods):
 def test_a_pair_memo_pays_each_pair_once_per_job(methods):
     """1NN-DTW keeps its (query, context series) distances across a job's contexts: the 16 contexts of
     HandOutlines (3.15 times its training split) cost little more than the full one, where without the memo
-    they cost about 3 times as much; the memory holds 8 bytes per pair of the test split with the training
+    they cost about 3 times as much; the memory holds a float64 per pair of the test split with the training
     series. A job whose pairs exceed PAIR_MEMO_MB (the whole InsectWingbeat: 20,000 x 30,000) has none."""
     from chorustic.methods.cost import PAIR_MEMO_MB
 
@@ -210,8 +210,9 @@ def test_a_pair_memo_pays_each_pair_once_per_job(methods):
     assert cost.memo_train(every) == every.n_train and cost.memo_train(full) == every.n_train
     without = dataclasses.replace(cost, memo_pairs=False)
     (mem_full, t_full), (mem_every, t_every) = cost.estimate(full), cost.estimate(every)
-    assert t_full < t_every < 1.05 * t_full < 2.5 * t_full < without.estimate(every)[1]
-    assert mem_every - without.estimate(every)[0] == pytest.approx(8 * every.n_train * every.n_test / 2**20)
+    assert t_full <= t_every < 1.05 * t_full < 2.5 * t_full < without.estimate(every)[1]
+    pairs = cost.mem_bytes_per_memo_pair * every.n_train * every.n_test / 2**20
+    assert cost.mem_bytes_per_memo_pair >= 8 and mem_every - without.estimate(every)[0] == pytest.approx(pairs)
     big = dataclasses.replace(cr.job_size("InsectWingbeat", input_kind="native"), n_train=30000, n_test=20000)
     assert 8 * big.n_train * big.n_test > PAIR_MEMO_MB * 2**20
     assert cost.memo_train(big) == 0 and cost.estimate(big) == without.estimate(big)
