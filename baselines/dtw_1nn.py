@@ -24,7 +24,8 @@ import numpy as np
 
 from chorustic.methods import CostModel, Method, MethodInfo, register
 from chorustic.methods.estimators import ContractClassifier
-from chorustic.methods.pair_memo import PAIR_MEMO, series_digests
+from chorustic.methods.inputs import series_digests, take_series
+from chorustic.methods.pair_memo import PAIR_MEMO
 
 
 def check_window(window: float | None) -> None:
@@ -63,8 +64,8 @@ class DTW1NNEstimator(ContractClassifier):
         params = {} if self.window is None else {"window": float(self.window)}
 
         def compute(qi, ci):
-            return pairwise_distance(_take(queries, qi), _take(model.X_, ci), method="dtw", n_jobs=self.n_jobs,
-                                     **params)
+            return pairwise_distance(take_series(queries, qi), take_series(model.X_, ci), method="dtw",
+                                     n_jobs=self.n_jobs, **params)
 
         distances = PAIR_MEMO.distances(("dtw", self.window), series_digests(queries), self.context_digests_,
                                         compute)
@@ -77,11 +78,6 @@ class DTW1NNEstimator(ContractClassifier):
         out = np.zeros((len(labels), len(self.classes_)))
         out[np.arange(len(labels)), labels] = 1.0
         return out
-
-
-def _take(X, idx):
-    """The series at positions ``idx`` of a collection (a 3D array or a list of 2D arrays)."""
-    return X[idx] if isinstance(X, np.ndarray) else [X[i] for i in idx]
 
 
 @register

@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from chorustic.methods.pair_memo import PairMemo, series_digests
+from chorustic.methods.inputs import series_digests
+from chorustic.methods.pair_memo import PairMemo
 
 
 def _dist(Q, C):

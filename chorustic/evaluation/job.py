@@ -45,6 +45,7 @@ from chorustic.evaluation.numerics import numerics_record
 from chorustic.evaluation.results import result_path, write_result_file
 from chorustic.io import atomic_write_json, sha256_file
 from chorustic.methods.base import PROBA_ADVICE, probability_rows_problem
+from chorustic.methods.inputs import take_series
 
 __all__ = [
     "FINISHED_STATUSES",
@@ -346,12 +347,6 @@ def _predict_in_chunks(estimator: Any, X_test: Any, chunk: int, n_classes: int, 
     return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 
-def _select(X: Any, idx: np.ndarray) -> Any:
-    if isinstance(X, list):
-        return [X[i] for i in idx]
-    return X[idx]
-
-
 def run_record(context: Any, **fields: Any) -> dict[str, Any]:
     """One run (one context) of a manifest, every field of :data:`RUN_FIELDS`: the context's protocol,
     family, budget and seed (``context``: a :class:`~chorustic.protocols.ContextSpec` or a dict with
@@ -496,7 +491,7 @@ def run_job(spec: JobSpec, *, resume: bool = False, log=None) -> dict[str, Any]:
         try:
             estimator = method.build(seed=int(ctx.seed), device=device, n_jobs=int(spec.n_jobs), **params)
             c0, t0 = time.process_time(), time.perf_counter()
-            estimator.fit(_select(X_train, idx), ds.y_train[idx])
+            estimator.fit(take_series(X_train, idx), ds.y_train[idx])
             t1 = time.perf_counter()
             chunk = method.query_chunk(_job_size(X_train, idx, X_test), **params)
             proba = _predict_in_chunks(estimator, X_test, chunk, n_classes, tag)

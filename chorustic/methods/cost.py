@@ -123,12 +123,13 @@ class CostModel:
                            + time_ns_per_dilated_value * V * max(1, log2(length / 8))
                            + time_ns_per_cell_spilled * n_channels * n_train * n_test * length * band
                              [a series above SERIES_CACHE_BYTES only]
-                           + time_ns_per_multichannel_cell * n_train * n_test * length * band [n_channels > 1 only]
-                           + time_ns_per_memo_pair * n_train * n_test [memo_pairs only]) / 1e9)
+                           + time_ns_per_multichannel_cell * n_train * n_test * length * band
+                             [n_channels > 1 only]) / 1e9)
 
     With :attr:`memo_pairs`, where the job's memo holds its pairs (:meth:`memo_train`), the pair terms (the
-    cells, path cells, spilled cells and series pairs) are not summed over the contexts: they are paid once,
-    for one context of every training series the contexts use, and the memory holds
+    cells, path cells, spilled cells, multichannel cells and series pairs) are not summed over the contexts:
+    they are paid once, for one context of every training series the contexts use (reading a pair back costs
+    too little to measure: 0.1-9 CPU-s for the 15 later contexts of a full job), and the memory holds
     ``mem_bytes_per_memo_pair * n_test * that many`` more.
 
     ``V'`` counts the values the method computes on at once: of the ``R`` series held at once (the ``H``
@@ -216,9 +217,6 @@ class CostModel:
     loop over the channels of a pointwise distance, which a univariate distance does not run (aeon's DTW under
     the pinned haswell code of portable numerics: ~6 ns per cell from one channel to two, then ~0.5 ns per
     channel; ``benchmarks/results/archive_scale.md``)."""
-    time_ns_per_memo_pair: float = 0.0
-    """Per context and (context series, query) pair read from the job's memo (:attr:`memo_pairs`): gathering the
-    context's distances and picking the nearest."""
     memo_pairs: bool = False
     """The method keeps each (query, context series) distance across the job's contexts
     (:class:`chorustic.methods.pair_memo.PairMemo`) and computes a pair once per job, where the test split's
@@ -279,7 +277,7 @@ class CostModel:
                          "time_ns_per_series", "time_ns_per_pair", "time_ns_per_cell", "time_ns_per_series_pair",
                          "time_ns_per_column", "time_ns_per_path_cell", "time_ns_per_dilated_value",
                          "time_ns_per_column_class", "time_ns_per_column_series", "time_ns_per_cell_spilled",
-                         "time_ns_per_memo_pair", "time_ns_per_multichannel_cell")
+                         "time_ns_per_multichannel_cell")
     #: The memory coefficients, in the order of :meth:`memory_terms`.
     MEMORY_COEFFICIENTS = ("mem_base_mb", "mem_bytes_per_value", "mem_kb_per_series", "mem_bytes_per_pair",
                            "mem_bytes_per_model_value", "mem_bytes_per_row_point", "mem_bytes_per_query_pair",
@@ -317,7 +315,7 @@ class CostModel:
             if c.n_channels * c.length * 8 > SERIES_CACHE_BYTES:
                 out[13] += c.n_train * c.n_test * c.n_channels * c.length * b / 1e9
             if c.n_channels > 1:
-                out[15] += c.n_train * c.n_test * c.length * b / 1e9
+                out[14] += c.n_train * c.n_test * c.length * b / 1e9
 
         memo = self.memo_train(size)
         for c in size.contexts():
@@ -333,9 +331,7 @@ class CostModel:
             classes = max(1, min(c.n_classes, c.n_train))
             out[11] += columns * (classes - 1) / 1e9
             out[12] += columns * c.n_train * (1 - 1 / classes) * math.log2(max(2, c.n_train)) / 1e9
-            if memo:
-                out[14] += c.n_train * c.n_test / 1e9
-            else:
+            if not memo:
                 pairs(c)
         if memo:
             pairs(dataclasses.replace(size, n_train=memo, n_contexts=1, context_train=()))

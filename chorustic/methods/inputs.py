@@ -21,7 +21,9 @@ __all__ = [
     "flatten_channels",
     "n_channels",
     "pad_to_min_length",
+    "series_digests",
     "series_lengths",
+    "take_series",
     "to_fixed_length",
 ]
 
@@ -130,3 +132,21 @@ def fingerprint(X: np.ndarray | list[np.ndarray]) -> str:
         h.update(f"{a.shape}{a.dtype}".encode())
         h.update(memoryview(a).cast("B"))
     return h.hexdigest()
+
+
+def series_digests(X: np.ndarray | list[np.ndarray]) -> list[bytes]:
+    """One content hash per series (its values, dtype and shape), so that two series share a digest only when
+    they are equal: what a cache of per-series results is keyed by (:mod:`chorustic.methods.pair_memo`)."""
+    out = []
+    for s in X:
+        a = np.ascontiguousarray(s)
+        h = hashlib.blake2b(digest_size=16)
+        h.update(f"{a.dtype.str}{a.shape}".encode())
+        h.update(a.data)
+        out.append(h.digest())
+    return out
+
+
+def take_series(X: np.ndarray | list[np.ndarray], idx: Any) -> np.ndarray | list[np.ndarray]:
+    """The series at positions ``idx`` of either kind of input, as the same kind."""
+    return [X[i] for i in idx] if isinstance(X, list) else X[idx]

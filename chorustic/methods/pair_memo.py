@@ -7,8 +7,8 @@ their seeds) hold 3-10 times the training split between them. :class:`PairMemo` 
 first time it is computed and hands it out again, so a job computes each pair of the test split with the
 training series once, whatever its number of contexts.
 
-Series are known by their contents (:func:`series_digests`: a BLAKE2 digest of their values, dtype and
-shape), never by a position, so a distance the memo returns is the one computing it again gives, bit for bit:
+Series are known by their contents (:func:`chorustic.methods.inputs.series_digests`: a digest of their
+values, dtype and shape), never by a position, so a distance the memo returns is the one computing it again gives, bit for bit:
 the distance of a pair does not depend on the other series of the call that computed it. The memo holds
 float64 distances in one row per query series and is bounded (:data:`chorustic.methods.cost.PAIR_MEMO_MB`,
 a constant like the query chunks, so a job's cost does not depend on the machine): a pair beyond the bound is
@@ -18,28 +18,13 @@ contexts long.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Hashable, Sequence
-from typing import Any
 
 import numpy as np
 
 from chorustic.methods.cost import PAIR_MEMO_MB
 
-__all__ = ["PAIR_MEMO", "PairMemo", "series_digests"]
-
-
-def series_digests(X: Any) -> list[bytes]:
-    """One digest per series of a collection (a ``(n, C, L)`` array or a list of ``(C, L_i)`` arrays): its
-    values with their dtype and shape, so that two series share a digest only when they are equal."""
-    out = []
-    for s in X:
-        a = np.ascontiguousarray(s)
-        h = hashlib.blake2b(digest_size=16)
-        h.update(f"{a.dtype.str}{a.shape}".encode())
-        h.update(a.data)
-        out.append(h.digest())
-    return out
+__all__ = ["PAIR_MEMO", "PairMemo"]
 
 
 class _Table:
@@ -48,7 +33,11 @@ class _Table:
     def __init__(self):
         self.cols: dict[bytes, int] = {}
         self.rows: dict[bytes, np.ndarray] = {}
-        self.nbytes = 0
+
+    @property
+    def nbytes(self) -> int:
+        """What the table holds once every row has every column (a row made before a column grows on use)."""
+        return len(self.rows) * len(self.cols) * 8
 
 
 class PairMemo:
@@ -90,10 +79,10 @@ class PairMemo:
         out = np.full((nq, nc), np.nan)
         kept = np.flatnonzero(col >= 0)
         if kept.size:
+            c = col[kept]
             for i, d in enumerate(queries):
                 row = table.rows.get(d)
                 if row is not None:
-                    c = col[kept]
                     inside = c < row.size
                     out[i, kept[inside]] = row[c[inside]]
         unknown = np.isnan(out)
@@ -132,7 +121,6 @@ class PairMemo:
             if row.size < n_cols:  # columns came after this row was made
                 row = table.rows[d] = np.concatenate([row, np.full(n_cols - row.size, np.nan)])
             row[col[known]] = block[i, known]
-        table.nbytes = len(table.rows) * n_cols * 8
 
 
 #: The evaluation worker's memo (one job per worker process).
