@@ -95,12 +95,19 @@ def main(argv=None) -> int:
         over["activation_checkpointing"] = args.activation_checkpointing == "on"
     tcfg = dataclasses.replace(tcfg, **over)
 
+    t_start = time.perf_counter()
+
+    def phase(what: str) -> None:  # on stderr as it happens: a run killed by a time limit still says where it was
+        print(f"[{time.perf_counter() - t_start:6.1f} s] {what}", file=sys.stderr, flush=True)
+
     with tempfile.TemporaryDirectory() as tmp:
         tr = Trainer(mcfg, tcfg, Path(tmp) / "run", device=args.device, progress=False,
                      allow_random_frozen=True)
         dev = tr.device
         dtype = tr.amp_dtype or torch.float32
+        phase(f"trainer built on {dev} ({tr.num_workers} prior workers)")
         flop_model = fit_flop_model(mcfg, tcfg, amp_dtype="bfloat16" if tr.amp_dtype == torch.bfloat16 else None)
+        phase("FLOP model fitted")
         shapes: list[tuple] = []
         tr._open_stream()
         inner = tr._batches
@@ -114,8 +121,9 @@ def main(argv=None) -> int:
         from torch._dynamo.utils import counters
 
         t_warm = time.perf_counter()
-        for _ in range(args.warmup):
+        for i in range(args.warmup):
             tr.train_step()
+            phase(f"warm-up step {i + 1}/{args.warmup}")
         warmup_s = time.perf_counter() - t_warm
         graphs_before = counters["stats"]["unique_graphs"]
         if dev.type == "cuda":
@@ -123,8 +131,9 @@ def main(argv=None) -> int:
             torch.cuda.reset_peak_memory_stats(dev)
         t0 = time.perf_counter()
         wait = 0.0
-        for _ in range(args.steps):
+        for i in range(args.steps):
             wait += tr.train_step()["data_wait"]
+            phase(f"timed step {i + 1}/{args.steps}")
         if dev.type == "cuda":
             torch.cuda.synchronize(dev)
         elapsed = time.perf_counter() - t0
@@ -161,7 +170,8 @@ def main(argv=None) -> int:
         return 0
     achieved = flops / elapsed
     out = {
-        "model_config": args.model_config, "train_config": tcfg.name, "device": device_name,
+        "model_config": args.model_config, "train_config": tcfg.name,
+        "signal_encoder_trainable": not mcfg.freeze_signal_encoder, "device": device_name,
         "dtype": str(dtype).replace("torch.", ""), "processes": world, "threads": torch.get_num_threads(),
         "data_workers": tr.num_workers,
         "micro_batch_size": tcfg.micro_batch_size or tcfg.group_size, "activation_checkpointing": tcfg.activation_checkpointing,

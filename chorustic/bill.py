@@ -14,8 +14,10 @@ critical path. How each job's time is estimated:
     :data:`FIXED_S`: measured on the demo.
 ``pretrain``
     The FLOPs of the run's configuration (the committed plan of ``chorustic pretrain --plan`` in
-    ``tools/gpu/plans/``): on a GPU at the plan's model-FLOPs utilisation and the GPU's peak, on a CPU at
-    :data:`CPU_TRAIN_GFLOPS` per core (measured with ``benchmarks/pretrain_throughput.py``).
+    ``tools/gpu/plans/``): on a GPU at the FLOP rate ``benchmarks/pretrain_throughput.py`` measured for that
+    configuration on a lent GPU (the newest file of :data:`GPU_MEASURED_DIR`), or where none was measured at
+    the plan's model-FLOPs utilisation and the GPU's peak; on a CPU at :data:`CPU_TRAIN_GFLOPS` per core
+    (measured with the same benchmark).
 ``evaluate``
     Its method's cost model (one CPU thread, the ``chorustic.methods.CostModel`` of the plugin); the
     per-context part divided by the speed-up of the job's threads (``CostModel.thread_speedup``: Amdahl's
@@ -58,6 +60,8 @@ FIXED_S = {"contexts": 3.0, "aggregate": 10.0, "report": 120.0}
 CPU_TRAIN_GFLOPS = {1: 39.0, "per_core": 27.5}
 #: The committed plans of ``chorustic pretrain --plan`` (FLOPs per episode, episodes, MFU of the target).
 PLANS_DIR = REPO_ROOT / "tools" / "gpu" / "plans"
+#: ``benchmarks/pretrain_throughput.py`` outputs from lent GPUs (``YYYY-MM-DD_<gpu>_<config>.json``).
+GPU_MEASURED_DIR = REPO_ROOT / "benchmarks" / "results" / "gpu"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -148,6 +152,20 @@ def _pretrain_plan(entry: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
+def _measured_gpu_rate(entry: dict[str, Any]) -> dict[str, Any] | None:
+    """The newest GPU throughput measurement of a pretraining run's configuration, or None."""
+    trainable = "--freeze-signal-encoder" not in (entry.get("args") or [])
+    for path in sorted(GPU_MEASURED_DIR.glob("*.json"), reverse=True):  # file names start with the date
+        try:
+            m = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if (m.get("model_config") == entry.get("model_config") and m.get("train_config") == entry.get("train_config")
+                and m.get("signal_encoder_trainable") is trainable and m.get("achieved_tflops")):
+            return {**m, "_file": path.name}
+    return None
+
+
 def _pretrain_seconds(entry: dict[str, Any], machine: Machine, gpus: int) -> tuple[float, str]:
     from chorustic.training.plan import DEVICE_PEAK_TFLOPS
 
@@ -157,6 +175,10 @@ def _pretrain_seconds(entry: dict[str, Any], machine: Machine, gpus: int) -> tup
                           f"{entry.get('train_config')!r}: run `chorustic pretrain --plan ...` for its cost")
     flops = plan["time"]["total_pflop"] * 1e15
     source = f"{plan['time']['total_pflop']:.0f} PFLOP ({plan['_file']})"
+    if gpus and machine.gpus and (m := _measured_gpu_rate(entry)) is not None:
+        rate = m["achieved_tflops"] * 1e12 * gpus
+        return flops / rate, (f"{source} on {gpus} {machine.gpu} at {m['achieved_tflops']:.1f} TFLOP/s, measured on "
+                              f"one {m['device']} on {m['date']} ({100 * m['mfu']:.1f} % MFU; {m['_file']})")
     if gpus and machine.gpus:
         mfu = plan["time"]["mfu"]
         rate = DEVICE_PEAK_TFLOPS.get(machine.gpu, DEVICE_PEAK_TFLOPS["h100"]) * 1e12 * mfu * gpus

@@ -84,3 +84,25 @@ def test_packed_self_attention_is_multihead_attention(seq, heads, with_bias):
     torch.testing.assert_close(gx, ref_gx)
     for (name, p), (_, r) in zip(ours.named_parameters(), ref.named_parameters()):
         torch.testing.assert_close(p.grad, r.grad, msg=name)
+
+
+@pytest.mark.parametrize("bias_shape", [None, (3, 5, 1, 1, 40), (1, 1, 40), (3, 1, 1, 1, 40), (5, 2, 1, 40)])
+def test_sdpa_calls_are_sliced_to_the_largest_batch_a_cuda_grid_holds(monkeypatch, bias_shape):
+    """More leading rows than a CUDA grid dimension holds (SDPA_MAX_BATCH): SDPA on slices, the same
+    function and gradients, whatever the bias broadcasts over."""
+    import chorustic.model.attention as attn
+
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(3, 5, 2, 40, 8, dtype=torch.float64) for _ in range(3))
+    bias = None if bias_shape is None else torch.randn(bias_shape, dtype=torch.float64)
+    ref = _grads(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=bias, scale=0.3), q, k, v)
+    calls = []
+    real = F.scaled_dot_product_attention
+    monkeypatch.setattr(F, "scaled_dot_product_attention", lambda *a, **kw: calls.append(a[0].shape[0]) or real(*a, **kw))
+    monkeypatch.setattr(attn, "SDPA_MAX_BATCH", 4)
+    with kernels_of("cuda"):
+        out, grads = _grads(lambda q, k, v: attention(q, k, v, bias=bias, scale=0.3), q, k, v)
+    assert calls == [4, 4, 4, 3]
+    torch.testing.assert_close(out, ref[0])
+    for g, r in zip(grads, ref[1]):
+        torch.testing.assert_close(g, r)

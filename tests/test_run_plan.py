@@ -54,7 +54,7 @@ def test_bill_jobs_follow_the_workflow_graph(paper):
     cpu = {j.name: j for j in bill_jobs(paper, Machine(cores=16, gpus=0, mem_mb=128 * 1024))}
     assert ev.gpus == 0 or ev.seconds < cpu["evaluate/chorustic/Crop"].seconds
     assert by_name["evaluate/tabicl/Crop"].gpus == 1 and cpu["evaluate/tabicl/Crop"].gpus == 0
-    assert by_name["pretrain/chorustic"].seconds < cpu["pretrain/chorustic"].seconds / 100
+    assert by_name["pretrain/chorustic"].seconds < cpu["pretrain/chorustic"].seconds / 50  # measured: ~90x 16 cores
 
 
 def test_a_jobs_time_on_its_cores_follows_its_methods_thread_scaling(paper):
@@ -140,3 +140,31 @@ def test_plan_run_prints_the_bill_of_a_profile(tmp_path):
     assert bill["profile"] == "demo" and bill["per_rule"]["evaluate"]["jobs"] == 30
     assert "critical path" in proc.stdout and "on 3 cluster node(s)" in proc.stdout
     assert bill["machine"]["cores"] == 2 and bill["per_rule"]["evaluate"]["gpu_hours"] == 0
+
+
+def test_gpu_pretraining_is_billed_at_the_measured_rate_where_one_was_measured(paper, tmp_path, monkeypatch):
+    """A throughput measurement of the run's configuration from a lent GPU (benchmarks/results/gpu/) decides
+    the pretraining time; without one, the plan's assumed MFU does; a measurement of another configuration
+    (the encoder frozen) is not used."""
+    import chorustic.bill as bill
+
+    ws = Machine(cores=16, gpus=1, mem_mb=128 * 1024)
+    entry = paper.cfg["pretrain"]["chorustic"]
+    flops = bill._pretrain_plan(entry)["time"]["total_pflop"] * 1e15
+
+    def measure(name: str, trainable: bool, tflops: float, date: str) -> None:
+        (tmp_path / name).write_text(json.dumps({
+            "model_config": "paper", "train_config": "paper", "signal_encoder_trainable": trainable,
+            "device": "NVIDIA H200", "date": date, "achieved_tflops": tflops, "mfu": tflops / 770}))
+
+    monkeypatch.setattr(bill, "GPU_MEASURED_DIR", tmp_path)
+    planned, note = bill._pretrain_seconds(entry, ws, 1)
+    assert "MFU" in note and "measured" not in note  # the plan's assumption
+    measure("2026-11-27_h200_paper_frozen.json", False, 100.0, "2026-11-27")
+    assert bill._pretrain_seconds(entry, ws, 1)[0] == planned
+    measure("2026-11-27_h200_paper.json", True, 40.0, "2026-11-27")
+    measure("2026-12-01_h200_paper.json", True, 80.0, "2026-12-01")  # the newest measurement counts
+    secs, note = bill._pretrain_seconds(entry, ws, 1)
+    assert secs == pytest.approx(flops / 80e12)
+    assert "80.0 TFLOP/s, measured on one NVIDIA H200 on 2026-12-01" in note
+    assert bill._pretrain_seconds(entry, ws, 2)[0] == pytest.approx(flops / 160e12)

@@ -19,9 +19,8 @@ from chorustic.prior import PriorConfig
 from chorustic.training import TrainConfig
 from chorustic.training.data import EpisodeStream, StreamLayout, make_loader
 from chorustic.training.trainer import PriorSchedule
+from chorustic.testing.training import MICRO
 
-MICRO = dataclasses.replace(ChorusTICConfig.tiny(), seq_len=32, num_patches=4, num_groups=2, group_size=2,
-                            slot_dim=4)
 PRIOR = PriorConfig(min_rows=12, max_rows=16, min_length=32, max_length=64, max_channels=4, max_classes=3)
 
 
@@ -102,6 +101,23 @@ def test_step_layout_by_device():
                                            "interaction_rows": 512, "group_chunk": None}
     cpu = ckpt.forward_kwargs("cpu")
     assert cpu["cdm_columns"] == min(1024, CPU_CHUNKS["cdm_columns"]) and cpu["group_chunk"] == GROUP_CHUNK
+
+
+def test_a_window_sized_schedule_ends_with_the_run():
+    """``TrainConfig.sized_to``: a GPU window of N steps keeps the preset's recipe with its schedule ending at
+    step N (warm-up and curriculum in proportion); a run that continues an earlier window's weights warms
+    up briefly and skips the curriculum; a model is exported at least four times in the run."""
+    base = TrainConfig.preset("base")
+    first = base.sized_to(600)
+    assert (first.steps, first.warmup_steps, first.curriculum_steps) == (600, 30, 100)
+    assert first.checkpoint_every == 150 and first.val_every == 150
+    assert (first.lr, first.batch_size, first.prior, first.schedule) == (base.lr, base.batch_size, base.prior, "cosine")
+    later = base.sized_to(600, continued=True)
+    assert (later.warmup_steps, later.curriculum_steps) == (12, 0)
+    assert base.sized_to(10_000, continued=True).warmup_steps == 50
+    assert base.sized_to(12_000).warmup_steps == base.warmup_steps  # never longer than the preset's recipe
+    assert base.sized_to(64).checkpoint_every == 16
+    assert base.sized_to(0).steps == 1
 
 
 @pytest.mark.slow

@@ -16,20 +16,7 @@ from chorustic.prior import PriorConfig
 from chorustic.training import Trainer, TrainConfig, TrainingAborted, build_validation_set, evaluate
 from chorustic.training.validation import reference_accuracies
 from chorustic.training.loss import query_cross_entropy
-
-#: a micro model: 4 RSSC slots, 32-sample inputs (the architecture of every stage is intact)
-MICRO = dataclasses.replace(ChorusTICConfig.tiny(), seq_len=32, num_patches=4, num_groups=2, group_size=2,
-                            slot_dim=4)
-MICRO_PRIOR = PriorConfig(min_rows=12, max_rows=16, min_length=32, max_length=64, max_channels=3, max_classes=2,
-                          difficulty=(0.0, 0.3), dirichlet_alpha=0.3)
-
-
-def micro_train(**kw) -> TrainConfig:
-    base = dict(name="micro", steps=6, batch_size=8, micro_batch_size=4, lr=3e-3, checkpoint_every=3,
-                val_every=3, val_episodes=8, val_batch_size=4, log_every=1, prior=MICRO_PRIOR, num_workers=0)
-    base.update(kw)
-    return TrainConfig(**base)
-
+from chorustic.testing.training import MICRO, MICRO_PRIOR, micro_train
 
 pytestmark = pytest.mark.usefixtures("torch_single_thread")  # tests/conftest.py
 

@@ -17,6 +17,12 @@ kernel:
 
 The two forms agree to float rounding (tests/test_model_attention.py).
 
+SDPA's CUDA kernels launch one block per (batch, head, query tile) in a grid whose batch dimension
+holds at most 65,535 (pytorch/pytorch#142228, #146704: 'invalid configuration argument'); the signal
+encoder's attentions run over far more rows than that (episodes x rows x slots x patches), so
+:func:`attention` calls SDPA on slices of at most :data:`SDPA_MAX_BATCH` of the flattened leading
+dimensions (the same function; one call when they fit).
+
 :class:`PackedSelfAttention` is the self-attention layer of the dual-axis blocks: the parameters of
 ``nn.MultiheadAttention`` (``in_proj_weight``/``in_proj_bias`` packed Q/K/V, ``out_proj``; the released
 checkpoint's names and torch's initialisation), computed by one packed projection and
@@ -33,10 +39,14 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-__all__ = ["CPU_EXPLICIT_MAX_SEQ", "PackedSelfAttention", "attention", "kernels_of", "scale_query_rows"]
+__all__ = ["CPU_EXPLICIT_MAX_SEQ", "PackedSelfAttention", "SDPA_MAX_BATCH", "attention", "kernels_of",
+           "scale_query_rows"]
 
 #: On CPU, sequences of at most this many keys use the explicit matmul-softmax form.
 CPU_EXPLICIT_MAX_SEQ = 32
+
+#: Largest flattened batch (the dimensions before heads) of one SDPA call: a CUDA grid dimension.
+SDPA_MAX_BATCH = 65_535
 
 _kernel_device: str | None = None
 
@@ -79,7 +89,24 @@ def attention(
         if dropout_p > 0.0:
             weights = F.dropout(weights, p=dropout_p)
         return weights @ v
-    return F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=dropout_p, scale=scale)
+    lead = q.shape[:-3]
+    n = lead.numel()
+    if n <= SDPA_MAX_BATCH:
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=dropout_p, scale=scale)
+    q, k, v = (t.reshape(n, *t.shape[-3:]) for t in (q, k, v))
+    if bias is not None:
+        bias = bias.reshape((1,) * (len(lead) + 3 - bias.dim()) + bias.shape)  # every leading dim explicit
+        if bias.shape[: len(lead)].numel() != 1:  # one bias per leading index: slice it with q
+            bias = bias.expand(*lead, *bias.shape[len(lead):])
+        bias = bias.flatten(0, len(lead) - 1)
+    step = SDPA_MAX_BATCH
+    out = torch.cat([
+        F.scaled_dot_product_attention(
+            q[i : i + step], k[i : i + step], v[i : i + step], dropout_p=dropout_p, scale=scale,
+            attn_mask=None if bias is None else bias if bias.shape[0] == 1 else bias[i : i + step])
+        for i in range(0, n, step)
+    ])
+    return out.view(*lead, *out.shape[1:])
 
 
 class PackedSelfAttention(nn.MultiheadAttention):

@@ -284,6 +284,23 @@ class TrainConfig:
                 kw[key] = size if kw[key] is None else min(kw[key], size)
         return kw
 
+    def sized_to(self, steps: int, *, continued: bool = False, checkpoints: int = 4) -> "TrainConfig":
+        """This configuration for a run of ``steps`` steps (a GPU window of a few minutes), its schedule
+        ending with the run instead of being cut by the time limit: warm-up and curriculum shrink in
+        proportion; a ``continued`` run (weights from an earlier window, ``--init-from``) gets a short
+        warm-up (2 % of the steps, at most 50: the optimizer's moments start from zero) and no curriculum
+        (the model has seen the full prior). Checkpoints (each one exports the model) and validations at
+        least ``checkpoints`` times in the run, so that a run cut short still leaves a recent model."""
+        steps = max(int(steps), 1)
+        if continued:
+            warmup, curriculum = min(50, max(1, steps // 50)), 0
+        else:
+            f = min(1.0, steps / self.steps)
+            warmup, curriculum = int(round(self.warmup_steps * f)), int(round(self.curriculum_steps * f))
+        every = max(1, min(self.checkpoint_every, -(-steps // checkpoints)))
+        return dataclasses.replace(self, steps=steps, warmup_steps=warmup, curriculum_steps=curriculum,
+                                   checkpoint_every=every, val_every=min(self.val_every, every))
+
     @property
     def micro_batches(self) -> list[int]:
         """Episode counts of the micro-batches of one optimizer step (one process)."""

@@ -221,6 +221,9 @@ class Trainer:
         if self.device.type == "cuda":
             torch.backends.cuda.matmul.allow_tf32 = True
             torch.backends.cudnn.allow_tf32 = True
+            # cuDNN's SDPA kernel failed in the backward pass of the first CUDA run (torch 2.11, H200, base
+            # model: "mha_graph.execute(...).is_good()"); the flash and memory-efficient kernels remain
+            torch.backends.cuda.enable_cudnn_sdp(False)
 
         forward = _PretrainForward(self.model, self.cfg, self.device.type)
         if self.dist.distributed:

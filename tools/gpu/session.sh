@@ -1,39 +1,50 @@
 #!/usr/bin/env bash
 # What a session with a lent GPU machine runs there, through the device tool, from the repository root,
-# carrying .whl (tools/gpu/fetch_wheels.sh); see tools/gpu/README.md. The machine stays warm only 30 s
-# after a call, so a waiting call keeps it busy until the run ends or the call's time is up.
+# carrying .whl (tools/gpu/fetch_wheels.sh); see tools/gpu/README.md. A window is about 15 minutes of device
+# time in all (the machine's start, every call, the idle time between them), one call at most 10 minutes.
 #
-#   tools/gpu/session.sh first [RUN] [MIN] [ARGS] # call 1: install, nvidia-smi, short benchmark of RUN (default
-#                                               # base), start RUN's pretraining for MIN minutes (default 20; its
-#                                               # --steps cut to what fits at the measured speed), wait
-#   tools/gpu/session.sh wait RUN                # later calls: wait until RUN ends or the call's time is up
+#   tools/gpu/session.sh window [RUN]             # call 1 (9 min): install, versions, the CUDA tests, throughput of
+#                                               # paper (encoder trainable) and RUN (default base), then RUN's
+#                                               # pretraining for the minutes left, continuing the committed
+#                                               # models/chorustic-RUN/model.safetensors when there is one; the run
+#                                               # outlives the call and exports its model by WINDOW_END
+#   tools/gpu/session.sh collect RUN              # call 2 (<= 2 min): wait for RUN to end, its files to $OUT
+#   tools/gpu/session.sh wait RUN                # wait until RUN ends or the call's time is up
 #   tools/gpu/session.sh status RUN              # one look: state, last log lines; copies the run's files to $OUT
 #   tools/gpu/session.sh start RUN MIN [ARGS]    # start only (ARGS: more `chorustic pretrain` options)
 #   tools/gpu/session.sh resume RUN MIN [ARGS]   # continue a stopped run on the same machine
 #   tools/gpu/session.sh stop RUN                # SIGTERM: the run checkpoints, exports its model and exits
 #   tools/gpu/session.sh bench [CONFIG ...]      # throughput (default: paper with the encoder trainable, base)
+#   tools/gpu/session.sh tests                   # the CUDA tests only
 #
 # Everything printed also goes to $OUT/session.log, so it comes back even if the call is killed at its limit.
-# At most 8 files come back from $OUT: session.log, bench_CONFIG.json, train_RUN.log and the run's
-# model.safetensors, log.jsonl, run.json, summary.json, curve.png.
+# What comes back from $OUT (at most 8 files): session.log, bench_CONFIG.json, the run's
+# model.safetensors and RUN.tar.gz (log.jsonl, run.json, summary.json, curve.png, train_config.json, the
+# run's own output train_RUN.log), and session_machine.log (every call's output on this machine).
 # Settings (environment): DEVICE (cuda; cpu to rehearse), CALL_SECONDS (a waiting call returns after this
-# many seconds of the call, default 540), BENCH_STEPS ("--warmup 2 --steps 6"), BENCH_TIMEOUT (180 s),
-# RUNS (/tmp/chorustic-runs).
+# many seconds of the call: 530 for window, 110 for collect, 540 otherwise), WINDOW_END (call seconds by which
+# the window's run has exported its model: 620, i.e. inside call 2), TEST_TIMEOUT (90 s: the CUDA tests but
+# the compiled one), COMPILE_TIMEOUT (75 s: the compiled-stages test), BENCH_STEPS
+# ("--warmup 2 --steps 4"), BENCH_TIMEOUT (100 s for paper, 45 s for the run's config), RUNS
+# (/tmp/chorustic-runs), MODELS (models: where committed models are looked for).
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit
 OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-if [ -z "${CHORUSTIC_SESSION_TEE:-}" ]; then  # run again with all output copied to $OUT/session.log
-  CHORUSTIC_SESSION_TEE=1 bash "$0" "$@" 2>&1 | tee -a "$OUT/session.log"
+RUNS=${RUNS:-/tmp/chorustic-runs}
+mkdir -p "$OUT" "$RUNS"
+if [ -z "${CHORUSTIC_SESSION_TEE:-}" ]; then  # run again with all output copied to $OUT/session.log, and to the
+  # machine's $RUNS/session.log, which a later call's collect returns as session_machine.log ($OUT is emptied
+  # before each call)
+  CHORUSTIC_SESSION_TEE=1 bash "$0" "$@" 2>&1 | tee -a "$OUT/session.log" "$RUNS/session.log"
   exit "${PIPESTATUS[0]}"
 fi
 DEVICE=${DEVICE:-cuda}
-CALL_SECONDS=${CALL_SECONDS:-540}
-BENCH_STEPS=${BENCH_STEPS:---warmup 2 --steps 6}
-BENCH_TIMEOUT=${BENCH_TIMEOUT:-180}
-RUNS=${RUNS:-/tmp/chorustic-runs}
+BENCH_STEPS=${BENCH_STEPS:---warmup 2 --steps 4}
+TEST_TIMEOUT=${TEST_TIMEOUT:-90}
+COMPILE_TIMEOUT=${COMPILE_TIMEOUT:-75}
+WINDOW_END=${WINDOW_END:-620}
+MODELS=${MODELS:-models}
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
-mkdir -p "$RUNS"
 say() { echo "[session $(date +%H:%M:%S) +${SECONDS}s] $*"; }
 
 install() {  # the wheels of .whl into /tmp/site (once per machine), then check the imports training needs
@@ -51,36 +62,68 @@ print('python', sys.version.split()[0], '| torch', torch.__version__, '| numpy',
 }
 
 config_args() {  # model and train config of a preset; paper trains its signal encoder (the paper's recipe)
-  echo "--model-config $1 --train-config $1"
+  echo "--model-config $1 --train-config ${TRAIN_CONFIG:-$1}"
   [ "$1" = paper ] && echo "--train-signal-encoder"
 }
 
 bench() {  # a failed or slow benchmark never stops what follows
-  local c
+  local c limit
   for c in "$@"; do
-    say "benchmark $c ($BENCH_STEPS, at most ${BENCH_TIMEOUT}s)"
+    limit=${BENCH_TIMEOUT:-$([ "$c" = paper ] && echo 100 || echo 45)}
+    say "benchmark $c ($BENCH_STEPS, at most ${limit}s)"
     # shellcheck disable=SC2046,SC2086
-    timeout "$BENCH_TIMEOUT" python3 benchmarks/pretrain_throughput.py $(config_args "$c") --device "$DEVICE" \
-      $BENCH_STEPS > "$OUT/bench_$c.json" || say "benchmark $c failed (exit $?); going on"
-    cat "$OUT/bench_$c.json"
+    timeout "$limit" python3 benchmarks/pretrain_throughput.py $(config_args "$c") --device "$DEVICE" \
+      $BENCH_STEPS > "$RUNS/bench_$c.json" || say "benchmark $c failed (exit $?); going on"
+    cp "$RUNS/bench_$c.json" "$OUT/"; cat "$OUT/bench_$c.json"
   done
 }
 
-fit_steps() {  # RUN MIN: the steps of preset RUN that fit in MIN minutes at the benchmark's speed (85 %: validation,
-  # checkpoints, data wait), when fewer than the preset's: the learning-rate schedule then ends with the run
-  # instead of being cut in the middle by --max-minutes. Prints nothing without a benchmark figure.
-  python3 - "$OUT/bench_$1.json" "$1" "$2" << 'EOF'
-import json, sys
+cuda_tests() {  # tests/test_cuda.py: the fast tests, then inductor's compile (minutes of compilation at most);
+  # each bounded in time, a failure or a hang never stops what follows
+  local part limit rc
+  for part in "not compiled" "compiled"; do
+    limit=$([ "$part" = compiled ] && echo "$COMPILE_TIMEOUT" || echo "$TEST_TIMEOUT")
+    say "CUDA tests: -k '$part' (at most ${limit}s)"
+    CHORUSTIC_CUDA_TESTS_DEVICE=$DEVICE timeout "$limit" python3 -m pytest tests/test_cuda.py -m cuda -k "$part" \
+      -v --tb=short -p no:cacheprovider
+    rc=$?; [ "$rc" = 0 ] || { echo; say "CUDA tests -k '$part' failed or timed out (exit $rc); going on"; }
+  done
+}
+
+window_config() {  # RUN SECONDS: $RUNS/RUN.train_config.json, the preset sized to the steps that fit in SECONDS
+  # at 85 % of the benchmark's episodes/s (validation, checkpoints, data wait), continuing the committed model
+  # when there is one (TrainConfig.sized_to); prints the steps, nothing without a benchmark figure
+  python3 - "$RUNS/bench_$1.json" "$1" "$2" "$MODELS/chorustic-$1/model.safetensors" "$RUNS/$1.train_config.json" \
+    << 'EOF2'
+import json, os, sys
 from chorustic.training import TrainConfig
+bench, name, seconds, model, out = sys.argv[1:]
 try:
-    eps = float(json.load(open(sys.argv[1]))["episodes_per_s"])
+    eps = float(json.load(open(bench))["episodes_per_s"])
 except (OSError, ValueError, KeyError, TypeError):
     sys.exit(0)
-tc = TrainConfig.preset(sys.argv[2])
-steps = int(float(sys.argv[3]) * 60 * 0.85 * eps / tc.batch_size)
-if steps < tc.steps:
-    print(max(steps, 1))
-EOF
+tc = TrainConfig.preset(name)
+steps = max(1, int(float(seconds) * 0.85 * eps / tc.batch_size))
+with open(out, "w") as fh:
+    json.dump(tc.sized_to(steps, continued=os.path.isfile(model)).to_dict(), fh, indent=1)
+print(steps)
+EOF2
+}
+
+start_window() {  # RUN: its pretraining until WINDOW_END of the call (40 s kept for start-up and the export)
+  local name=$1 seconds steps init=() model="$MODELS/chorustic-$1/model.safetensors"
+  seconds=$((WINDOW_END - SECONDS - 40)); [ "$seconds" -lt 60 ] && seconds=60
+  steps=$(window_config "$name" "$seconds")
+  if [ -n "$steps" ]; then
+    say "at the benchmark's speed $seconds s hold $steps steps: the schedule is sized to them"
+    TRAIN_CONFIG="$RUNS/$name.train_config.json"; export TRAIN_CONFIG
+  else
+    say "no benchmark figure: the preset's schedule, cut by the time limit"
+  fi
+  if [ -f "$model" ]; then
+    say "continuing $model (weights only; short warm-up, no curriculum)"; init=(--init-from "$model" --init-parts all)
+  fi
+  launch start "$name" "$(python3 -c "print(round($seconds / 60, 2))")" "${init[@]}" || exit 1
 }
 
 alive() { [ -f "$RUNS/$1.pid" ] && kill -0 "$(cat "$RUNS/$1.pid")" 2> /dev/null; }
@@ -105,12 +148,21 @@ launch() {  # start|resume RUN MIN [ARGS]: the run in its own process session (s
   sleep 2
 }
 
-collect() {  # the run's files to $OUT (what comes back even if the call is killed at its limit)
-  local name=$1 f
-  for f in model.safetensors log.jsonl run.json summary.json curve.png; do
-    [ -f "$RUNS/$name/$f" ] && cp "$RUNS/$name/$f" "$OUT/"
+collect() {  # the run's files to $OUT (what comes back even if the call is killed at its limit): the model,
+  # and the small files in one RUN.tar.gz (at most 8 files come back from a call); the benchmarks' JSON and the
+  # machine's whole session log (earlier calls too) when this call did not write them itself
+  local name=$1 f small=()
+  for f in "$RUNS"/bench_*.json; do [ -f "$f" ] && [ ! -f "$OUT/${f##*/}" ] && cp "$f" "$OUT/"; done
+  cp "$RUNS/session.log" "$OUT/session_machine.log" 2> /dev/null
+  [ -f "$RUNS/$name/model.safetensors" ] && cp "$RUNS/$name/model.safetensors" "$OUT/"
+  [ -d "$RUNS/$name" ] || return 0
+  [ -f "$RUNS/$name.log" ] && cp "$RUNS/$name.log" "$RUNS/$name/train_$name.log"
+  [ -f "$RUNS/$name.train_config.json" ] && cp "$RUNS/$name.train_config.json" "$RUNS/$name/train_config.json"
+  for f in log.jsonl run.json summary.json curve.png train_config.json "train_$name.log"; do
+    [ -f "$RUNS/$name/$f" ] && small+=("$f")
   done
-  [ -f "$RUNS/$name.log" ] && cp "$RUNS/$name.log" "$OUT/train_$name.log"
+  [ ${#small[@]} -gt 0 ] && tar -czf "$OUT/$name.tar.gz.part" -C "$RUNS/$name" "${small[@]}" \
+    && mv "$OUT/$name.tar.gz.part" "$OUT/$name.tar.gz"
   return 0
 }
 
@@ -153,17 +205,16 @@ wait_run() {  # until RUN is no longer running or CALL_SECONDS of this call have
 cmd=${1:-}
 [ $# -gt 0 ] && shift
 case "$cmd" in
-  first)
-    name=${1:-base}; minutes=${2:-20}
+  window)
+    name=${1:-base}
     install
     timeout 20 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv || true
-    bench "$name"
-    steps=$(fit_steps "$name" "$minutes")
-    [ -n "$steps" ] && say "at the benchmark's speed $minutes min hold $steps steps: --steps $steps"
-    # shellcheck disable=SC2086
-    launch start "$name" "$minutes" ${steps:+--steps $steps} "${@:3}" || exit 1
-    wait_run "$name" ;;
-  wait) wait_run "${1:?run name}" ;;
+    cuda_tests
+    bench paper "$name"
+    start_window "$name"
+    CALL_SECONDS=${CALL_SECONDS:-530} wait_run "$name" ;;
+  collect) CALL_SECONDS=${CALL_SECONDS:-110} wait_run "${1:?run name}" ;;
+  wait) CALL_SECONDS=${CALL_SECONDS:-540} wait_run "${1:?run name}" ;;
   status) status "${1:?run name}" ;;
   start | resume)
     install; launch "$cmd" "${1:?run name}" "${2:?minutes}" "${@:3}" || exit 1
@@ -171,7 +222,9 @@ case "$cmd" in
   stop)
     name=${1:?run name}
     if alive "$name"; then kill -TERM "$(cat "$RUNS/$name.pypid")"; say "sent SIGTERM to $name"; fi
-    wait_run "$name" ;;
+    CALL_SECONDS=${CALL_SECONDS:-540} wait_run "$name" ;;
   bench) install; if [ $# -gt 0 ]; then bench "$@"; else bench paper base; fi ;;
-  *) echo "usage: tools/gpu/session.sh first|wait|status|start|resume|stop|bench ... (see its header)" >&2; exit 2 ;;
+  tests) install; cuda_tests ;;
+  *) echo "usage: tools/gpu/session.sh window|collect|wait|status|start|resume|stop|bench|tests ... (see its header)" >&2
+     exit 2 ;;
 esac
