@@ -89,6 +89,7 @@ def main() -> int:
     ap.add_argument("--no-minirocket", action="store_true")
     ap.add_argument("--out", type=Path, default=None, help="also write the table as CSV")
     args = ap.parse_args()
+    label = f"ChorusTIC ({Path(args.checkpoint).parent.name})"  # the checkpoint's folder, e.g. chorustic-small
 
     import torch
 
@@ -122,13 +123,13 @@ def main() -> int:
             print(f"{name}: cannot load ({exc})", file=sys.stderr)
             continue
         try:
-            row["ChorusTIC_small"], row["ChorusTIC_s"] = run_chorustic(model, ds, args)
+            row["ChorusTIC"], row["ChorusTIC_s"] = run_chorustic(model, ds, args)
         except Exception:
-            row["ChorusTIC_small"] = np.nan
+            row["ChorusTIC"] = np.nan
             row["error"] = "chorustic: " + traceback.format_exc(limit=2).strip().splitlines()[-1]
         rows.append(row)
         loaded.append((row, ds))
-        print(f"{archive} {name}: ChorusTIC-small {row['ChorusTIC_small']:.4f} ({row.get('ChorusTIC_s', 0):.1f} s)",
+        print(f"{archive} {name}: {label} {row['ChorusTIC']:.4f} ({row.get('ChorusTIC_s', 0):.1f} s)",
               flush=True)
     # MiniRocket after every ChorusTIC run: once numba's thread pool has run in this process, torch's
     # intra-op threads compete with it (measured with --threads 2: RacketSports 1.9 s -> 103 s)
@@ -146,19 +147,19 @@ def main() -> int:
         return 2
     paper = paper_columns()
     table = table.merge(paper.drop(columns="archive"), on="dataset", how="left")
-    cols = [c for c in ["archive", "dataset", "n_train", "n_test", "channels", "classes", "ChorusTIC_small",
+    cols = [c for c in ["archive", "dataset", "n_train", "n_test", "channels", "classes", "ChorusTIC",
                         "MiniRocket", "paper_ChorusTIC", "paper_TabICL", "ChorusTIC_s", "MiniRocket_s", "error"]
             if c in table.columns]
     table = table[cols]
     with pd.option_context("display.max_rows", None, "display.width", 200, "display.float_format", "{:.4f}".format):
         print()
         print(table.drop(columns=[c for c in ("error",) if c in table.columns]).to_string(index=False))
-        acc_cols = [c for c in ("ChorusTIC_small", "MiniRocket", "paper_ChorusTIC", "paper_TabICL") if c in table]
+        acc_cols = [c for c in ("ChorusTIC", "MiniRocket", "paper_ChorusTIC", "paper_TabICL") if c in table]
         print("\nmean accuracy on this subset:")
         print(table.groupby("archive")[acc_cols].mean().to_string())
-        if "ChorusTIC_small" in table and "MiniRocket" in table:
-            d = table["ChorusTIC_small"] - table["MiniRocket"]
-            print(f"\nChorusTIC-small vs MiniRocket: wins {int((d > 0).sum())}, ties {int((d == 0).sum())}, "
+        if "ChorusTIC" in table and "MiniRocket" in table:
+            d = table["ChorusTIC"] - table["MiniRocket"]
+            print(f"\n{label} vs MiniRocket: wins {int((d > 0).sum())}, ties {int((d == 0).sum())}, "
                   f"losses {int((d < 0).sum())}")
     if "error" in table and table["error"].notna().any():
         print("\nerrors:")

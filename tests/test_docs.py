@@ -65,6 +65,7 @@ DOC_PAGES = ["README.md", *sorted(p.relative_to(REPO).as_posix() for p in (REPO 
 #: Hand-written pages next to the code whose links must resolve too.
 LINKED_PAGES = [
     "models/chorustic-small/README.md",
+    "models/chorustic-base/README.md",
     "experiments/README.md",
     "benchmarks/README.md",
     *sorted(p.relative_to(REPO).as_posix() for p in (REPO / "benchmarks" / "results").glob("*.md")),
