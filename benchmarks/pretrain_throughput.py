@@ -58,6 +58,40 @@ def matmul_peak(device: torch.device, dtype: torch.dtype, n: int, repeats: int =
     return 2 * n**3 / best
 
 
+def profile_steps(tr, steps: int, out: Path | None) -> dict:
+    """``steps`` training steps under ``torch.profiler``: where a step's time goes. Returns the wall time, the
+    share of it the GPU spent in kernels (their durations summed: one stream), the kernels launched per step,
+    and writes the operators' table by device time and by CPU self time (``out`` or stderr)."""
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    cuda = tr.device.type == "cuda"
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    with profile(activities=activities) as prof:
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            tr.train_step()
+        if cuda:
+            torch.cuda.synchronize(tr.device)
+        wall = time.perf_counter() - t0
+    kernels = [e for e in prof.events() if e.device_type == DeviceType.CUDA]
+    busy = sum(e.time_range.elapsed_us() for e in kernels) / 1e6
+    res = {"steps": steps, "wall_s": round(wall, 3), "kernels_per_step": round(len(kernels) / steps),
+           "gpu_busy_share": round(busy / wall, 4) if cuda else None}
+    table = prof.key_averages()
+    try:
+        by_device = table.table(sort_by="self_device_time_total" if cuda else "self_cpu_time_total", row_limit=30)
+    except (KeyError, AttributeError):  # torch versions that name it self_cuda_time_total
+        by_device = table.table(sort_by="self_cuda_time_total" if cuda else "self_cpu_time_total", row_limit=30)
+    text = [f"profile of {steps} step(s): {json.dumps(res)}", "", "by device time:" if cuda else "by CPU time:",
+            by_device, "by CPU self time:", table.table(sort_by="self_cpu_time_total", row_limit=20)]
+    if out is not None:
+        Path(out).write_text("\n".join(text))
+    else:
+        print("\n".join(text), file=sys.stderr)
+    return res
+
+
 def main(argv=None) -> int:
     from chorustic.commands.train import _model_config
     from chorustic.training import TrainConfig, Trainer
@@ -77,6 +111,10 @@ def main(argv=None) -> int:
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--steps", type=int, default=8)
     ap.add_argument("--peak-size", type=int, default=None, help="matmul size for the peak (default 2048 CPU, 8192 CUDA)")
+    ap.add_argument("--profile-steps", type=int, default=0,
+                    help="after the timed steps, this many more under torch.profiler (not timed)")
+    ap.add_argument("--profile-out", type=Path, default=None,
+                    help="with --profile-steps: write the profiler's tables here (default: stderr)")
     args = ap.parse_args(argv)
 
     if args.threads:
@@ -85,7 +123,7 @@ def main(argv=None) -> int:
     if args.train_signal_encoder:
         mcfg = dataclasses.replace(mcfg, freeze_signal_encoder=False)
     tcfg = TrainConfig.resolve(args.train_config or args.model_config)
-    over = {"steps": args.warmup + args.steps, "val_every": 10**9, "checkpoint_every": 10**9, "log_every": 10**9,
+    over = {"steps": args.warmup + args.steps + args.profile_steps, "val_every": 10**9, "checkpoint_every": 10**9, "log_every": 10**9,
             "val_episodes": tcfg.val_batch_size, "compile": args.compile, "cpu_amp": args.cpu_amp}
     if args.workers is not None:
         over["num_workers"] = args.workers
@@ -139,6 +177,9 @@ def main(argv=None) -> int:
         elapsed = time.perf_counter() - t0
         graphs_total = counters["stats"]["unique_graphs"]
         graphs_timed = graphs_total - graphs_before
+        profile = profile_steps(tr, args.profile_steps, args.profile_out) if args.profile_steps else None
+        if profile:
+            phase(f"{args.profile_steps} profiled step(s): GPU busy {profile.get('gpu_busy_share')}")
         tr.close()
     first = args.warmup
     measured = [s for s in shapes if first <= s[0] < first + args.steps]
@@ -187,6 +228,7 @@ def main(argv=None) -> int:
         "data_wait_share": round(wait / elapsed, 4),
         "peak_memory_gb": round(peak_mem, 2),  # of one process
         "date": time.strftime("%Y-%m-%d"), "torch": torch.__version__,
+        **({"profile": profile} if profile else {}),
     }
     print(json.dumps(out, indent=2))
     print(f"{out['episodes_per_s']} episodes/s, {out['gflop_per_episode']} GFLOP/episode, "

@@ -8,24 +8,29 @@
 #                                               # pretraining for the minutes left, continuing the committed
 #                                               # models/chorustic-RUN/model.safetensors when there is one; the run
 #                                               # outlives the call and exports its model by WINDOW_END
+#   tools/gpu/session.sh diagnose                # instead of window, no training: the CUDA tests (the compiled one
+#                                               # up to 150 s), paper and base benchmarks each with a profiled step,
+#                                               # and base with --compile (8 warm-up steps compile; at most 180 s)
 #   tools/gpu/session.sh collect RUN              # call 2 (<= 2 min): wait for RUN to end, its files to $OUT
 #   tools/gpu/session.sh wait RUN                # wait until RUN ends or the call's time is up
 #   tools/gpu/session.sh status RUN              # one look: state, last log lines; copies the run's files to $OUT
 #   tools/gpu/session.sh start RUN MIN [ARGS]    # start only (ARGS: more `chorustic pretrain` options)
 #   tools/gpu/session.sh resume RUN MIN [ARGS]   # continue a stopped run on the same machine
 #   tools/gpu/session.sh stop RUN                # SIGTERM: the run checkpoints, exports its model and exits
-#   tools/gpu/session.sh bench [CONFIG ...]      # throughput (default: paper with the encoder trainable, base)
+#   tools/gpu/session.sh bench [CONFIG ...]      # throughput (default: paper with the encoder trainable, base;
+#                                               # CONFIG+compile: with --compile)
 #   tools/gpu/session.sh tests                   # the CUDA tests only
 #
 # Everything printed also goes to $OUT/session.log, so it comes back even if the call is killed at its limit.
-# What comes back from $OUT (at most 8 files): session.log, bench_CONFIG.json, the run's
+# What comes back from $OUT (at most 8 files): session.log, bench_CONFIG.json, profile_CONFIG.txt, the run's
 # model.safetensors and RUN.tar.gz (log.jsonl, run.json, summary.json, curve.png, train_config.json, the
 # run's own output train_RUN.log), and session_machine.log (every call's output on this machine).
 # Settings (environment): DEVICE (cuda; cpu to rehearse), CALL_SECONDS (a waiting call returns after this
 # many seconds of the call: 530 for window, 110 for collect, 540 otherwise), WINDOW_END (call seconds by which
 # the window's run has exported its model: 620, i.e. inside call 2), TEST_TIMEOUT (90 s: the CUDA tests but
 # the compiled one), COMPILE_TIMEOUT (75 s: the compiled-stages test), BENCH_STEPS
-# ("--warmup 2 --steps 4"), BENCH_TIMEOUT (100 s for paper, 45 s for the run's config), RUNS
+# ("--warmup 2 --steps 4"), BENCH_TIMEOUT (130 s for paper, 60 s otherwise), COMPILE_BENCH_TIMEOUT (180 s),
+# PROFILE_STEPS (1: steps profiled after a benchmark's timed steps), RUNS
 # (/tmp/chorustic-runs), MODELS (models: where committed models are looked for).
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit
@@ -41,6 +46,7 @@ fi
 DEVICE=${DEVICE:-cuda}
 BENCH_STEPS=${BENCH_STEPS:---warmup 2 --steps 4}
 TEST_TIMEOUT=${TEST_TIMEOUT:-90}
+PROFILE_STEPS=${PROFILE_STEPS:-1}
 COMPILE_TIMEOUT=${COMPILE_TIMEOUT:-75}
 WINDOW_END=${WINDOW_END:-620}
 MODELS=${MODELS:-models}
@@ -66,16 +72,23 @@ config_args() {  # model and train config of a preset; paper trains its signal e
   [ "$1" = paper ] && echo "--train-signal-encoder"
 }
 
-bench() {  # a failed or slow benchmark never stops what follows
-  local c limit
+bench() {  # CONFIG[+compile] ...: throughput, then PROFILE_STEPS steps under torch.profiler (profile_CONFIG.txt);
+  # a failed or slow benchmark never stops what follows
+  local c name limit extra
   for c in "$@"; do
-    limit=${BENCH_TIMEOUT:-$([ "$c" = paper ] && echo 100 || echo 45)}
-    say "benchmark $c ($BENCH_STEPS, at most ${limit}s)"
+    name=${c%%+*}; extra=""
+    [ "$c" != "$name" ] && extra="--compile --warmup 8 --steps 4"  # compiling takes the warm-up steps
+    limit=${BENCH_TIMEOUT:-$([ "$name" = paper ] && echo 130 || echo 60)}
+    [ -n "$extra" ] && limit=${COMPILE_BENCH_TIMEOUT:-180}
+    say "benchmark $c (${extra:-$BENCH_STEPS}, $PROFILE_STEPS profiled, at most ${limit}s)"
     # shellcheck disable=SC2046,SC2086
-    timeout "$limit" python3 benchmarks/pretrain_throughput.py $(config_args "$c") --device "$DEVICE" \
-      $BENCH_STEPS > "$RUNS/bench_$c.json" || say "benchmark $c failed (exit $?); going on"
-    cp "$RUNS/bench_$c.json" "$OUT/"; cat "$OUT/bench_$c.json"
+    timeout "$limit" python3 benchmarks/pretrain_throughput.py $(config_args "$name") --device "$DEVICE" \
+      ${extra:-$BENCH_STEPS} --profile-steps "$PROFILE_STEPS" --profile-out "$RUNS/profile_${c/+/_}.txt" \
+      > "$RUNS/bench_${c/+/_}.json" || say "benchmark $c failed (exit $?); going on"
+    cp "$RUNS/bench_${c/+/_}.json" "$OUT/"; cat "$OUT/bench_${c/+/_}.json"
+    [ -f "$RUNS/profile_${c/+/_}.txt" ] && cp "$RUNS/profile_${c/+/_}.txt" "$OUT/"
   done
+  return 0
 }
 
 cuda_tests() {  # tests/test_cuda.py: the fast tests, then inductor's compile (minutes of compilation at most);
@@ -213,6 +226,11 @@ case "$cmd" in
     bench paper "$name"
     start_window "$name"
     CALL_SECONDS=${CALL_SECONDS:-530} wait_run "$name" ;;
+  diagnose)  # no training: where a step's time goes (see README)
+    install
+    timeout 20 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv || true
+    COMPILE_TIMEOUT=${COMPILE_TIMEOUT:-150} cuda_tests
+    bench paper base base+compile ;;
   collect) CALL_SECONDS=${CALL_SECONDS:-110} wait_run "${1:?run name}" ;;
   wait) CALL_SECONDS=${CALL_SECONDS:-540} wait_run "${1:?run name}" ;;
   status) status "${1:?run name}" ;;
@@ -225,6 +243,6 @@ case "$cmd" in
     CALL_SECONDS=${CALL_SECONDS:-540} wait_run "$name" ;;
   bench) install; if [ $# -gt 0 ]; then bench "$@"; else bench paper base; fi ;;
   tests) install; cuda_tests ;;
-  *) echo "usage: tools/gpu/session.sh window|collect|wait|status|start|resume|stop|bench|tests ... (see its header)" >&2
+  *) echo "usage: tools/gpu/session.sh window|diagnose|collect|wait|status|start|resume|stop|bench|tests ... (see its header)" >&2
      exit 2 ;;
 esac
