@@ -79,12 +79,9 @@ def profile_steps(tr, steps: int, out: Path | None) -> dict:
     res = {"steps": steps, "wall_s": round(wall, 3), "kernels_per_step": round(len(kernels) / steps),
            "gpu_busy_share": round(busy / wall, 4) if cuda else None}
     table = prof.key_averages()
-    try:
-        by_device = table.table(sort_by="self_device_time_total" if cuda else "self_cpu_time_total", row_limit=30)
-    except (KeyError, AttributeError):  # torch versions that name it self_cuda_time_total
-        by_device = table.table(sort_by="self_cuda_time_total" if cuda else "self_cpu_time_total", row_limit=30)
     text = [f"profile of {steps} step(s): {json.dumps(res)}", "", "by device time:" if cuda else "by CPU time:",
-            by_device, "by CPU self time:", table.table(sort_by="self_cpu_time_total", row_limit=20)]
+            table.table(sort_by="self_device_time_total" if cuda else "self_cpu_time_total", row_limit=30),
+            "by CPU self time:", table.table(sort_by="self_cpu_time_total", row_limit=20)]
     if out is not None:
         Path(out).write_text("\n".join(text))
     else:
@@ -123,8 +120,8 @@ def main(argv=None) -> int:
     if args.train_signal_encoder:
         mcfg = dataclasses.replace(mcfg, freeze_signal_encoder=False)
     tcfg = TrainConfig.resolve(args.train_config or args.model_config)
-    over = {"steps": args.warmup + args.steps + args.profile_steps, "val_every": 10**9, "checkpoint_every": 10**9, "log_every": 10**9,
-            "val_episodes": tcfg.val_batch_size, "compile": args.compile, "cpu_amp": args.cpu_amp}
+    over = {"steps": args.warmup + args.steps + args.profile_steps, "val_every": 10**9, "checkpoint_every": 10**9,
+            "log_every": 10**9, "val_episodes": tcfg.val_batch_size, "compile": args.compile, "cpu_amp": args.cpu_amp}
     if args.workers is not None:
         over["num_workers"] = args.workers
     if args.micro_batch_size:

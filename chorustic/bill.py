@@ -38,6 +38,7 @@ import heapq
 import json
 import math
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -137,15 +138,25 @@ class BillJob:
 # one job's time
 
 
+def _encoder_trainable(entry: dict[str, Any]) -> bool:
+    return "--freeze-signal-encoder" not in (entry.get("args") or [])
+
+
+def _json_files(folder: Path, newest_first: bool = False) -> Iterator[tuple[Path, dict[str, Any]]]:
+    """``(path, content)`` of the readable JSON files of ``folder`` in name order (names starting with a date:
+    ``newest_first`` reverses it)."""
+    for path in sorted(folder.glob("*.json"), reverse=newest_first):
+        try:
+            yield path, json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+
+
 def _pretrain_plan(entry: dict[str, Any]) -> dict[str, Any] | None:
     """The committed plan of a pretraining run's configuration (model and train config, encoder trainable
     or frozen), or None."""
-    trainable = "--freeze-signal-encoder" not in (entry.get("args") or [])
-    for path in sorted(PLANS_DIR.glob("*.json")):
-        try:
-            plan = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue
+    trainable = _encoder_trainable(entry)
+    for path, plan in _json_files(PLANS_DIR):
         if (plan.get("train", {}).get("name") == entry.get("train_config") == entry.get("model_config")
                 and bool(plan["model"].get("signal_encoder_frozen")) is not trainable):
             return {**plan, "_file": path.name}
@@ -154,12 +165,8 @@ def _pretrain_plan(entry: dict[str, Any]) -> dict[str, Any] | None:
 
 def _measured_gpu_rate(entry: dict[str, Any]) -> dict[str, Any] | None:
     """The newest GPU throughput measurement of a pretraining run's configuration, or None."""
-    trainable = "--freeze-signal-encoder" not in (entry.get("args") or [])
-    for path in sorted(GPU_MEASURED_DIR.glob("*.json"), reverse=True):  # file names start with the date
-        try:
-            m = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue
+    trainable = _encoder_trainable(entry)
+    for path, m in _json_files(GPU_MEASURED_DIR, newest_first=True):
         if (m.get("model_config") == entry.get("model_config") and m.get("train_config") == entry.get("train_config")
                 and m.get("signal_encoder_trainable") is trainable and m.get("achieved_tflops")):
             return {**m, "_file": path.name}

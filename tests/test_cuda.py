@@ -1,9 +1,10 @@
 """CUDA correctness: what a GPU pretraining run and GPU inference rely on, checked on the GPU itself.
 
 Skipped where no CUDA device is present (CI, the development machine); run on a lent GPU by
-``tools/gpu/session.sh`` (``python -m pytest -m cuda``). ``CHORUSTIC_CUDA_TESTS_DEVICE=cpu`` rehearses them on the CPU (bf16 autocast there
-too) before a GPU session, so that a mistake in a test does not cost GPU minutes. Each test compares two ways of computing the same
-thing on the GPU (or the GPU with the CPU), by relative error ``|a - b| / |b|`` over a whole tensor:
+``tools/gpu/session.sh`` (``python -m pytest -m cuda``). ``CHORUSTIC_CUDA_TESTS_DEVICE=cpu`` rehearses them
+on the CPU (bf16 autocast there too) before a GPU session, so that a mistake in a test does not cost GPU
+minutes. Each test compares two ways of computing the same thing on the GPU (or the GPU with the CPU), by
+relative error ``|a - b| / |b|`` over a whole tensor:
 bf16 autocast rounds every product to 8 bits of mantissa, so two orders of the same bf16 work differ by
 about 1e-3 to 1e-2; float32 work by far less than 1e-3.
 """

@@ -3,7 +3,6 @@ data-parallel training with torchrun equal to one process, and the --plan measur
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import subprocess
@@ -14,7 +13,7 @@ import torch
 from safetensors.torch import load_file
 
 from chorustic.cli import main
-from chorustic.model import ChorusTIC, ChorusTICConfig
+from chorustic.model import ChorusTIC
 from chorustic.prior import PriorConfig
 from chorustic.training import TrainConfig
 from chorustic.training.data import EpisodeStream, StreamLayout, make_loader

@@ -10,10 +10,9 @@ import pytest
 import torch
 
 from chorustic.cli import main
-from chorustic.model import ChorusTICConfig, load_checkpoint, save_checkpoint
+from chorustic.model import load_checkpoint, save_checkpoint
 from chorustic.model.chorustic import ChorusTIC
-from chorustic.prior import PriorConfig
-from chorustic.training import Trainer, TrainConfig, TrainingAborted, build_validation_set, evaluate
+from chorustic.training import Trainer, TrainingAborted, build_validation_set, evaluate
 from chorustic.training.validation import reference_accuracies
 from chorustic.training.loss import query_cross_entropy
 from chorustic.testing.training import MICRO, MICRO_PRIOR, micro_train
