@@ -32,12 +32,13 @@ from chorustic.methods import CostModel, Method, MethodInfo, MethodNotReady, reg
 PAPER_COST = CostModel(time_job_s=21.9, time_base_s=1.1, time_ns_per_value=150000, time_ns_per_series=2.74e+07,
                        time_ns_per_series_pair=1100, mem_base_mb=1040, mem_bytes_per_value=15.1,
                        mem_kb_per_series=2260, mem_bytes_per_model_value=942, gpu_speedup=100, model_channels=64,
-                       model_rows=128, parallel_fraction=0.88)
+                       model_rows=128, parallel_fraction=0.88,
+                       context_per_call=True)
 #: The committed small model (1.1 M parameters): refitted on its jobs on stand-ins.
 SMALL_COST = CostModel(time_job_s=7.21, time_base_s=0, time_ns_per_value=547, time_ns_per_series=3.34e+06,
                        mem_base_mb=534, mem_bytes_per_value=31.4, mem_kb_per_series=51,
                        mem_bytes_per_model_value=4.17, gpu_speedup=20, model_channels=64, model_rows=128,
-                       parallel_fraction=0.64)
+                       parallel_fraction=0.64, context_per_call=True)
 #: Checkpoint files below this size (about 12 M float32 parameters) are costed as the small model.
 SMALL_CHECKPOINT_BYTES = 50_000_000
 

@@ -245,7 +245,8 @@ class TabICLBase(HubMethod):
     #: --fit. On a GPU: the estimated gpu_speedup until one is measured.
     cost: ClassVar[CostModel] = CostModel(time_job_s=20, time_base_s=10, time_ns_per_value=55_000,
                                           time_ns_per_series_pair=250_000, mem_base_mb=950, mem_bytes_per_value=2000,
-                                          gpu_speedup=100, parallel_fraction=0.91)
+                                          gpu_speedup=100, parallel_fraction=0.91,
+                                          context_per_call=True)
 
     def hub_files(self, p: dict[str, Any]) -> list[HubFile]:
         return [HubFile(REPO_ID, self.checkpoint_file, revision=p["revision"])]

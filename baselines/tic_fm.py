@@ -265,7 +265,8 @@ class TICFM(CheckoutMethod):
     #: members attending from every query to the context.
     cost: ClassVar[CostModel] = CostModel(mem_base_mb=1500, mem_bytes_per_value=64, mem_bytes_per_pair=64,
                                           time_job_s=60, time_base_s=2, time_ns_per_value=100_000,
-                                          time_ns_per_pair=10_000, gpu_speedup=50)
+                                          time_ns_per_pair=10_000, gpu_speedup=50,
+                                          context_per_call=True)
 
     def _hub_files(self, p) -> list[HubFile]:
         return [HubFile(HF_REPO, p[f"hf_{k}_file"], revision=p["revision"]) for k in ("checkpoint", "hparams")]

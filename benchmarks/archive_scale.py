@@ -8,7 +8,11 @@ side: the job's wall time and its worker's peak memory, the method's cost model 
 (``chorustic.resources.evaluate_estimate``: before margins) and what the job asks for
 (``job_request``: with margins). Where the whole shape would take longer than ``--max-job-seconds``
 here, the dataset's series are scaled down (``--fractions``, growing until the next one would not fit),
-so the rows of one dataset show whether the model's form holds as the job grows.
+so the rows of one dataset show whether the model's form holds as the job grows. A job stopped before it
+finished (Ctrl-C, the machine's session ending) continues where it stopped when the same command runs again
+with the same ``--workdir``: its finished contexts and the chunks of test series a long context had
+predicted are kept (``chorustic.evaluation.checkpoints``), and its row's CPU time counts every attempt's.
+Each job's messages (its progress through a long context) are in ``<workdir>/runs/<job>/evaluate.log``.
 
     python benchmarks/archive_scale.py --methods minirocket quant --datasets Crop PEMS-SF \\
         [--fractions 0.01 0.03 0.1 0.3 1] [--max-job-seconds 600] [--workdir /tmp/archive-scale] \\
@@ -228,7 +232,7 @@ def collect(results: Path, logs: Path) -> list[dict]:
         peak = max([peak] + [p for r in failed if (p := _peak_at_limit(r.get("error"))) is not None])
         if bench.is_file() and not failed and not stopped:
             head, values = bench.read_text().splitlines()[:2]
-            cpu = float(dict(zip(head.split("\t"), values.split("\t")))["cpu_time"])
+            cpu = float(dict(zip(head.split("\t"), values.split("\t")))["cpu_time"]) + _earlier_cpu_s(runs)
         if cpu is None:  # the runs' CPU time (all threads), or their wall time where a manifest has none
             cpu = sum(float(r["cpu_time_s"]) if r.get("cpu_time_s") is not None
                       else float(r.get("fit_time_s") or 0) + float(r.get("predict_time_s") or 0) for r in runs)
@@ -245,6 +249,12 @@ def collect(results: Path, logs: Path) -> list[dict]:
     return out
 
 
+def _earlier_cpu_s(runs: list[dict]) -> float:
+    """The CPU time of the predictions of earlier, stopped attempts whose chunks a context of ``runs``
+    continued from (their worker's): not in this attempt's own CPU time, part of the job's."""
+    return sum(float((r.get("extra") or {}).get("earlier_attempts_cpu_s") or 0) for r in runs)
+
+
 def measure(workdir: Path, method: str, dataset: str, fraction: float, job: dict, limit_s: float) -> dict:
     from chorustic.data.standin import write_standin
 
@@ -259,8 +269,12 @@ def measure(workdir: Path, method: str, dataset: str, fraction: float, job: dict
     runtime = min(req_min, 3 * limit_s / 60)  # wall clock: room for other work on the machine
     cmd = ["chorustic", "evaluate", "--config", str(cfg), "--method", method, "--dataset", dataset,
            "--threads", str(job.get("threads", 1)), "--mem-mb", str(req_mb), "--runtime", f"{runtime:.2f}"]
+    # the job's messages (its progress through a long context's chunks) as they come; every attempt's
+    log = Path(cfg).parent / "evaluate.log"
     t0, r0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
-    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    with open(log, "a") as fh:
+        proc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, text=True,
+                              env={**os.environ, "PYTHONWARNINGS": "ignore"})
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     row["wall_s"] = round(time.perf_counter() - t0, 1)
     # the job's CPU time (its processes: the command, the supervisor, the worker), what the cost model's
@@ -273,13 +287,14 @@ def measure(workdir: Path, method: str, dataset: str, fraction: float, job: dict
             doc = json.loads((manifest / name).read_text())
             break
     runs = doc["runs"] if doc else []
+    row["cpu_s"] = round(row["cpu_s"] + _earlier_cpu_s(runs), 1)
     peaks = [r["peak_memory_mb"] for r in runs if r.get("peak_memory_mb")]
     peaks += [p for r in runs if (p := _peak_at_limit(r.get("error"))) is not None]  # stopped at the limit
     row["peak_mb"] = round(max(peaks)) if peaks else None
     failed = [r for r in runs if r.get("status") == "failed"]
     row["status"] = "ok" if doc and not failed and proc.returncode in (0, 1) else "failed"
     row["error"] = (failed[0]["error"][:200] if failed else
-                    (proc.stderr.strip().splitlines() or [""])[-1][:200] if row["status"] != "ok" else "")
+                    (log.read_text().strip().splitlines() or [""])[-1][:200] if row["status"] != "ok" else "")
     row["time_ratio"] = round(row["cpu_s"] / seconds, 2) if seconds else None
     row["mem_ratio"] = round(row["peak_mb"] / mem, 2) if row["peak_mb"] and mem else None
     return row

@@ -175,6 +175,33 @@ PLUGINS = {
             def build(self, *, seed, device="cpu", n_jobs=1, **params):
                 return Chunky(seed)
     ''',
+    "halting.py": '''
+        import os
+        from chorustic.methods import CostModel, Method, MethodInfo, import_plugin_module, register
+
+        Chunky = import_plugin_module("chunky", __file__).Chunky
+
+        class Halting(Chunky):
+            """Chunky, stopping in its call number $HALT_AT (counted in $HALT_COUNT) as a killed worker would."""
+            def predict_proba(self, X):
+                if os.environ.get("HALT_AT"):
+                    count = os.environ["HALT_COUNT"]
+                    n = int(open(count).read()) + 1 if os.path.exists(count) else 1
+                    open(count, "w").write(str(n))
+                    if n == int(os.environ["HALT_AT"]):
+                        if os.environ.get("HALT_HOW") == "kill":
+                            import signal
+                            os.kill(os.getpid(), signal.SIGKILL)
+                        raise RuntimeError("stopped in the middle of the context")
+                return super().predict_proba(X)
+
+        @register
+        class HaltingMethod(Method):
+            info = MethodInfo(name="halting", display_name="Halting", group="Classical", fits_on_target=True)
+            cost = CostModel(mem_kb_per_series=1024 * 1024 / 40)
+            def build(self, *, seed, device="cpu", n_jobs=1, **params):
+                return Halting(seed)
+    ''',
     "scores.py": '''
         import numpy as np
         from chorustic.methods import Method, MethodInfo, register
@@ -285,6 +312,124 @@ def test_the_query_chunk_bounds_a_jobs_memory_at_any_test_size():
     small = JobSize(50, 150, 1, 150)
     assert dtw.query_chunk(small) == gram.query_chunk(small) == 150  # everything fits: one call, as before
     assert CostModel().query_chunk(crop) == 16800  # no per-query memory declared: one call
+
+
+def test_long_predictions_are_cut_into_checkpointed_chunks_unless_the_method_reruns_its_context():
+    """A context whose prediction takes 3.5 x CHECKPOINT_S by its cost model is predicted in 4 chunks, each kept
+    on disk as it finishes; a method that runs its context again in every call (an in-context learner) keeps
+    its memory chunk; memory bounds a chunk first. The plugins: 1NN-DTW's full context of FaceDetection
+    (~70 minutes) in chunks of at most CHECKPOINT_S, ChorusTIC's at its memory budget."""
+    from chorustic.methods.cost import CHECKPOINT_MIN_QUERIES, CHECKPOINT_S, CostModel, JobSize
+
+    size = JobSize(n_train=1000, n_test=1000, n_channels=1, length=100)
+    per_pair = 3.5 * CHECKPOINT_S * 1e9 / (1000 * 2000)  # ns per (context series, series) pair
+    slow = CostModel(time_job_s=1e6, time_base_s=0, time_ns_per_value=0, time_ns_per_series_pair=per_pair)
+    assert slow.query_chunk(size) == 1000 and slow.checkpoint_chunk(size) == 250  # the job's own 1e6 s: not a context's
+    assert dataclasses.replace(slow, context_per_call=True).checkpoint_chunk(size) == 1000
+    assert dataclasses.replace(slow, time_ns_per_series_pair=per_pair / 4).checkpoint_chunk(size) == 1000
+    assert dataclasses.replace(slow, mem_kb_per_series=1024 * 1024 / 100).checkpoint_chunk(size) == 100
+
+    methods = discover().methods
+    face = JobSize(n_train=5890, n_test=3524, n_channels=144, length=62)
+    dtw = methods["dtw_1nn"]
+    seconds = dtw.job_cost(face)[1]
+    chunk = dtw.query_chunk(face)
+    assert seconds > 3 * CHECKPOINT_S and chunk < face.n_test
+    assert seconds * chunk / face.n_test <= CHECKPOINT_S * 1.05  # the job's own terms are not a context's
+    # MotorImagery's 100 queries take 5.6 hours by the model: chunks of 16 keep the job's threads busy, not 34 of 3
+    assert dtw.query_chunk(JobSize(n_train=278, n_test=100, n_channels=64, length=3000)) == CHECKPOINT_MIN_QUERIES
+    icl = methods["chorustic"]
+    assert icl.query_chunk(face) == icl.cost_model().query_chunk(face)
+
+
+def _calls(log: Path) -> list[int]:
+    """The sizes of the predict calls logged so far (and the log emptied)."""
+    sizes = [json.loads(line)["n"] for line in log.read_text().splitlines()] if log.exists() else []
+    log.unlink(missing_ok=True)
+    return sizes
+
+
+def _halted(gunpoint, plugin_dir, tmp_path, monkeypatch, how="raise"):
+    """The halting method's full context stopped in its third chunk (of 40, 40, 40, 30); its spec and the
+    context's partial file."""
+    from chorustic.evaluation.checkpoints import partial_path
+
+    monkeypatch.setenv("HALT_AT", "3")
+    monkeypatch.setenv("HALT_HOW", how)
+    monkeypatch.setenv("HALT_COUNT", str(tmp_path / "count"))
+    spec = dataclasses.replace(_spec(gunpoint, plugin_dir, tmp_path / "res", "halting", ["full"]),
+                               fingerprint='{"code_sha256":"a"}')
+    return spec, partial_path(tmp_path / "res", "halting", "GunPoint", "full", 0)
+
+
+def test_a_context_stopped_mid_prediction_continues_from_its_kept_chunks(gunpoint, plugin_dir, tmp_path,
+                                                                         monkeypatch):
+    """A context stopped in its third chunk keeps the first two on disk (never as a result); the job's next
+    start predicts only the last two and writes the prediction file an uninterrupted run writes, bit for bit,
+    with the time of both attempts; the partial file goes."""
+    log = tmp_path / "calls.jsonl"
+    monkeypatch.setenv("SPY_LOG", str(log))
+    monkeypatch.setattr("chorustic.evaluation.checkpoints.SAVE_EVERY_S", 0.0)  # every chunk kept
+    whole = run_job(_spec(gunpoint, plugin_dir, tmp_path / "whole", "halting", ["full"]))
+    assert _calls(log) == [40, 40, 40, 30]
+    spec, part = _halted(gunpoint, plugin_dir, tmp_path, monkeypatch)
+    first = run_job(spec)
+    assert first["runs"][0]["status"] == "failed" and "stopped in the middle" in first["runs"][0]["error"]
+    assert _calls(log) == [40, 40]
+    assert part.is_file() and not result_path(tmp_path / "res", "full", "halting", "GunPoint", 0).exists()
+    kept_s = float(json.loads(str(np.load(part)["spent"]))["cpu_s"])
+    monkeypatch.delenv("HALT_AT")
+    again = run_job(spec)
+    assert _calls(log) == [40, 30]
+    run = again["runs"][0]
+    assert run["status"] == "ok" and run["extra"]["resumed_at_query"] == 80 and not part.exists()
+    assert run["cpu_time_s"] >= kept_s > 0 and run["extra"]["earlier_attempts_cpu_s"] == round(kept_s, 3)
+    a, b = (read_result_file(m["runs"][0]["result_file"]) for m in (whole, again))
+    np.testing.assert_array_equal(a.proba, b.proba)
+
+
+@pytest.mark.parametrize("change", ["fingerprint", "chunk", "a damaged file"])
+def test_partial_predictions_are_kept_only_when_made_from_the_same_inputs(gunpoint, plugin_dir, tmp_path,
+                                                                          monkeypatch, change, capsys):
+    log = tmp_path / "calls.jsonl"
+    monkeypatch.setenv("SPY_LOG", str(log))
+    monkeypatch.setattr("chorustic.evaluation.checkpoints.SAVE_EVERY_S", 0.0)
+    spec, part = _halted(gunpoint, plugin_dir, tmp_path, monkeypatch)
+    run_job(spec)
+    assert _calls(log) == [40, 40] and part.is_file()
+    monkeypatch.delenv("HALT_AT")
+    expected = [40, 40, 40, 30]
+    if change == "fingerprint":  # the method's code or parameters changed
+        spec = dataclasses.replace(spec, fingerprint='{"code_sha256":"b"}')
+    if change == "chunk":  # half the memory per query: chunks of 80
+        monkeypatch.setattr("chorustic.methods.cost.QUERY_MEMORY_MB", 2048.0)
+        expected = [80, 70]
+    if change == "a damaged file":
+        part.write_bytes(part.read_bytes()[:200])
+    run = run_job(spec)["runs"][0]
+    assert _calls(log) == expected
+    assert run["status"] == "ok" and "resumed_at_query" not in run["extra"] and not part.exists()
+    assert "predicting every query" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_a_killed_worker_s_context_continues_from_its_first_chunk(gunpoint, plugin_dir, tmp_path, monkeypatch):
+    """Under the supervisor, a worker killed (SIGKILL) in the third chunk of a context: the job records the
+    context failed; its next start continues from the chunks the worker kept (the first at once, later ones
+    at most every SAVE_EVERY_S) and predicts only the rest."""
+    log = tmp_path / "calls.jsonl"
+    monkeypatch.setenv("SPY_LOG", str(log))
+    spec, part = _halted(gunpoint, plugin_dir, tmp_path, monkeypatch, how="kill")
+    first = run_supervised(spec)
+    assert first["runs"][0]["status"] == "failed" and "SIGKILL" in first["runs"][0]["error"]
+    assert _calls(log) == [40, 40]
+    kept = len(np.load(part)["proba"])
+    assert kept in (40, 80)
+    monkeypatch.delenv("HALT_AT")
+    again = run_supervised(spec)
+    run = again["runs"][0]
+    assert run["status"] == "ok" and run["extra"]["resumed_at_query"] == kept
+    assert sum(_calls(log)) == 150 - kept and not part.exists()
 
 
 def test_same_seed_same_predictions(gunpoint, plugin_dir, tmp_path):

@@ -15,7 +15,9 @@ Guarantees
   it does not run (another protocol selection's finished results) are left alone. A job that was
   stopped from outside (Ctrl-C, SIGTERM, a cluster's preemption) is the exception: its next start keeps
   the runs its progress file recorded (:func:`job_inputs`: the same fingerprint, context file and data;
-  prediction files as recorded) and runs the others.
+  prediction files as recorded) and runs the others. Within a context, the predictions of the chunks an
+  earlier attempt finished are kept too (:mod:`chorustic.evaluation.checkpoints`), so a long context
+  continues where it stopped.
 * A job with a failed run is not finished: its manifest goes to ``<dataset>.failed.json`` instead of
   ``<dataset>.json`` (aggregation lists its runs, the workflow retries the job). Every prediction file is
   recorded in the manifest with its SHA-256 (:mod:`chorustic.evaluation.integrity`), and the manifest
@@ -40,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from chorustic.errors import NoSpaceError, shorten
+from chorustic.evaluation.checkpoints import PartialPredictions, context_digest, partial_path
 from chorustic.evaluation.integrity import file_record, verify_result_file
 from chorustic.evaluation.numerics import numerics_record
 from chorustic.evaluation.results import result_path, write_result_file
@@ -331,20 +334,43 @@ def _job_size(X_train: Any, idx: np.ndarray, X_test: Any):
     return JobSize(int(len(idx)), int(len(X_test)), int(X_test[0].shape[0]), int(max(lengths)))
 
 
-def _predict_in_chunks(estimator: Any, X_test: Any, chunk: int, n_classes: int, tag: str) -> np.ndarray:
+def _predict_in_chunks(estimator: Any, X_test: Any, chunk: int, n_classes: int, tag: str,
+                       partial: Any = None, log=None) -> tuple[np.ndarray, int]:
     """The estimator's probabilities of the whole test split, asked for ``chunk`` queries at a time (a query's
     prediction depends on the context and that query only, a clause of the method contract), each chunk
-    mapped onto the dataset's ``n_classes`` columns."""
+    mapped onto the dataset's ``n_classes`` columns; and how many of them an earlier attempt had kept.
+
+    ``partial``: the context's :class:`~chorustic.evaluation.checkpoints.PartialPredictions`: the rows it
+    holds are not predicted again, and the rows predicted so far are written to it as the chunks finish."""
+    from chorustic.evaluation.checkpoints import SAVE_EVERY_S
+
     n = len(X_test)
-    parts = []
     step = max(1, int(chunk))
-    for start in range(0, n, step):
+    kept = partial.load(n_classes=n_classes, chunk=step) if partial is not None else None
+    if partial is not None and partial.discarded and log is not None:
+        log(f"{tag} the partial predictions of an earlier attempt were {partial.discarded}; predicting every query")
+    parts = [] if kept is None else [kept]
+    first = 0 if kept is None else min(len(kept), n)
+    if first and log is not None:
+        log(f"{tag} continuing from {first}/{n} test series predicted by an earlier attempt ({partial.path.name})")
+    w0, c0, saved = time.perf_counter(), time.process_time(), -np.inf  # the first chunk is kept at once
+    for start in range(first, n, step):
         part = X_test[start:start + step]
         name = f"{tag} {type(estimator).__name__}"
         if step < n:  # a row named in a message counts from the chunk's first test series
             name += f" (test series {start}..{min(start + step, n) - 1})"
         parts.append(_align_proba(estimator.predict_proba(part), estimator.classes_, n_classes, name))
-    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+        done = min(start + step, n)
+        if partial is not None and done < n and time.monotonic() - saved >= SAVE_EVERY_S:
+            spent = dict(partial.spent)
+            spent["predict_s"] += time.perf_counter() - w0
+            spent["cpu_s"] += time.process_time() - c0
+            spent["peak_memory_mb"] = max(spent["peak_memory_mb"], _peak_rss_mb())
+            partial.save(np.concatenate(parts), spent)
+            saved = time.monotonic()
+            if log is not None:
+                log(f"{tag} {done}/{n} test series predicted ({time.perf_counter() - w0:.0f}s this attempt)")
+    return (parts[0] if len(parts) == 1 else np.concatenate(parts)), first
 
 
 def run_record(context: Any, **fields: Any) -> dict[str, Any]:
@@ -494,12 +520,23 @@ def run_job(spec: JobSpec, *, resume: bool = False, log=None) -> dict[str, Any]:
             estimator.fit(take_series(X_train, idx), ds.y_train[idx])
             t1 = time.perf_counter()
             chunk = method.query_chunk(_job_size(X_train, idx, X_test), **params)
-            proba = _predict_in_chunks(estimator, X_test, chunk, n_classes, tag)
+            partial = PartialPredictions(
+                partial_path(results_dir, spec.method, spec.dataset, ctx.protocol, ctx.seed),
+                {"method": spec.method, "plugin": spec.plugin, "params": params, "fingerprint": spec.fingerprint,
+                 "source_sha256": ds.source_sha256, "protocol": ctx.protocol, "seed": int(ctx.seed),
+                 "context": context_digest(idx), "n_test": len(ds.y_test), "n_classes": n_classes,
+                 "chunk": int(chunk), "device": device})
+            proba, resumed = _predict_in_chunks(estimator, X_test, chunk, n_classes, tag, partial, log)
             t2, c2 = time.perf_counter(), time.process_time()
             extra = dict(getattr(estimator, "run_info_", {}) or {})
             if chunk < len(ds.y_test):
                 extra["query_chunk"] = int(chunk)
-            peak = _peak_rss_mb()
+            peak = max(_peak_rss_mb(), partial.spent["peak_memory_mb"])
+            if resumed:  # the times and memory are those of every attempt that predicted this context
+                extra["resumed_at_query"] = int(resumed)
+                extra["earlier_attempts_cpu_s"] = round(partial.spent["cpu_s"], 3)
+                t2 += partial.spent["predict_s"]
+                c2 += partial.spent["cpu_s"]
             info_line = {
                 "method": spec.method, "plugin": spec.plugin, "display_name": manifest["display_name"],
                 "params": params, "protocol": ctx.protocol, "family": ctx.family, "budget": ctx.budget,
@@ -517,6 +554,7 @@ def run_job(spec: JobSpec, *, resume: bool = False, log=None) -> dict[str, Any]:
                              n_classes=n_classes, fit_time_s=round(t1 - t0, 4), predict_time_s=round(t2 - t1, 4),
                              cpu_time_s=round(c2 - c0, 3), peak_memory_mb=round(peak, 1), result_file=str(out), extra=extra,
                              result=file_record(out))
+            partial.remove()
             log(f"{tag} accuracy {acc:.4f} (fit {t1 - t0:.1f}s, predict {t2 - t1:.1f}s)")
         except NoSpaceError:  # the disk is full: no later context can be written either; the job stops here
             raise

@@ -18,12 +18,13 @@ Progress is taken from the job's progress file, which the worker rewrites atomic
 context. Completed prediction files are kept; the context that killed the worker leaves none.
 
 A job stopped from outside (Ctrl-C, SIGTERM from Snakemake or a cluster's scheduler, its parent gone)
-records no outcome: it is not finished. Its progress file and prediction files stay, and its next
-start continues from them (:func:`resumable_state`) when they were made with the same method
-fingerprint and context file (the worker checks the data and each kept file too); otherwise it starts
-over. A job whose manifest recorded failed runs (``<dataset>.failed.json``) is continued the same way:
-its next start keeps the finished runs and tries the failed contexts again, so a job stopped at a time
-limit gets further on each retry.
+records no outcome: it is not finished. Its progress file, prediction files and the partial predictions
+of the context it was running (:mod:`chorustic.evaluation.checkpoints`) stay, and its next start continues
+from them (:func:`resumable_state`) when they were made with the same method fingerprint and context
+file (the worker checks the data and each kept file too); otherwise it starts over. A job whose manifest
+recorded failed runs (``<dataset>.failed.json``) is continued the same way: its next start keeps the
+finished runs and tries the failed contexts again from their partial predictions, so a job stopped at a
+time limit gets further on each retry, even within one long context.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from chorustic.evaluation.checkpoints import partial_files
 from chorustic.evaluation.job import (
     MANIFEST_FORMAT,
     JobFailed,
@@ -89,14 +91,22 @@ def resumable_state(spec: JobSpec, record: Path) -> dict[str, Any] | None:
     return state if same and state["runs"] else None
 
 
-def _kept_message(prog: Path) -> str:
+def _kept_message(results_dir: Path, spec: JobSpec) -> str:
+    """What an interrupted attempt of ``spec`` leaves for the next one (its finished runs, its partial
+    predictions)."""
+    prog = progress_path(results_dir, spec.method, spec.dataset)
+    partials = partial_files(results_dir, spec.method, spec.dataset)
     try:
         n = sum(1 for r in json.loads(prog.read_text())["runs"] if r.get("status") == "ok")
     except (OSError, ValueError, KeyError, TypeError):
         n = 0
-    if not n:
+    kept = [f"its {n} finished run(s) stay in {prog}"] if n else []
+    if partials:
+        kept.append(f"the predictions of {len(partials)} unfinished context(s) stay in {partials[0].parent}"
+                    + (f" ({partials[0].name})" if len(partials) == 1 else ""))
+    if not kept:
         return "nothing recorded"
-    return f"its {n} finished run(s) stay in {prog}; the next run of this job continues from them"
+    return " and ".join(kept) + "; the next run of this job continues from them"
 
 
 def thread_env(threads: int, base: dict[str, str] | None = None) -> dict[str, str]:
@@ -244,7 +254,8 @@ def run_supervised(
                 if stop or os.getppid() != parent:
                     _kill_tree(proc)
                     why = f"signal {signal.Signals(stop[0]).name}" if stop else "its parent process died"
-                    raise JobInterrupted(f"{spec.method}/{spec.dataset}: stopped ({why}); {_kept_message(prog)}")
+                    raise JobInterrupted(f"{spec.method}/{spec.dataset}: stopped ({why}); "
+                                         f"{_kept_message(results_dir, spec)}")
                 if limits.mem_mb is not None:
                     rss = _tree_rss_mb(proc.pid)
                     if rss > limits.mem_mb:
@@ -261,7 +272,8 @@ def run_supervised(
             if reason is None and proc.returncode in (-signal.SIGTERM, -signal.SIGINT):
                 # Terminated from outside (not by us, not by the OOM killer's SIGKILL): the run is being stopped.
                 raise JobInterrupted(f"{spec.method}/{spec.dataset}: worker terminated by "
-                                     f"{signal.Signals(-proc.returncode).name}; {_kept_message(prog)}")
+                                     f"{signal.Signals(-proc.returncode).name}; "
+                                     f"{_kept_message(results_dir, spec)}")
             job_level_error = reason is None and proc.returncode > 0
             if reason is None:
                 reason = _describe_exit(proc.returncode)

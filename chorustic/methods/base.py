@@ -244,9 +244,10 @@ class Method(_Parametrised, abc.ABC):
 
     def query_chunk(self, size: JobSize, **params: Any) -> int:
         """How many test series the harness predicts at once for a context of ``size`` (the cost model's
-        :meth:`~chorustic.methods.cost.CostModel.query_chunk`): a large test split is predicted in chunks,
-        so a method never holds (test x context) or (test x features) beyond a fixed budget."""
-        return self.cost_model(**params).query_chunk(size)
+        :meth:`~chorustic.methods.cost.CostModel.checkpoint_chunk`): a large test split is predicted in
+        chunks, so a method never holds (test x context) or (test x features) beyond a fixed budget, and a
+        long prediction is kept on disk chunk by chunk (at most ``CHECKPOINT_S`` of it lost when stopped)."""
+        return self.cost_model(**params).checkpoint_chunk(size, band=self.cost_band(size, **params))
 
     @property
     def label(self) -> str:

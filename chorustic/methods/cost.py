@@ -12,7 +12,8 @@ import dataclasses
 import math
 
 __all__ = [
-    "CostModel", "JobSize", "PAIR_MEMO_MB", "QUERY_MEMORY_MB", "SERIES_CACHE_BYTES", "JOB_OVERHEAD_MB",
+    "CHECKPOINT_MIN_QUERIES", "CHECKPOINT_S", "CostModel", "JobSize", "PAIR_MEMO_MB", "QUERY_MEMORY_MB",
+    "SERIES_CACHE_BYTES", "JOB_OVERHEAD_MB",
     "MIN_WORKER_MB",
     "MIN_JOB_MEM_MB", "job_memory_problem",
 ]
@@ -43,6 +44,18 @@ def job_memory_problem(mem_mb: float, where: str) -> str | None:
 #: setting: the chunks depend on the dataset's shape and the method only, so a run's predictions do not
 #: depend on the machine's memory.
 QUERY_MEMORY_MB = 1024.0
+#: The longest (s, by the cost model) a context's prediction runs between two checkpoints: the harness keeps
+#: the probabilities of each chunk of queries on disk as it goes (``chorustic.evaluation.checkpoints``), and a
+#: method whose queries cost the same whatever their chunk (:attr:`CostModel.context_per_call` False) has its
+#: longer predictions cut into chunks of at most this long (but :data:`CHECKPOINT_MIN_QUERIES`), so a job
+#: stopped by a signal or a time limit loses at most that much of a context's prediction (1NN-DTW's full
+#: context of StarLightCurves: 9.6 hours by the model, 58 chunks of 142 queries). A constant, like the query
+#: chunks: the chunks depend on the dataset's shape and the method only.
+CHECKPOINT_S = 600.0
+#: The fewest queries a chunk cut for time holds: a job's threads share out a chunk's queries (aeon's DTW runs
+#: one query per thread at a time), so a chunk of fewer would leave threads idle (1NN-DTW's full context of
+#: MotorImagery, 5.6 hours by the model for 100 queries: 7 chunks of 16, not 34 of 3).
+CHECKPOINT_MIN_QUERIES = 16
 #: The most memory (MB) one job keeps its (query, context series) distances in across its contexts
 #: (:class:`chorustic.methods.pair_memo.PairMemo`, 8 bytes per pair): the test split's pairs with every
 #: training series of ElectricDevices (7,711 x 8,926) or Crop (16,800 x 7,200) fit; InsectWingbeat's
@@ -223,6 +236,11 @@ class CostModel:
     pairs with the training series of every context fit :data:`PAIR_MEMO_MB` (:meth:`memo_train`)."""
     mem_bytes_per_memo_pair: float = 0.0
     """Per pair the memo keeps (:attr:`memo_pairs`): a float64 distance."""
+    context_per_call: bool = False
+    """Every prediction call runs the whole context again (an in-context learner: the context is part of each
+    call's input), so a chunk of queries costs a pass over the context too, and the harness predicts in no
+    more chunks than :data:`QUERY_MEMORY_MB` asks for (:meth:`checkpoint_chunk`). False: the fit did the
+    context's work (features, a memo of distances) and a chunk costs its own queries only."""
     gpu_speedup: float | None = None
     """How many times faster one GPU runs a job's per-context work than one CPU thread (``time_job_s`` is
     not sped up). An estimate until measured on a GPU; ``chorustic plan-run`` prints it with the GPU
@@ -271,6 +289,21 @@ class CostModel:
         if per_query <= 0:
             return max(1, size.n_test)
         return max(1, min(size.n_test, int(QUERY_MEMORY_MB * 2**20 / per_query + 1e-9)))
+
+    def checkpoint_chunk(self, size: JobSize, *, band: float | None = None) -> int:
+        """How many queries the harness predicts between two checkpoints in a context of ``size`` (one
+        context): the :meth:`query_chunk`, cut so that each chunk takes at most :data:`CHECKPOINT_S` by this
+        model (its per-context time, fit included, ``band`` as in :meth:`estimate`) but holds at least
+        :data:`CHECKPOINT_MIN_QUERIES`, unless the method runs its context again in every call
+        (:attr:`context_per_call`)."""
+        chunk = self.query_chunk(size)
+        if self.context_per_call or size.n_test <= 1:
+            return chunk
+        one = dataclasses.replace(size, n_contexts=1, context_train=())
+        terms = self.time_terms(one, band=band)
+        seconds = sum(getattr(self, k) * t for k, t in zip(self.TIME_COEFFICIENTS[2:], terms[2:]))
+        pieces = max(1, math.ceil(seconds / CHECKPOINT_S - 1e-9))
+        return max(1, min(chunk, max(CHECKPOINT_MIN_QUERIES, math.ceil(size.n_test / pieces))))
 
     #: The time coefficients (ns or s), in the order of :meth:`time_terms`.
     TIME_COEFFICIENTS = ("time_job_s", "time_ns_per_input_value", "time_base_s", "time_ns_per_value",
