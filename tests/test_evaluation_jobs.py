@@ -177,9 +177,10 @@ PLUGINS = {
     ''',
     "halting.py": '''
         import os
-        from chorustic.methods import CostModel, Method, MethodInfo, import_plugin_module, register
+        from chorustic.methods import MethodInfo, import_plugin_module, register
 
-        Chunky = import_plugin_module("chunky", __file__).Chunky
+        chunky = import_plugin_module("chunky", __file__)
+        Chunky = chunky.Chunky
 
         class Halting(Chunky):
             """Chunky, stopping in its call number $HALT_AT (counted in $HALT_COUNT) as a killed worker would."""
@@ -196,9 +197,8 @@ PLUGINS = {
                 return super().predict_proba(X)
 
         @register
-        class HaltingMethod(Method):
+        class HaltingMethod(chunky.ChunkyMethod):  # its cost model: chunks of 40 queries
             info = MethodInfo(name="halting", display_name="Halting", group="Classical", fits_on_target=True)
-            cost = CostModel(mem_kb_per_series=1024 * 1024 / 40)
             def build(self, *, seed, device="cpu", n_jobs=1, **params):
                 return Halting(seed)
     ''',

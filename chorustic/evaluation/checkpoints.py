@@ -5,8 +5,8 @@ budget, and, for a method whose queries cost the same in any chunk, at most
 :data:`chorustic.methods.cost.CHECKPOINT_S` of work each). As it goes, it writes the probabilities predicted
 so far to the context's **partial file** (:func:`partial_path`, atomically: after the first chunk, then
 at most every :data:`SAVE_EVERY_S`). The next start of the job (a retry after a time limit, the same
-command after Ctrl-C or a scheduler's SIGTERM, a worker restarted after a crash) reads them back and predicts from the first chunk
-they do not hold, when the file was made from the same inputs: the method's fingerprint (its code) and
+command after Ctrl-C or a scheduler's SIGTERM, a worker restarted after a crash) reads them back and
+predicts from the first chunk they do not hold, when the file was made from the same inputs: the method's fingerprint (its code) and
 parameters, the data's checksums, the context's series, the test split, the chunk and the device. A query's
 prediction depends on the context and that query only (the method contract) and the chunks are the same on
 every start, so the prediction file is the one an uninterrupted run writes.
@@ -21,12 +21,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 import zipfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from chorustic.io import atomic_open
 
 __all__ = ["PartialPredictions", "SAVE_EVERY_S", "context_digest", "partial_files", "partial_path"]
 
@@ -88,18 +89,9 @@ class PartialPredictions:
     def save(self, rows: np.ndarray, spent: dict[str, float]) -> None:
         """Keep ``rows`` (the probabilities of the test split's first ``len(rows)`` queries) and ``spent``
         (this and earlier attempts' totals); the file is replaced only once the new one is complete."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=self.path.name + ".", suffix=".tmp", dir=self.path.parent)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                np.savez(fh, proba=np.asarray(rows, dtype=np.float64), key=np.array(self.key),
-                         spent=np.array(json.dumps(spent)))
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, self.path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        with atomic_open(self.path, "wb") as fh:
+            np.savez(fh, proba=np.asarray(rows, dtype=np.float64), key=np.array(self.key),
+                     spent=np.array(json.dumps(spent)))
 
     def remove(self) -> None:
         self.path.unlink(missing_ok=True)
