@@ -202,6 +202,39 @@ PLUGINS = {
             def build(self, *, seed, device="cpu", n_jobs=1, **params):
                 return Halting(seed)
     ''',
+    "memo_nn.py": '''
+        import os
+        import numpy as np
+        from chorustic.methods import MethodInfo, import_plugin_module, register
+        from chorustic.methods.inputs import series_digests
+        from chorustic.methods.pair_memo import PAIR_MEMO
+
+        halting = import_plugin_module("halting", __file__)
+
+        class MemoNN(halting.Halting):
+            """1-NN on Euclidean distances through the job's pair memo (stopping as Halting does); the number of
+            pairs each call computed goes to $PAIRS_LOG."""
+            def fit(self, X, y):
+                super().fit(X, y)
+                self.X_, self.y_ = np.asarray(X).reshape(len(X), -1), np.asarray(y)
+                self.digests_ = series_digests(X)
+                return self
+            def predict_proba(self, X):
+                super().predict_proba(X)  # logs the call, stops in call $HALT_AT
+                Q = np.asarray(X).reshape(len(X), -1)
+                def compute(qi, ci):
+                    with open(os.environ["PAIRS_LOG"], "a") as fh:
+                        fh.write(f"{len(qi) * len(ci)}\\n")
+                    return np.sqrt(((Q[qi][:, None] - self.X_[ci][None]) ** 2).sum(-1))
+                d = PAIR_MEMO.distances(("euclidean", None), series_digests(X), self.digests_, compute)
+                return (self.y_[d.argmin(1)][:, None] == self.classes_[None]).astype(float)
+
+        @register
+        class MemoNNMethod(halting.HaltingMethod):  # chunks of 40 queries
+            info = MethodInfo(name="memo_nn", display_name="MemoNN", group="Classical", fits_on_target=True)
+            def build(self, *, seed, device="cpu", n_jobs=1, **params):
+                return MemoNN(seed)
+    ''',
     "scores.py": '''
         import numpy as np
         from chorustic.methods import Method, MethodInfo, register
@@ -410,6 +443,95 @@ def test_partial_predictions_are_kept_only_when_made_from_the_same_inputs(gunpoi
     assert _calls(log) == expected
     assert run["status"] == "ok" and "resumed_at_query" not in run["extra"] and not part.exists()
     assert "predicting every query" in capsys.readouterr().err
+
+
+def _pairs(log: Path) -> int:
+    """The pairs the memo method computed so far (and the log emptied)."""
+    n = sum(int(line) for line in log.read_text().split()) if log.exists() else 0
+    log.unlink(missing_ok=True)
+    return n
+
+
+def _memo_job(gunpoint, plugin_dir, tmp_path, monkeypatch, results="res"):
+    from chorustic.evaluation.checkpoints import memo_path
+
+    monkeypatch.setenv("SPY_LOG", str(tmp_path / "calls.jsonl"))
+    monkeypatch.setenv("PAIRS_LOG", str(tmp_path / "pairs.txt"))
+    monkeypatch.setattr("chorustic.evaluation.checkpoints.SAVE_EVERY_S", 0.0)  # every chunk kept
+    spec = dataclasses.replace(_spec(gunpoint, plugin_dir, tmp_path / results, "memo_nn", ["full", "fixed5"]),
+                               fingerprint='{"code_sha256":"a"}')
+    return spec, memo_path(tmp_path / results, "memo_nn", "GunPoint")
+
+
+def test_a_stopped_job_keeps_its_pair_memo_and_computes_each_pair_once_over_its_attempts(
+        gunpoint, plugin_dir, tmp_path, monkeypatch, capsys):
+    """A nearest-neighbour job stopped in its full context's third chunk (its 5-shot contexts then ran): its
+    memo file keeps the pairs computed, so the retry computes only the pairs no attempt computed.
+    Over both attempts the job computes each (test, training) pair once, as an uninterrupted job does, and
+    writes the same predictions; the memo file goes when the job has finished every context."""
+    spec, memo = _memo_job(gunpoint, plugin_dir, tmp_path, monkeypatch, "whole")
+    whole = run_job(spec)
+    assert _pairs(tmp_path / "pairs.txt") == 150 * 50 and not memo.exists()  # each pair once
+    spec, memo = _memo_job(gunpoint, plugin_dir, tmp_path, monkeypatch)
+    monkeypatch.setenv("HALT_AT", "3")
+    monkeypatch.setenv("HALT_COUNT", str(tmp_path / "count"))
+    first = run_job(spec)
+    assert [r["status"] for r in first["runs"]].count("failed") == 1 and memo.is_file()
+    computed = _pairs(tmp_path / "pairs.txt")
+    assert 0 < computed < 150 * 50
+    monkeypatch.delenv("HALT_AT")
+    capsys.readouterr()
+    again = run_job(spec)
+    assert f"{computed} distances computed by an earlier attempt are kept" in capsys.readouterr().err
+    assert computed + _pairs(tmp_path / "pairs.txt") == 150 * 50
+    assert all(r["status"] == "ok" for r in again["runs"]) and not memo.exists()
+    full = next(r for r in again["runs"] if r["protocol"] == "full")
+    assert full["extra"]["resumed_at_query"] == 80
+    for a, b in zip(whole["runs"], again["runs"]):
+        np.testing.assert_array_equal(read_result_file(a["result_file"]).proba, read_result_file(b["result_file"]).proba)
+
+
+@pytest.mark.slow
+def test_a_killed_worker_s_pair_memo_is_kept_as_it_was_last_written(gunpoint, plugin_dir, tmp_path, monkeypatch):
+    """Under the supervisor, the memo job's worker killed (SIGKILL) in its full context's third chunk: the memo
+    file holds the pairs of the chunks written before the kill (the first at once, later ones at most every
+    SAVE_EVERY_S), the restarted worker and the job's next start read it, and over all attempts the job
+    computes at most the pairs of the unwritten second chunk twice (without the file: 14,600 pairs here)."""
+    spec, memo = _memo_job(gunpoint, plugin_dir, tmp_path, monkeypatch)
+    monkeypatch.setenv("HALT_AT", "3")
+    monkeypatch.setenv("HALT_HOW", "kill")
+    monkeypatch.setenv("HALT_COUNT", str(tmp_path / "count"))
+    first = run_supervised(spec)
+    full = next(r for r in first["runs"] if r["protocol"] == "full")
+    assert full["status"] == "failed" and "SIGKILL" in full["error"] and memo.is_file()
+    monkeypatch.delenv("HALT_AT")
+    again = run_supervised(spec)
+    assert all(r["status"] == "ok" for r in again["runs"]) and not memo.exists()
+    assert 150 * 50 <= _pairs(tmp_path / "pairs.txt") <= 150 * 50 + 40 * 50
+
+
+@pytest.mark.parametrize("change", ["fingerprint", "a damaged file"])
+def test_a_pair_memo_is_kept_only_when_made_from_the_same_inputs(gunpoint, plugin_dir, tmp_path, monkeypatch,
+                                                                 change, capsys):
+    spec, memo = _memo_job(gunpoint, plugin_dir, tmp_path, monkeypatch)
+    monkeypatch.setenv("HALT_AT", "3")
+    monkeypatch.setenv("HALT_COUNT", str(tmp_path / "count"))
+    run_job(spec)
+    assert memo.is_file()
+    monkeypatch.delenv("HALT_AT")
+    _pairs(tmp_path / "pairs.txt")
+    if change == "fingerprint":
+        spec = dataclasses.replace(spec, fingerprint='{"code_sha256":"b"}')
+        expected = "made from other inputs"
+    else:
+        memo.write_bytes(memo.read_bytes()[:300])
+        expected = "unreadable"
+        for f in memo.parent.glob(".*.partial.npz"):  # the memo file alone is what the retry could keep
+            f.unlink()
+    capsys.readouterr()
+    run_job(spec)
+    assert f"the pair memo of an earlier attempt was {expected}" in capsys.readouterr().err
+    assert _pairs(tmp_path / "pairs.txt") == 150 * 50 and not memo.exists()
 
 
 @pytest.mark.slow

@@ -4,6 +4,8 @@ its bound."""
 
 from __future__ import annotations
 
+import zipfile
+
 import numpy as np
 import pytest
 
@@ -98,3 +100,78 @@ def test_compute_must_answer_the_block_it_was_asked():
     memo = PairMemo(max_mb=1)
     with pytest.raises(ValueError, match="expected"):
         memo.distances("d", [b"q"], [b"c1", b"c2"], lambda qi, ci: np.zeros((1, 1)))
+
+
+def _grown_memo(rng):
+    """A memo of two distances whose rows were made before some of their columns (so rows differ in length)."""
+    train, test = rng.normal(size=(9, 3)), rng.normal(size=(7, 3))
+    memo = PairMemo(max_mb=1)
+    dq, dc = series_digests(test), series_digests(train)
+    memo.distances(("dtw", None), dq[:4], dc[:3], Recorder(test[:4], train[:3]))
+    memo.distances(("dtw", None), dq[2:], dc[5:], Recorder(test[2:], train[5:]))
+    memo.distances(("dtw", 0.1), dq, dc, Recorder(test, train))
+    return memo, train, test
+
+
+def test_a_written_memo_reads_back_as_the_same_pairs(tmp_path):
+    """A memo written to a file and read into a fresh one hands out the same distances, bit for bit, and
+    computes what the written one would (here: ("dtw", None)'s whole block, which has unknown pairs in every
+    row and column; ("dtw", 0.1)'s none)."""
+    rng = np.random.default_rng(4)
+    memo, train, test = _grown_memo(rng)
+    memo.distances(object(), [b"q"], [b"c"], lambda qi, ci: np.zeros((1, 1)))  # a key with no readable repr
+    path = tmp_path / "memo.npz"
+    with open(path, "wb") as fh:
+        memo.write(fh, note="hello")
+    again = PairMemo(max_mb=1)
+    assert str(np.load(path)["note"]) == "hello"  # an .npz file
+    with zipfile.ZipFile(path) as zf:
+        assert again.read(zf) == memo.n_pairs - 1  # every pair but the unreadable key's
+    dq, dc = series_digests(test), series_digests(train)
+    memo.take_counts()
+    for key in (("dtw", None), ("dtw", 0.1)):
+        rec, ref = Recorder(test, train), Recorder(test, train)
+        got, want = again.distances(key, dq, dc, rec), memo.distances(key, dq, dc, ref)
+        np.testing.assert_array_equal(got, want)
+        assert sum(q.size * c.size for q, c in rec.calls) == sum(q.size * c.size for q, c in ref.calls)
+    counts = again.take_counts()
+    assert counts == memo.take_counts() and counts["distances_computed"] == 7 * 9
+
+
+def test_a_memo_beyond_the_bound_is_not_read(tmp_path):
+    rng = np.random.default_rng(5)
+    memo, _, _ = _grown_memo(rng)
+    with open(tmp_path / "memo.npz", "wb") as fh:
+        memo.write(fh)
+    small = PairMemo(max_mb=memo.nbytes / 2**20 / 4)
+    small.distances("held", [b"q"], [b"c"], lambda qi, ci: np.ones((1, 1)))
+    with zipfile.ZipFile(tmp_path / "memo.npz") as zf, pytest.raises(ValueError, match="bound"):
+        small.read(zf)
+    assert small.n_pairs == 1  # what it held is untouched
+
+
+def test_a_kept_memo_is_written_when_it_grew_and_its_time_has_come(tmp_path, monkeypatch):
+    """KeptPairMemo writes the memo when it holds new pairs, at most every SAVE_EVERY_S (unless forced), and
+    never an empty memo; a file made from another key is removed, not read."""
+    from chorustic.evaluation import checkpoints
+    from chorustic.evaluation.checkpoints import KeptPairMemo
+
+    clock = [1000.0]
+    monkeypatch.setattr(checkpoints.time, "monotonic", lambda: clock[0])
+    path = tmp_path / ".GunPoint.pairmemo.npz"
+    memo = PairMemo(max_mb=1)
+    kept = KeptPairMemo(path, {"fingerprint": "a"}, memo)
+    assert kept.load() == 0 and not kept.save(force=True) and not path.exists()  # nothing to write
+    rng = np.random.default_rng(6)
+    train, test = rng.normal(size=(5, 3)), rng.normal(size=(4, 3))
+    dq, dc = series_digests(test), series_digests(train)
+    memo.distances("d", dq[:2], dc, Recorder(test[:2], train))
+    assert kept.save() and path.exists()  # the first write comes at once
+    memo.distances("d", dq[2:], dc, Recorder(test[2:], train))
+    assert not kept.save()  # new pairs, too soon
+    clock[0] += checkpoints.SAVE_EVERY_S
+    assert kept.save() and not kept.save(force=True)  # written; then nothing new to write
+    fresh = PairMemo(max_mb=1)
+    assert KeptPairMemo(path, {"fingerprint": "a"}, fresh).load() == 4 * 5
+    other = KeptPairMemo(path, {"fingerprint": "b"}, PairMemo(max_mb=1))
+    assert other.load() == 0 and "other inputs" in other.discarded and not path.exists()

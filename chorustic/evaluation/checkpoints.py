@@ -14,6 +14,14 @@ every start, so the prediction file is the one an uninterrupted run writes.
 A partial file is never a result: the workflow does not know it, the aggregation never reads it, and it is
 removed once its context's prediction file is written. One made from other inputs, or unreadable, is removed
 when the context starts and the context is predicted from its first query.
+
+A job's **memo file** (:func:`memo_path`, :class:`KeptPairMemo`) keeps its pair memo the same way
+(:class:`chorustic.methods.pair_memo.PairMemo`: the distances a nearest-neighbour method computed, kept
+across the job's contexts): written as the memo grows (at most every :data:`SAVE_EVERY_S`, and never more
+than 1/:data:`MEMO_WRITE_SHARE` of the time apart from its own writing) and read at the job's start when it
+was made from the same method code and parameters, data and device. A distance is known by the contents of
+its two series, so the memo's pairs are those computing them again gives: the file changes what a resumed
+job computes, never what it predicts. It goes when the job has finished every context.
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -29,7 +38,8 @@ import numpy as np
 
 from chorustic.io import atomic_open
 
-__all__ = ["PartialPredictions", "SAVE_EVERY_S", "context_digest", "partial_files", "partial_path"]
+__all__ = ["KeptPairMemo", "MEMO_WRITE_SHARE", "PartialPredictions", "SAVE_EVERY_S", "context_digest", "memo_path",
+           "partial_files", "partial_path"]
 
 #: The least wall time (s) between two writes of a context's partial file: a method predicting in many small
 #: chunks (an in-context learner at its memory budget) writes it every minute, not after every chunk.
@@ -39,6 +49,16 @@ SAVE_EVERY_S = 60.0
 def partial_path(results_dir: str | os.PathLike, method: str, dataset: str, protocol: str, seed: int) -> Path:
     """The partial file of one context of a job (beside the job's progress file)."""
     return Path(results_dir) / "runs" / method / f".{dataset}.{protocol}.seed{int(seed)}.partial.npz"
+
+
+#: A memo file is written again only after this many times the seconds its last write took (and at least
+#: SAVE_EVERY_S): writing a large memo (up to PAIR_MEMO_MB) takes at most 1/20 of a job's time.
+MEMO_WRITE_SHARE = 20.0
+
+
+def memo_path(results_dir: str | os.PathLike, method: str, dataset: str) -> Path:
+    """The memo file of a job (beside the job's progress file)."""
+    return Path(results_dir) / "runs" / method / f".{dataset}.pairmemo.npz"
 
 
 def partial_files(results_dir: str | os.PathLike, method: str, dataset: str) -> list[Path]:
@@ -92,6 +112,62 @@ class PartialPredictions:
         with atomic_open(self.path, "wb") as fh:
             np.savez(fh, proba=np.asarray(rows, dtype=np.float64), key=np.array(self.key),
                      spent=np.array(json.dumps(spent)))
+
+    def remove(self) -> None:
+        self.path.unlink(missing_ok=True)
+
+
+class KeptPairMemo:
+    """A job's pair memo (``memo``, a :class:`~chorustic.methods.pair_memo.PairMemo`) kept in its memo file,
+    made from the inputs ``key`` (a JSON-able dict).
+
+    :meth:`load` fills the memo from the file (the pairs taken; 0 and the reason in :attr:`discarded` when
+    the file was made from other inputs or is unreadable, and then removed); :meth:`save` writes the memo
+    when it holds pairs the file does not and the time has come (``force``: now); :meth:`remove` drops it."""
+
+    def __init__(self, path: str | os.PathLike, key: dict[str, Any], memo: Any):
+        self.path = Path(path)
+        self.key = json.dumps(key, sort_keys=True, default=str, separators=(",", ":"))
+        self.memo = memo
+        self.discarded: str | None = None
+        self._saved_changes = 0
+        self._saved_at = -float("inf")
+        self._write_s = 0.0
+
+    def load(self) -> int:
+        if not self.path.is_file():
+            return 0
+        try:
+            with zipfile.ZipFile(self.path) as zf:
+                with zf.open("key.npy") as f:
+                    key = str(np.lib.format.read_array(f, allow_pickle=False))
+                if key != self.key:
+                    return self._discard("made from other inputs (method code or parameters, data or device)")
+                n = self.memo.read(zf)
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:  # truncated, edited: not trusted
+            return self._discard(f"unreadable ({type(exc).__name__}: {exc})")
+        self._saved_changes = self.memo.changes  # what the file holds
+        return n
+
+    def _discard(self, why: str) -> int:
+        self.discarded = why
+        self.remove()
+        return 0
+
+    def save(self, *, force: bool = False) -> bool:
+        """Write the memo (atomically) when it kept pairs since the last write and, unless ``force``, at least
+        SAVE_EVERY_S and MEMO_WRITE_SHARE times the last write's seconds have passed; whether it wrote."""
+        if self.memo.changes == self._saved_changes or not self.memo.nbytes:
+            return False
+        now = time.monotonic()
+        if not force and now - self._saved_at < max(SAVE_EVERY_S, MEMO_WRITE_SHARE * self._write_s):
+            return False
+        changes = self.memo.changes
+        with atomic_open(self.path, "wb", size=self.memo.nbytes) as fh:
+            self.memo.write(fh, key=self.key)
+        self._saved_changes, self._saved_at = changes, time.monotonic()
+        self._write_s = self._saved_at - now
+        return True
 
     def remove(self) -> None:
         self.path.unlink(missing_ok=True)

@@ -17,7 +17,8 @@ Guarantees
   the runs its progress file recorded (:func:`job_inputs`: the same fingerprint, context file and data;
   prediction files as recorded) and runs the others. Within a context, the predictions of the chunks an
   earlier attempt finished are kept too (:mod:`chorustic.evaluation.checkpoints`), so a long context
-  continues where it stopped.
+  continues where it stopped, and so are the distances of its pair memo (a nearest-neighbour method's pairs
+  are computed once per job, over all its attempts).
 * A job with a failed run is not finished: its manifest goes to ``<dataset>.failed.json`` instead of
   ``<dataset>.json`` (aggregation lists its runs, the workflow retries the job). Every prediction file is
   recorded in the manifest with its SHA-256 (:mod:`chorustic.evaluation.integrity`), and the manifest
@@ -42,7 +43,8 @@ from typing import Any
 import numpy as np
 
 from chorustic.errors import NoSpaceError, shorten
-from chorustic.evaluation.checkpoints import PartialPredictions, context_digest, partial_path
+from chorustic.evaluation.checkpoints import (KeptPairMemo, PartialPredictions, context_digest, memo_path,
+                                              partial_path)
 from chorustic.evaluation.integrity import file_record, verify_result_file
 from chorustic.evaluation.numerics import numerics_record
 from chorustic.evaluation.results import result_path, write_result_file
@@ -335,13 +337,14 @@ def _job_size(X_train: Any, idx: np.ndarray, X_test: Any):
 
 
 def _predict_in_chunks(estimator: Any, X_test: Any, chunk: int, n_classes: int, tag: str,
-                       partial: Any = None, log=None) -> tuple[np.ndarray, int]:
+                       partial: Any = None, log=None, memo: Any = None) -> tuple[np.ndarray, int]:
     """The estimator's probabilities of the whole test split, asked for ``chunk`` queries at a time (a query's
     prediction depends on the context and that query only, a clause of the method contract), each chunk
     mapped onto the dataset's ``n_classes`` columns; and how many of them an earlier attempt had kept.
 
     ``partial``: the context's :class:`~chorustic.evaluation.checkpoints.PartialPredictions`: the rows it
-    holds are not predicted again, and the rows predicted so far are written to it as the chunks finish."""
+    holds are not predicted again, and the rows predicted so far are written to it as the chunks finish;
+    ``memo``: the job's :class:`~chorustic.evaluation.checkpoints.KeptPairMemo`, written as the chunks finish."""
     from chorustic.evaluation.checkpoints import SAVE_EVERY_S
 
     n = len(X_test)
@@ -361,6 +364,8 @@ def _predict_in_chunks(estimator: Any, X_test: Any, chunk: int, n_classes: int, 
             name += f" (test series {start}..{min(start + step, n) - 1})"
         parts.append(_align_proba(estimator.predict_proba(part), estimator.classes_, n_classes, name))
         done = min(start + step, n)
+        if memo is not None:
+            memo.save()
         if partial is not None and done < n and time.monotonic() - saved >= SAVE_EVERY_S:
             spent = dict(partial.spent)
             spent["predict_s"] += time.perf_counter() - w0
@@ -483,6 +488,17 @@ def run_job(spec: JobSpec, *, resume: bool = False, log=None) -> dict[str, Any]:
             "on another version of the data or contexts; running every context again")
         _remove_predictions(results_dir, spec.method, spec.dataset, sorted(done))
         manifest["runs"], done = [], set()
+    # the distances an earlier attempt of this job computed (its memo file), when made from the same inputs
+    kept_memo = KeptPairMemo(memo_path(results_dir, spec.method, spec.dataset),
+                             {"method": spec.method, "plugin": spec.plugin, "params": params,
+                              "fingerprint": spec.fingerprint, "source_sha256": ds.source_sha256, "device": device},
+                             PAIR_MEMO)
+    n_kept = kept_memo.load()
+    if kept_memo.discarded:
+        log(f"[{spec.method}/{spec.dataset}] the pair memo of an earlier attempt was {kept_memo.discarded}")
+    if n_kept:
+        log(f"[{spec.method}/{spec.dataset}] {n_kept} distances computed by an earlier attempt are kept "
+            f"({kept_memo.path.name})")
     if ds.standin is not None:  # random data of the dataset's shape: recorded, never collected as a result
         manifest["standin"] = ds.standin
     if ds.archive != spec.archive:
@@ -526,7 +542,7 @@ def run_job(spec: JobSpec, *, resume: bool = False, log=None) -> dict[str, Any]:
                  "source_sha256": ds.source_sha256, "protocol": ctx.protocol, "seed": int(ctx.seed),
                  "context": context_digest(idx), "n_test": len(ds.y_test), "n_classes": n_classes,
                  "chunk": int(chunk), "device": device})
-            proba, resumed = _predict_in_chunks(estimator, X_test, chunk, n_classes, tag, partial, log)
+            proba, resumed = _predict_in_chunks(estimator, X_test, chunk, n_classes, tag, partial, log, kept_memo)
             t2, c2 = time.perf_counter(), time.process_time()
             extra = dict(getattr(estimator, "run_info_", {}) or {})
             if chunk < len(ds.y_test):
@@ -574,6 +590,7 @@ def run_job(spec: JobSpec, *, resume: bool = False, log=None) -> dict[str, Any]:
             gc.collect()
         manifest["runs"].append(rec)
         atomic_write_json(prog, manifest)
+        kept_memo.save()
 
     manifest["versions"] = _versions()
     manifest["numerics"] = numerics_record(device, requested=spec.portable_numerics)
@@ -581,6 +598,10 @@ def run_job(spec: JobSpec, *, resume: bool = False, log=None) -> dict[str, Any]:
     write_finished(results_dir, manifest)
     if prog.exists():
         prog.unlink()
+    if all(r["status"] in FINISHED_STATUSES for r in manifest["runs"]):
+        kept_memo.remove()
+    else:  # kept whole for the retry of a job with failed runs
+        kept_memo.save(force=True)
     return manifest
 
 

@@ -40,7 +40,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from chorustic.evaluation.checkpoints import partial_files
+from chorustic.evaluation.checkpoints import memo_path, partial_files
 from chorustic.evaluation.job import (
     MANIFEST_FORMAT,
     JobFailed,
@@ -93,7 +93,7 @@ def resumable_state(spec: JobSpec, record: Path) -> dict[str, Any] | None:
 
 def _kept_message(results_dir: Path, spec: JobSpec) -> str:
     """What an interrupted attempt of ``spec`` leaves for the next one (its finished runs, its partial
-    predictions)."""
+    predictions, its pair memo)."""
     prog = progress_path(results_dir, spec.method, spec.dataset)
     partials = partial_files(results_dir, spec.method, spec.dataset)
     try:
@@ -104,6 +104,9 @@ def _kept_message(results_dir: Path, spec: JobSpec) -> str:
     if partials:
         kept.append(f"the predictions of {len(partials)} unfinished context(s) stay in {partials[0].parent}"
                     + (f" ({partials[0].name})" if len(partials) == 1 else ""))
+    memo = memo_path(results_dir, spec.method, spec.dataset)
+    if memo.is_file():
+        kept.append(f"the distances its pair memo computed stay in {memo}")
     if not kept:
         return "nothing recorded"
     return " and ".join(kept) + "; the next run of this job continues from them"

@@ -13,12 +13,17 @@ the distance of a pair does not depend on the other series of the call that comp
 float64 distances in one row per query series and is bounded (:data:`chorustic.methods.cost.PAIR_MEMO_MB`,
 a constant like the query chunks, so a job's cost does not depend on the machine): a pair beyond the bound is
 computed each time it is needed, as without a memo. It lives in the evaluation worker's process, one job's
-contexts long.
+contexts long, and is written to the job's memo file as it grows (:meth:`PairMemo.write`,
+:class:`chorustic.evaluation.checkpoints.KeptPairMemo`), so a job stopped and started again computes the
+pairs its earlier attempts computed once, as an uninterrupted job does.
 """
 
 from __future__ import annotations
 
+import ast
+import zipfile
 from collections.abc import Callable, Hashable, Sequence
+from typing import IO
 
 import numpy as np
 
@@ -53,13 +58,90 @@ class PairMemo:
         self._tables: dict[Hashable, _Table] = {}
         self.computed = 0
         self.reused = 0
+        self.changes = 0
+        """How many times pairs were kept (grows with every kept block; a written memo records the count)."""
 
     @property
     def nbytes(self) -> int:
         return sum(t.nbytes for t in self._tables.values())
 
+    @property
+    def n_pairs(self) -> int:
+        """The pairs held (NaN cells of a table, pairs never computed, are not counted)."""
+        return sum(int(np.isfinite(r).sum()) for t in self._tables.values() for r in t.rows.values())
+
     def clear(self) -> None:
         self._tables.clear()
+        self.changes = 0
+
+    def write(self, fh: IO[bytes], **strings: str) -> None:
+        """Write the memo to ``fh`` as an uncompressed ``.npz`` (with ``strings``: members holding text), one
+        row at a time: writing costs no memory beyond a row. Per table ``i``: ``key{i}`` (the key's
+        ``repr``), ``cols{i}`` and ``rows{i}`` (the series digests, uint8 ``(n, digest bytes)``) and
+        ``d{i}`` (float64 ``(rows, cols)``, NaN where not kept). A table whose key does not read back from
+        its ``repr`` (:func:`ast.literal_eval`), or whose digests differ in length, is not written."""
+        with zipfile.ZipFile(fh, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
+            def member(name: str, arr: np.ndarray) -> None:
+                with zf.open(f"{name}.npy", "w", force_zip64=True) as f:
+                    np.lib.format.write_array(f, arr, allow_pickle=False)
+
+            for name, text in strings.items():
+                member(name, np.array(text))
+            i = 0
+            for key, table in self._tables.items():
+                cols, rows = list(table.cols), list(table.rows)
+                if not rows or not cols or _readable_key(key) is None or len({len(d) for d in cols + rows}) != 1:
+                    continue
+                member(f"key{i}", np.array(repr(key)))
+                member(f"cols{i}", _digest_array(cols))
+                member(f"rows{i}", _digest_array(rows))
+                nc = len(cols)
+                with zf.open(f"d{i}.npy", "w", force_zip64=True) as f:
+                    np.lib.format.write_array_header_2_0(
+                        f, {"descr": np.lib.format.dtype_to_descr(np.dtype("<f8")), "fortran_order": False,
+                            "shape": (len(rows), nc)})
+                    for row in table.rows.values():
+                        out = np.full(nc, np.nan, dtype="<f8")
+                        out[:row.size] = row
+                        f.write(out.tobytes())
+                i += 1
+            member("n_tables", np.array(i))
+
+    def read(self, zf: zipfile.ZipFile) -> int:
+        """Take the tables of a memo :meth:`write` wrote (``zf``: the file, open) in place of those held; return
+        the pairs taken. Each row is read on its own, so reading holds the memo once (as computing it does).
+        Raises ValueError (held tables unchanged) when the file is not such a memo or holds more than this
+        memo's bound."""
+        tables: dict[Hashable, _Table] = {}
+        total = 0
+        for i in range(int(_read_member(zf, "n_tables"))):
+            key = _readable_key(str(_read_member(zf, f"key{i}")), parsed=True)
+            cols, rows = _read_member(zf, f"cols{i}"), _read_member(zf, f"rows{i}")
+            if key is None or cols.ndim != 2 or rows.ndim != 2 or cols.dtype != np.uint8 or rows.dtype != np.uint8:
+                raise ValueError(f"table {i} is not a pair memo's table")
+            total += len(rows) * len(cols) * 8
+            if total > self.max_bytes:
+                raise ValueError(f"holds more than the memo's bound ({self.max_bytes / 2**20:.0f} MB)")
+            table = _Table()
+            table.cols = {bytes(c): j for j, c in enumerate(cols)}
+            with zf.open(f"d{i}.npy") as f:
+                version = np.lib.format.read_magic(f)
+                header = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+                if version not in header:
+                    raise ValueError(f"table {i}'s distances are in .npy format {version}")
+                shape, fortran, dtype = header[version](f)
+                if shape != (len(rows), len(cols)) or fortran or dtype != np.dtype("<f8"):
+                    raise ValueError(f"table {i}'s distances are {dtype} {shape}, not float64 {(len(rows), len(cols))}")
+                width = len(cols) * 8
+                for r in rows:
+                    buf = f.read(width)
+                    if len(buf) != width:
+                        raise ValueError(f"table {i}'s distances end early")
+                    table.rows[bytes(r)] = np.frombuffer(buf, dtype="<f8").copy()
+            tables[key] = table
+        self._tables = tables
+        self.changes = 0
+        return self.n_pairs
 
     def take_counts(self) -> dict[str, int]:
         """The pairs computed and reused since the last call (what a context reports in its run record)."""
@@ -121,6 +203,25 @@ class PairMemo:
             if row.size < n_cols:  # columns came after this row was made
                 row = table.rows[d] = np.concatenate([row, np.full(n_cols - row.size, np.nan)])
             row[col[known]] = block[i, known]
+        self.changes += 1
+
+
+def _readable_key(key, *, parsed: bool = False):
+    """``key`` (or, ``parsed``: the key its text gives) when its ``repr`` reads back as the same key; else None."""
+    try:
+        value = ast.literal_eval(key) if parsed else key
+        return value if ast.literal_eval(repr(value)) == value and hash(value) is not None else None
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+
+
+def _read_member(zf: zipfile.ZipFile, name: str) -> np.ndarray:
+    with zf.open(f"{name}.npy") as f:
+        return np.lib.format.read_array(f, allow_pickle=False)
+
+
+def _digest_array(digests: list[bytes]) -> np.ndarray:
+    return np.frombuffer(b"".join(digests), dtype=np.uint8).reshape(len(digests), -1)
 
 
 #: The evaluation worker's memo (one job per worker process).
