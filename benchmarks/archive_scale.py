@@ -207,6 +207,7 @@ def collect(results: Path, logs: Path) -> list[dict]:
     import glob
 
     from chorustic.data.standin import standin_mark_of
+    from chorustic.evaluation.numerics import cpu_model
 
     data_dirs = {json.loads(Path(c).read_text())["paths"]["data_dir"] for c in glob.glob(str(logs / "config-*.json"))}
 
@@ -245,7 +246,7 @@ def collect(results: Path, logs: Path) -> list[dict]:
                               + ("CPU time" if all(r.get("cpu_time_s") is not None for r in runs)
                                  else "fit and predict (wall) time")
                               if stopped else (failed[0].get("error") or "")[:200] if failed else ""),
-                    "date": (doc.get("finished") or time.strftime("%Y-%m-%d"))[:10], "cpu": _cpu()})
+                    "date": (doc.get("finished") or time.strftime("%Y-%m-%d"))[:10], "cpu": cpu_model()})
     return out
 
 
@@ -257,6 +258,7 @@ def _earlier_cpu_s(runs: list[dict]) -> float:
 
 def measure(workdir: Path, method: str, dataset: str, fraction: float, job: dict, limit_s: float) -> dict:
     from chorustic.data.standin import write_standin
+    from chorustic.evaluation.numerics import cpu_model
 
     spec, cfg, mem, seconds = job["spec"], job["cfg"], job["mem"], job["seconds"]
     req_mb, req_min, contexts = job["req_mb"], job["req_min"], job["contexts"]
@@ -264,7 +266,7 @@ def measure(workdir: Path, method: str, dataset: str, fraction: float, job: dict
     row = {"method": method, "dataset": dataset, "axis": DATASETS.get(dataset, ""), "series_fraction": fraction,
            "n_train": spec.n_train, "n_test": spec.n_test, "n_channels": spec.n_channels, "length": spec.length,
            "contexts": contexts, "model_s": round(seconds, 1), "model_mb": round(mem), "request_mb": req_mb,
-           "request_min": req_min, "date": time.strftime("%Y-%m-%d"), "cpu": _cpu()}
+           "request_min": req_min, "date": time.strftime("%Y-%m-%d"), "cpu": cpu_model()}
     # the job's own limits are the request's (a limit hit is a finding), capped by this benchmark's budget
     runtime = min(req_min, 3 * limit_s / 60)  # wall clock: room for other work on the machine
     cmd = ["chorustic", "evaluate", "--config", str(cfg), "--method", method, "--dataset", dataset,
@@ -517,16 +519,6 @@ def _figure(points: dict, path: Path) -> None:
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
-
-
-def _cpu() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown"
 
 
 def main(argv: list[str] | None = None) -> int:

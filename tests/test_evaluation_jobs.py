@@ -510,9 +510,42 @@ def test_a_killed_worker_s_pair_memo_is_kept_as_it_was_last_written(gunpoint, pl
     assert 150 * 50 <= _pairs(tmp_path / "pairs.txt") <= 150 * 50 + 40 * 50
 
 
-@pytest.mark.parametrize("change", ["fingerprint", "a damaged file"])
+def test_a_memo_file_that_cannot_be_written_never_stops_the_job(gunpoint, plugin_dir, tmp_path, monkeypatch,
+                                                                 capsys):
+    """A full disk when the memo is written (it can be GBs where the prediction files are KBs): the job says so
+    once and finishes every context with the predictions of a job that kept its memo, the memo in memory."""
+    import contextlib
+
+    from chorustic.errors import NoSpaceError
+    from chorustic.evaluation import checkpoints
+
+    spec, memo = _memo_job(gunpoint, plugin_dir, tmp_path, monkeypatch, "whole")
+    whole = run_job(spec)
+    spec, memo = _memo_job(gunpoint, plugin_dir, tmp_path, monkeypatch)
+    real = checkpoints.atomic_open
+
+    @contextlib.contextmanager
+    def full_disk(path, *args, **kwargs):
+        if str(path).endswith(".pairmemo.npz"):
+            raise NoSpaceError(path, kwargs.get("size"))
+        with real(path, *args, **kwargs) as fh:
+            yield fh
+
+    monkeypatch.setattr(checkpoints, "atomic_open", full_disk)
+    capsys.readouterr()
+    done = run_job(spec)
+    assert capsys.readouterr().err.count("the pair memo cannot be written (NoSpaceError") == 1
+    assert all(r["status"] == "ok" for r in done["runs"]) and not memo.exists()
+    assert _pairs(tmp_path / "pairs.txt") == 2 * 150 * 50  # each job computed each pair once
+    for a, b in zip(whole["runs"], done["runs"]):
+        np.testing.assert_array_equal(read_result_file(a["result_file"]).proba, read_result_file(b["result_file"]).proba)
+
+
+@pytest.mark.parametrize("change", ["fingerprint", "a library's version", "the numerics", "a damaged file"])
 def test_a_pair_memo_is_kept_only_when_made_from_the_same_inputs(gunpoint, plugin_dir, tmp_path, monkeypatch,
                                                                  change, capsys):
+    """A memo file made by other code, under another library version or other numerics pins (like the
+    context's partial predictions), or damaged, is removed: the retry computes every pair."""
     spec, memo = _memo_job(gunpoint, plugin_dir, tmp_path, monkeypatch)
     monkeypatch.setenv("HALT_AT", "3")
     monkeypatch.setenv("HALT_COUNT", str(tmp_path / "count"))
@@ -520,9 +553,13 @@ def test_a_pair_memo_is_kept_only_when_made_from_the_same_inputs(gunpoint, plugi
     assert memo.is_file()
     monkeypatch.delenv("HALT_AT")
     _pairs(tmp_path / "pairs.txt")
+    expected = "made from other inputs"
     if change == "fingerprint":
         spec = dataclasses.replace(spec, fingerprint='{"code_sha256":"b"}')
-        expected = "made from other inputs"
+    elif change == "a library's version":
+        monkeypatch.setattr("chorustic.evaluation.job.KEPT_WORK_LIBRARIES", ("pytest",))
+    elif change == "the numerics":
+        monkeypatch.setenv("NUMBA_CPU_NAME", "skylake-avx512")
     else:
         memo.write_bytes(memo.read_bytes()[:300])
         expected = "unreadable"

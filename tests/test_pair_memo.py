@@ -151,27 +151,110 @@ def test_a_memo_beyond_the_bound_is_not_read(tmp_path):
 
 
 def test_a_kept_memo_is_written_when_it_grew_and_its_time_has_come(tmp_path, monkeypatch):
-    """KeptPairMemo writes the memo when it holds new pairs, at most every SAVE_EVERY_S (unless forced), and
-    never an empty memo; a file made from another key is removed, not read."""
+    """KeptPairMemo writes the memo when it holds new pairs, at most every SAVE_EVERY_S and never sooner than
+    MEMO_WRITE_SHARE times its last write's seconds (unless forced), and never an empty memo; a file made from
+    another key is removed, not read."""
     from chorustic.evaluation import checkpoints
     from chorustic.evaluation.checkpoints import KeptPairMemo
 
     clock = [1000.0]
-    monkeypatch.setattr(checkpoints.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(checkpoints, "_clock", lambda: clock[0])
     path = tmp_path / ".GunPoint.pairmemo.npz"
     memo = PairMemo(max_mb=1)
     kept = KeptPairMemo(path, {"fingerprint": "a"}, memo)
     assert kept.load() == 0 and not kept.save(force=True) and not path.exists()  # nothing to write
     rng = np.random.default_rng(6)
-    train, test = rng.normal(size=(5, 3)), rng.normal(size=(4, 3))
+    train, test = rng.normal(size=(5, 3)), rng.normal(size=(6, 3))
     dq, dc = series_digests(test), series_digests(train)
     memo.distances("d", dq[:2], dc, Recorder(test[:2], train))
     assert kept.save() and path.exists()  # the first write comes at once
-    memo.distances("d", dq[2:], dc, Recorder(test[2:], train))
+    memo.distances("d", dq[2:4], dc, Recorder(test[2:4], train))
     assert not kept.save()  # new pairs, too soon
     clock[0] += checkpoints.SAVE_EVERY_S
-    assert kept.save() and not kept.save(force=True)  # written; then nothing new to write
+    write = memo.write
+    monkeypatch.setattr(memo, "write", lambda fh, **kw: (clock.__setitem__(0, clock[0] + 10.0), write(fh, **kw)))
+    assert kept.save() and not kept.save(force=True)  # written (in 10 s); then nothing new to write
+    memo.distances("d", dq[4:], dc, Recorder(test[4:], train))
+    clock[0] += checkpoints.SAVE_EVERY_S
+    assert not kept.save()  # a 10 s write waits 20 x 10 s, not SAVE_EVERY_S
+    clock[0] += checkpoints.MEMO_WRITE_SHARE * 10.0 - checkpoints.SAVE_EVERY_S
+    assert kept.save() and kept.write_s == 20.0
     fresh = PairMemo(max_mb=1)
-    assert KeptPairMemo(path, {"fingerprint": "a"}, fresh).load() == 4 * 5
+    assert KeptPairMemo(path, {"fingerprint": "a"}, fresh).load() == 6 * 5
     other = KeptPairMemo(path, {"fingerprint": "b"}, PairMemo(max_mb=1))
     assert other.load() == 0 and "other inputs" in other.discarded and not path.exists()
+
+
+def _memo_file(tmp_path, edit=None):
+    """A memo file of 4 x 5 pairs written through KeptPairMemo (key {"k": 1}); ``edit(members)`` changes its
+    members (name -> array) before they are written as an .npz."""
+    from chorustic.evaluation.checkpoints import KeptPairMemo
+
+    rng = np.random.default_rng(7)
+    train, test = rng.normal(size=(5, 3)), rng.normal(size=(4, 3))
+    memo = PairMemo(max_mb=1)
+    memo.distances(("dtw", None), series_digests(test), series_digests(train), Recorder(test, train))
+    path = tmp_path / ".X.pairmemo.npz"
+    KeptPairMemo(path, {"k": 1}, memo).save(force=True)
+    if edit is not None:
+        members = dict(np.load(path))
+        edit(members)
+        np.savez(path, **members)
+    return path
+
+
+def _changed_key(m):
+    m["key0"] = np.array("object()")
+
+
+def _duplicate(m):
+    m["cols0"][1] = m["cols0"][0]
+
+
+def _huge(m):
+    m["cols0"] = np.lib.stride_tricks.as_strided(np.zeros(16, np.uint8), shape=(2**20, 16), strides=(0, 1))
+
+
+@pytest.mark.parametrize("damage", ["a table's key", "a series named twice", "a header beyond the bound",
+                                    "a damaged compressed member", "distances cut short", "not a zip file"])
+def test_a_damaged_memo_file_is_removed_and_the_memo_left_empty(tmp_path, damage):
+    """Whatever is wrong with a memo file (edited members, a member larger than the memo's bound announced in
+    its header, damaged compression, a truncated file), loading it removes it, says why and leaves the memo
+    as it was: a job then computes its pairs as if it had none."""
+    import zipfile
+
+    from chorustic.evaluation.checkpoints import KeptPairMemo
+
+    edits = {"a table's key": _changed_key, "a series named twice": _duplicate, "a header beyond the bound": _huge}
+    path = _memo_file(tmp_path, edits.get(damage))
+    if damage == "a damaged compressed member":  # deflated, then a byte of the distances' data changed
+        members = {n: zipfile.ZipFile(path).read(n) for n in zipfile.ZipFile(path).namelist()}
+        with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+            for n, data in members.items():
+                zf.writestr(n, data)
+        raw = bytearray(path.read_bytes())
+        at = raw.index(b"d0.npy") + 40
+        raw[at] ^= 0xFF
+        path.write_bytes(bytes(raw))
+    if damage == "distances cut short":
+        path.write_bytes(path.read_bytes()[:-300])
+    if damage == "not a zip file":
+        path.write_text("hello")
+    memo = PairMemo(max_mb=1)
+    kept = KeptPairMemo(path, {"k": 1}, memo)
+    assert kept.load() == 0 and kept.discarded.startswith("unreadable") and not path.exists()
+    assert memo.n_pairs == 0
+    why = {"a table's key": "key is not", "a series named twice": "twice", "a header beyond the bound": "bound"}
+    assert why.get(damage, "") in kept.discarded
+
+
+def test_a_memo_that_cannot_be_written_is_given_up(tmp_path):
+    from chorustic.evaluation.checkpoints import KeptPairMemo
+
+    (tmp_path / "runs").write_text("a file where the memo's folder would be")
+    memo = PairMemo(max_mb=1)
+    memo.distances("d", [b"q" * 16], [b"c" * 16], lambda qi, ci: np.ones((1, 1)))
+    kept = KeptPairMemo(tmp_path / "runs" / "m" / ".X.pairmemo.npz", {"k": 1}, memo)
+    assert not kept.save(force=True) and kept.given_up
+    memo.distances("d", [b"r" * 16], [b"c" * 16], lambda qi, ci: np.ones((1, 1)))
+    assert not kept.save(force=True)  # given up: no further attempt

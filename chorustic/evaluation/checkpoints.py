@@ -18,17 +18,26 @@ when the context starts and the context is predicted from its first query.
 A job's **memo file** (:func:`memo_path`, :class:`KeptPairMemo`) keeps its pair memo the same way
 (:class:`chorustic.methods.pair_memo.PairMemo`: the distances a nearest-neighbour method computed, kept
 across the job's contexts): written as the memo grows (at most every :data:`SAVE_EVERY_S`, and never more
-than 1/:data:`MEMO_WRITE_SHARE` of the time apart from its own writing) and read at the job's start when it
-was made from the same method code and parameters, data and device. A distance is known by the contents of
-its two series, so the memo's pairs are those computing them again gives: the file changes what a resumed
-job computes, never what it predicts. It goes when the job has finished every context.
+than 1/:data:`MEMO_WRITE_SHARE` of the time apart from its own writing; whole when a job ends with failed
+runs) and read at the job's start when it was made from the same inputs as a partial file's but the context.
+A distance is known by the contents of its two series, so the memo's pairs are those computing them again
+gives: the file changes what a resumed job computes, never what it predicts; a job stopped between two
+writes computes again the pairs since the last. The memo is a speed-up: a file that cannot be written is
+given up (the job goes on without it) and one that cannot be read is removed. It goes when the job has
+finished every context.
+
+Both kinds of file are keyed on the computing environment too (the libraries' versions and
+:func:`chorustic.evaluation.numerics.numerics_key`), so work kept from an attempt under other libraries or
+other numerics is never mixed into a result.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import re
 import time
 import zipfile
 from pathlib import Path
@@ -36,10 +45,13 @@ from typing import Any
 
 import numpy as np
 
-from chorustic.io import atomic_open
+from chorustic.io import atomic_open, remove_unfinished_writes
 
 __all__ = ["KeptPairMemo", "MEMO_WRITE_SHARE", "PartialPredictions", "SAVE_EVERY_S", "context_digest", "memo_path",
            "partial_files", "partial_path"]
+
+_clock = time.monotonic  # the clock the writes are spaced by
+
 
 #: The least wall time (s) between two writes of a context's partial file: a method predicting in many small
 #: chunks (an in-context learner at its memory budget) writes it every minute, not after every chunk.
@@ -87,6 +99,7 @@ class PartialPredictions:
 
     def load(self, *, n_classes: int, chunk: int) -> np.ndarray | None:
         """The kept rows (a whole number of chunks, ``(k, n_classes)`` float64), or None."""
+        remove_unfinished_writes(self.path.parent, re.escape(self.path.name))  # of a write that was killed
         if not self.path.is_file():
             return None
         try:
@@ -122,19 +135,24 @@ class KeptPairMemo:
     made from the inputs ``key`` (a JSON-able dict).
 
     :meth:`load` fills the memo from the file (the pairs taken; 0 and the reason in :attr:`discarded` when
-    the file was made from other inputs or is unreadable, and then removed); :meth:`save` writes the memo
-    when it holds pairs the file does not and the time has come (``force``: now); :meth:`remove` drops it."""
+    the file was made from other inputs or cannot be read, and then removed); :meth:`save` writes the memo
+    when it holds pairs the file does not and the time has come (``force``: now), and gives the file up
+    (:attr:`given_up`: why) when it cannot be written; :meth:`remove` drops it. :attr:`write_s` and
+    :attr:`write_cpu_s` add up the seconds spent writing."""
 
     def __init__(self, path: str | os.PathLike, key: dict[str, Any], memo: Any):
         self.path = Path(path)
         self.key = json.dumps(key, sort_keys=True, default=str, separators=(",", ":"))
         self.memo = memo
         self.discarded: str | None = None
+        self.given_up: str | None = None
+        self.write_s = self.write_cpu_s = 0.0
         self._saved_changes = 0
         self._saved_at = -float("inf")
-        self._write_s = 0.0
+        self._last_write_s = 0.0
 
     def load(self) -> int:
+        remove_unfinished_writes(self.path.parent, re.escape(self.path.name))  # of a write that was killed
         if not self.path.is_file():
             return 0
         try:
@@ -142,9 +160,10 @@ class KeptPairMemo:
                 with zf.open("key.npy") as f:
                     key = str(np.lib.format.read_array(f, allow_pickle=False))
                 if key != self.key:
-                    return self._discard("made from other inputs (method code or parameters, data or device)")
+                    return self._discard("made from other inputs (method code or parameters, data, libraries, "
+                                         "numerics or device)")
                 n = self.memo.read(zf)
-        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:  # truncated, edited: not trusted
+        except Exception as exc:  # truncated, edited, a damaged member (zlib, CRC, header): a speed-up, not trusted
             return self._discard(f"unreadable ({type(exc).__name__}: {exc})")
         self._saved_changes = self.memo.changes  # what the file holds
         return n
@@ -156,18 +175,28 @@ class KeptPairMemo:
 
     def save(self, *, force: bool = False) -> bool:
         """Write the memo (atomically) when it kept pairs since the last write and, unless ``force``, at least
-        SAVE_EVERY_S and MEMO_WRITE_SHARE times the last write's seconds have passed; whether it wrote."""
-        if self.memo.changes == self._saved_changes or not self.memo.nbytes:
+        SAVE_EVERY_S and MEMO_WRITE_SHARE times the last write's seconds have passed; whether it wrote. A write
+        that fails (a full disk, a folder that cannot be written) removes the file and ends the writes."""
+        if self.given_up or self.memo.changes == self._saved_changes or not self.memo.nbytes:
             return False
-        now = time.monotonic()
-        if not force and now - self._saved_at < max(SAVE_EVERY_S, MEMO_WRITE_SHARE * self._write_s):
+        now, cpu = _clock(), time.process_time()
+        if not force and now - self._saved_at < max(SAVE_EVERY_S, MEMO_WRITE_SHARE * self._last_write_s):
             return False
         changes = self.memo.changes
-        with atomic_open(self.path, "wb", size=self.memo.nbytes) as fh:
-            self.memo.write(fh, key=self.key)
-        self._saved_changes, self._saved_at = changes, time.monotonic()
-        self._write_s = self._saved_at - now
+        try:
+            with atomic_open(self.path, "wb", size=self.memo.nbytes) as fh:
+                self.memo.write(fh, key=self.key)
+        except OSError as exc:  # NoSpaceError included: the memo is a speed-up, the job goes on without it
+            self.given_up = f"{type(exc).__name__}: {exc}"
+            self.remove()
+            return False
+        finally:
+            self.write_cpu_s += time.process_time() - cpu
+            self._last_write_s = _clock() - now
+            self.write_s += self._last_write_s
+        self._saved_changes, self._saved_at = changes, _clock()
         return True
 
     def remove(self) -> None:
-        self.path.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            self.path.unlink(missing_ok=True)

@@ -276,6 +276,27 @@ def _resolve_device(device: str) -> str:
         return "cpu"
 
 
+#: The libraries whose version is part of the key of work kept from an earlier attempt (a job's partial
+#: predictions and pair memo): what computes the methods' numbers.
+KEPT_WORK_LIBRARIES = ("numpy", "scipy", "numba", "scikit-learn", "aeon", "torch", "tabicl", "mantis-tsfm", "momentfm")
+
+
+def _kept_work_environment(device: str, portable_numerics: bool) -> dict[str, Any]:
+    """What, besides the method, its parameters and the data, decides the numbers of a job's kept work: the
+    installed versions of :data:`KEPT_WORK_LIBRARIES` and the numerics (:func:`numerics_key`)."""
+    from importlib import metadata
+
+    from chorustic.evaluation.numerics import numerics_key
+
+    versions = {"python": platform.python_version()}
+    for name in KEPT_WORK_LIBRARIES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
+    return {"libraries": versions, "numerics": numerics_key(device, portable_numerics)}
+
+
 def _versions() -> dict[str, str]:
     out = {"python": platform.python_version()}
     for mod in ("numpy", "torch", "sklearn", "aeon", "tabicl", "mantis", "chorustic"):
@@ -365,7 +386,7 @@ def _predict_in_chunks(estimator: Any, X_test: Any, chunk: int, n_classes: int, 
         parts.append(_align_proba(estimator.predict_proba(part), estimator.classes_, n_classes, name))
         done = min(start + step, n)
         if memo is not None:
-            memo.save()
+            _save_memo(memo, log, tag=tag)
         if partial is not None and done < n and time.monotonic() - saved >= SAVE_EVERY_S:
             spent = dict(partial.spent)
             spent["predict_s"] += time.perf_counter() - w0
@@ -376,6 +397,17 @@ def _predict_in_chunks(estimator: Any, X_test: Any, chunk: int, n_classes: int, 
             if log is not None:
                 log(f"{tag} {done}/{n} test series predicted ({time.perf_counter() - w0:.0f}s this attempt)")
     return (parts[0] if len(parts) == 1 else np.concatenate(parts)), first
+
+
+def _save_memo(memo: Any, log=None, spec: Any = None, *, tag: str | None = None, force: bool = False) -> None:
+    """:meth:`KeptPairMemo.save`, saying once (in the job's log) when the memo file had to be given up."""
+    if memo.given_up:
+        return
+    memo.save(force=force)
+    if memo.given_up and log is not None:
+        tag = tag or f"[{spec.method}/{spec.dataset}]"
+        log(f"{tag} the pair memo cannot be written ({memo.given_up}): the job goes on without keeping it "
+            "(a stopped job will compute its pairs again)")
 
 
 def run_record(context: Any, **fields: Any) -> dict[str, Any]:
@@ -488,11 +520,12 @@ def run_job(spec: JobSpec, *, resume: bool = False, log=None) -> dict[str, Any]:
             "on another version of the data or contexts; running every context again")
         _remove_predictions(results_dir, spec.method, spec.dataset, sorted(done))
         manifest["runs"], done = [], set()
-    # the distances an earlier attempt of this job computed (its memo file), when made from the same inputs
-    kept_memo = KeptPairMemo(memo_path(results_dir, spec.method, spec.dataset),
-                             {"method": spec.method, "plugin": spec.plugin, "params": params,
-                              "fingerprint": spec.fingerprint, "source_sha256": ds.source_sha256, "device": device},
-                             PAIR_MEMO)
+    # the work an earlier attempt kept is used when made from the same inputs, here and in the same environment
+    kept_inputs = {"method": spec.method, "plugin": spec.plugin, "params": params, "fingerprint": spec.fingerprint,
+                   "source_sha256": ds.source_sha256, "device": device,
+                   "environment": _kept_work_environment(device, spec.portable_numerics)}
+    # the distances an earlier attempt of this job computed (its memo file)
+    kept_memo = KeptPairMemo(memo_path(results_dir, spec.method, spec.dataset), kept_inputs, PAIR_MEMO)
     n_kept = kept_memo.load()
     if kept_memo.discarded:
         log(f"[{spec.method}/{spec.dataset}] the pair memo of an earlier attempt was {kept_memo.discarded}")
@@ -538,13 +571,16 @@ def run_job(spec: JobSpec, *, resume: bool = False, log=None) -> dict[str, Any]:
             chunk = method.query_chunk(_job_size(X_train, idx, X_test), **params)
             partial = PartialPredictions(
                 partial_path(results_dir, spec.method, spec.dataset, ctx.protocol, ctx.seed),
-                {"method": spec.method, "plugin": spec.plugin, "params": params, "fingerprint": spec.fingerprint,
-                 "source_sha256": ds.source_sha256, "protocol": ctx.protocol, "seed": int(ctx.seed),
-                 "context": context_digest(idx), "n_test": len(ds.y_test), "n_classes": n_classes,
-                 "chunk": int(chunk), "device": device})
+                {**kept_inputs, "protocol": ctx.protocol, "seed": int(ctx.seed), "context": context_digest(idx),
+                 "n_test": len(ds.y_test), "n_classes": n_classes, "chunk": int(chunk)})
+            memo_s, memo_cpu_s = kept_memo.write_s, kept_memo.write_cpu_s
             proba, resumed = _predict_in_chunks(estimator, X_test, chunk, n_classes, tag, partial, log, kept_memo)
-            t2, c2 = time.perf_counter(), time.process_time()
+            # the memo's writes are the harness's, not the method's: recorded apart from its times
+            memo_s, memo_cpu_s = kept_memo.write_s - memo_s, kept_memo.write_cpu_s - memo_cpu_s
+            t2, c2 = time.perf_counter() - memo_s, time.process_time() - memo_cpu_s
             extra = dict(getattr(estimator, "run_info_", {}) or {})
+            if memo_s > 0:
+                extra["memo_write_s"] = round(memo_s, 3)
             if chunk < len(ds.y_test):
                 extra["query_chunk"] = int(chunk)
             peak = max(_peak_rss_mb(), partial.spent["peak_memory_mb"])
@@ -590,7 +626,7 @@ def run_job(spec: JobSpec, *, resume: bool = False, log=None) -> dict[str, Any]:
             gc.collect()
         manifest["runs"].append(rec)
         atomic_write_json(prog, manifest)
-        kept_memo.save()
+        _save_memo(kept_memo, log, spec)
 
     manifest["versions"] = _versions()
     manifest["numerics"] = numerics_record(device, requested=spec.portable_numerics)
@@ -601,7 +637,7 @@ def run_job(spec: JobSpec, *, resume: bool = False, log=None) -> dict[str, Any]:
     if all(r["status"] in FINISHED_STATUSES for r in manifest["runs"]):
         kept_memo.remove()
     else:  # kept whole for the retry of a job with failed runs
-        kept_memo.save(force=True)
+        _save_memo(kept_memo, log, spec, force=True)
     return manifest
 
 

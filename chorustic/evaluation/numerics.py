@@ -59,7 +59,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PORTABLE_ENV", "portable_numerics_env", "numerics_record", "effective_numerics", "mkl_branch"]
+__all__ = ["PORTABLE_ENV", "cpu_model", "portable_numerics_env", "numerics_key", "numerics_record", "effective_numerics",
+           "mkl_branch"]
 
 #: numpy's dispatch targets above AVX2 (unknown names are ignored by numpy on x86-64).
 _NUMPY_AVX512 = (
@@ -175,6 +176,32 @@ def effective_numerics() -> dict[str, str | None]:
     out["openblas_coretype"] = _openblas_coretypes()
     out["numba_target"] = _numba_target()
     return out
+
+
+def numerics_key(device: str = "cpu", requested: bool = True) -> dict[str, Any]:
+    """What decides this process's floating-point results besides the code, the libraries and the data: the
+    pins as it sees them and, where they do not make results portable (off, overridden, a GPU, a CPU without
+    AVX2), this machine's processor. Work kept from an earlier attempt (a job's partial predictions and pair
+    memo) is used only under the same key."""
+    env = {k: os.environ.get(k) for k in PORTABLE_ENV}
+    portable = (device == "cpu" and requested and _x86_64() and _has_avx2()
+                and all(env[k] == v for k, v in PORTABLE_ENV.items()))
+    key: dict[str, Any] = {"env": env, "portable": portable}
+    if not portable:
+        key["machine"] = {"arch": platform.machine(), "processor": cpu_model(), "device": device,
+                          "features": sorted(k for k, v in _cpu_features().items() if v)}
+    return key
+
+
+def cpu_model() -> str:
+    """This machine's processor as the kernel names it (``model name`` of /proc/cpuinfo)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
 
 
 def numerics_record(device: str = "cpu", requested: bool = True) -> dict[str, Any]:

@@ -109,35 +109,38 @@ class PairMemo:
 
     def read(self, zf: zipfile.ZipFile) -> int:
         """Take the tables of a memo :meth:`write` wrote (``zf``: the file, open) in place of those held; return
-        the pairs taken. Each row is read on its own, so reading holds the memo once (as computing it does).
-        Raises ValueError (held tables unchanged) when the file is not such a memo or holds more than this
-        memo's bound."""
+        the pairs taken. Every member's header is checked before its data is read (its shape within this
+        memo's bound) and each row is read on its own, so reading holds the memo once, as computing it does.
+        Raises ValueError (held tables unchanged) when the file is not such a memo or holds more than the
+        bound."""
         tables: dict[Hashable, _Table] = {}
         total = 0
-        for i in range(int(_read_member(zf, "n_tables"))):
-            key = _readable_key(str(_read_member(zf, f"key{i}")), parsed=True)
-            cols, rows = _read_member(zf, f"cols{i}"), _read_member(zf, f"rows{i}")
-            if key is None or cols.ndim != 2 or rows.ndim != 2 or cols.dtype != np.uint8 or rows.dtype != np.uint8:
-                raise ValueError(f"table {i} is not a pair memo's table")
+        for i in range(int(_read_member(zf, "n_tables", (), np.dtype(np.int64), self.max_bytes))):
+            key = _readable_key(str(_read_member(zf, f"key{i}", (), None, self.max_bytes)), parsed=True)
+            if key is None or key in tables:
+                raise ValueError(f"table {i}'s key is not a pair memo's")
+            cols = _read_member(zf, f"cols{i}", 2, np.dtype(np.uint8), self.max_bytes)
+            rows = _read_member(zf, f"rows{i}", 2, np.dtype(np.uint8), self.max_bytes)
+            if cols.shape[1] != rows.shape[1]:
+                raise ValueError(f"table {i}'s digests differ in length")
+            table = _Table()
+            table.cols = {bytes(c): j for j, c in enumerate(cols)}
+            names = [bytes(r) for r in rows]
+            if len(table.cols) != len(cols) or len(set(names)) != len(names):
+                raise ValueError(f"table {i} names a series twice")
             total += len(rows) * len(cols) * 8
             if total > self.max_bytes:
                 raise ValueError(f"holds more than the memo's bound ({self.max_bytes / 2**20:.0f} MB)")
-            table = _Table()
-            table.cols = {bytes(c): j for j, c in enumerate(cols)}
             with zf.open(f"d{i}.npy") as f:
-                version = np.lib.format.read_magic(f)
-                header = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
-                if version not in header:
-                    raise ValueError(f"table {i}'s distances are in .npy format {version}")
-                shape, fortran, dtype = header[version](f)
-                if shape != (len(rows), len(cols)) or fortran or dtype != np.dtype("<f8"):
+                shape, dtype = _read_header(f)
+                if shape != (len(rows), len(cols)) or dtype != np.dtype("<f8"):
                     raise ValueError(f"table {i}'s distances are {dtype} {shape}, not float64 {(len(rows), len(cols))}")
                 width = len(cols) * 8
-                for r in rows:
+                for name in names:
                     buf = f.read(width)
                     if len(buf) != width:
                         raise ValueError(f"table {i}'s distances end early")
-                    table.rows[bytes(r)] = np.frombuffer(buf, dtype="<f8").copy()
+                    table.rows[name] = np.frombuffer(buf, dtype="<f8").copy()
             tables[key] = table
         self._tables = tables
         self.changes = 0
@@ -215,8 +218,29 @@ def _readable_key(key, *, parsed: bool = False):
         return None
 
 
-def _read_member(zf: zipfile.ZipFile, name: str) -> np.ndarray:
+def _read_header(f) -> tuple[tuple[int, ...], np.dtype]:
+    """The shape and dtype of the ``.npy`` member open in ``f`` (C order only), read up to its data."""
+    version = np.lib.format.read_magic(f)
+    readers = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+    if version not in readers:
+        raise ValueError(f".npy format {version}")
+    shape, fortran, dtype = readers[version](f)
+    if fortran:
+        raise ValueError("a Fortran-ordered array")
+    return tuple(int(n) for n in shape), dtype
+
+
+def _read_member(zf: zipfile.ZipFile, name: str, ndim, dtype: np.dtype | None, max_bytes: int) -> np.ndarray:
+    """Member ``name`` of ``zf``, checked by its header before its data is read: ``ndim`` dimensions (``()``:
+    a scalar), ``dtype`` (None: text) and at most ``max_bytes``."""
     with zf.open(f"{name}.npy") as f:
+        shape, found = _read_header(f)
+        want = 0 if ndim == () else ndim
+        if len(shape) != want or (dtype is not None and found != dtype) or (dtype is None and found.kind != "U"):
+            raise ValueError(f"{name} is {found} {shape}, not a pair memo's")
+        if int(np.prod(shape, dtype=np.float64)) * found.itemsize > max_bytes:
+            raise ValueError(f"{name} holds more than the memo's bound")
+        f.seek(0)
         return np.lib.format.read_array(f, allow_pickle=False)
 
 
