@@ -233,7 +233,9 @@ def collect(results: Path, logs: Path) -> list[dict]:
         peak = max([peak] + [p for r in failed if (p := _peak_at_limit(r.get("error"))) is not None])
         if bench.is_file() and not failed and not stopped:
             head, values = bench.read_text().splitlines()[:2]
-            cpu = float(dict(zip(head.split("\t"), values.split("\t")))["cpu_time"]) + _earlier_cpu_s(runs)
+            # Snakemake's figure is the job's last attempt's: the runs an earlier attempt finished are not in it
+            # and cannot be told apart here (a job resumed across attempts is measured as one job, `measure`)
+            cpu = float(dict(zip(head.split("\t"), values.split("\t")))["cpu_time"]) + _earlier_cpu_s(runs, {})
         if cpu is None:  # the runs' CPU time (all threads), or their wall time where a manifest has none
             cpu = sum(float(r["cpu_time_s"]) if r.get("cpu_time_s") is not None
                       else float(r.get("fit_time_s") or 0) + float(r.get("predict_time_s") or 0) for r in runs)
@@ -250,10 +252,28 @@ def collect(results: Path, logs: Path) -> list[dict]:
     return out
 
 
-def _earlier_cpu_s(runs: list[dict]) -> float:
-    """The CPU time of the predictions of earlier, stopped attempts whose chunks a context of ``runs``
-    continued from (their worker's): not in this attempt's own CPU time, part of the job's."""
-    return sum(float((r.get("extra") or {}).get("earlier_attempts_cpu_s") or 0) for r in runs)
+def _kept_runs(progress: Path) -> dict[tuple[str, int], dict]:
+    """The finished runs an interrupted job's progress file holds (what its next attempt keeps), by context."""
+    try:
+        runs = json.loads(progress.read_text())["runs"]
+    except (OSError, ValueError, KeyError):
+        return {}
+    return {(r["protocol"], int(r["seed"])): r for r in runs if r.get("status") == "ok"}
+
+
+def _earlier_cpu_s(runs: list[dict], kept: dict[tuple[str, int], dict]) -> float:
+    """The CPU time of a job's earlier, stopped attempts that is not in this attempt's own: the runs it kept
+    (``kept``: as the progress file held them when it started; their whole ``cpu_time_s``) and, for the
+    contexts it ran, the predictions of the chunks it continued from (``earlier_attempts_cpu_s``). Not
+    counted: the earlier attempts' work outside any context (loading the data, starting the worker)."""
+    total = 0.0
+    for r in runs:
+        before = kept.get((r.get("protocol"), int(r.get("seed") or 0)))
+        if before is not None and (before.get("result") or {}).get("sha256") == (r.get("result") or {}).get("sha256"):
+            total += float(r.get("cpu_time_s") or 0)
+        else:
+            total += float((r.get("extra") or {}).get("earlier_attempts_cpu_s") or 0)
+    return total
 
 
 def measure(workdir: Path, method: str, dataset: str, fraction: float, job: dict, limit_s: float) -> dict:
@@ -273,6 +293,8 @@ def measure(workdir: Path, method: str, dataset: str, fraction: float, job: dict
            "--threads", str(job.get("threads", 1)), "--mem-mb", str(req_mb), "--runtime", f"{runtime:.2f}"]
     # the job's messages (its progress through a long context's chunks) as they come; every attempt's
     log = Path(cfg).parent / "evaluate.log"
+    manifest = Path(cfg).parent / "results" / "runs" / method
+    kept = _kept_runs(manifest / f".{dataset}.progress.json")  # an interrupted attempt's, which this one keeps
     t0, r0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
     with open(log, "a") as fh:
         proc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, text=True,
@@ -282,14 +304,13 @@ def measure(workdir: Path, method: str, dataset: str, fraction: float, job: dict
     # the job's CPU time (its processes: the command, the supervisor, the worker), what the cost model's
     # one-thread time is: robust to other work on the machine, which only stretches the wall time
     row["cpu_s"] = round(r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime, 1)
-    manifest = Path(cfg).parent / "results" / "runs" / method
     doc = None
     for name in (f"{dataset}.json", f"{dataset}.failed.json"):
         if (manifest / name).exists():
             doc = json.loads((manifest / name).read_text())
             break
     runs = doc["runs"] if doc else []
-    row["cpu_s"] = round(row["cpu_s"] + _earlier_cpu_s(runs), 1)
+    row["cpu_s"] = round(row["cpu_s"] + _earlier_cpu_s(runs, kept), 1)
     peaks = [r["peak_memory_mb"] for r in runs if r.get("peak_memory_mb")]
     peaks += [p for r in runs if (p := _peak_at_limit(r.get("error"))) is not None]  # stopped at the limit
     row["peak_mb"] = round(max(peaks)) if peaks else None
