@@ -17,8 +17,8 @@ Guarantees
   the runs its progress file recorded (:func:`job_inputs`: the same fingerprint, context file and data;
   prediction files as recorded) and runs the others. Within a context, the predictions of the chunks an
   earlier attempt finished are kept too (:mod:`chorustic.evaluation.checkpoints`), so a long context
-  continues where it stopped, and so are the distances of its pair memo (a nearest-neighbour method's pairs
-  are computed once per job, over all its attempts).
+  continues where it stopped, and so are the distances of its pair memo (a nearest-neighbour method computes
+  again only the pairs of its last minute or so before the stop).
 * A job with a failed run is not finished: its manifest goes to ``<dataset>.failed.json`` instead of
   ``<dataset>.json`` (aggregation lists its runs, the workflow retries the job). Every prediction file is
   recorded in the manifest with its SHA-256 (:mod:`chorustic.evaluation.integrity`), and the manifest
@@ -386,7 +386,7 @@ def _predict_in_chunks(estimator: Any, X_test: Any, chunk: int, n_classes: int, 
         parts.append(_align_proba(estimator.predict_proba(part), estimator.classes_, n_classes, name))
         done = min(start + step, n)
         if memo is not None:
-            _save_memo(memo, log, tag=tag)
+            _save_memo(memo, log, tag)
         if partial is not None and done < n and time.monotonic() - saved >= SAVE_EVERY_S:
             spent = dict(partial.spent)
             spent["predict_s"] += time.perf_counter() - w0
@@ -399,13 +399,13 @@ def _predict_in_chunks(estimator: Any, X_test: Any, chunk: int, n_classes: int, 
     return (parts[0] if len(parts) == 1 else np.concatenate(parts)), first
 
 
-def _save_memo(memo: Any, log=None, spec: Any = None, *, tag: str | None = None, force: bool = False) -> None:
-    """:meth:`KeptPairMemo.save`, saying once (in the job's log) when the memo file had to be given up."""
+def _save_memo(memo: Any, log, tag: str, *, force: bool = False) -> None:
+    """:meth:`KeptPairMemo.save`, saying once (in the job's log, ``tag`` first) when the memo file had to be
+    given up."""
     if memo.given_up:
         return
     memo.save(force=force)
     if memo.given_up and log is not None:
-        tag = tag or f"[{spec.method}/{spec.dataset}]"
         log(f"{tag} the pair memo cannot be written ({memo.given_up}): the job goes on without keeping it "
             "(a stopped job will compute its pairs again)")
 
@@ -626,7 +626,7 @@ def run_job(spec: JobSpec, *, resume: bool = False, log=None) -> dict[str, Any]:
             gc.collect()
         manifest["runs"].append(rec)
         atomic_write_json(prog, manifest)
-        _save_memo(kept_memo, log, spec)
+        _save_memo(kept_memo, log, f"[{spec.method}/{spec.dataset}]")
 
     manifest["versions"] = _versions()
     manifest["numerics"] = numerics_record(device, requested=spec.portable_numerics)
@@ -637,7 +637,7 @@ def run_job(spec: JobSpec, *, resume: bool = False, log=None) -> dict[str, Any]:
     if all(r["status"] in FINISHED_STATUSES for r in manifest["runs"]):
         kept_memo.remove()
     else:  # kept whole for the retry of a job with failed runs
-        _save_memo(kept_memo, log, spec, force=True)
+        _save_memo(kept_memo, log, f"[{spec.method}/{spec.dataset}]", force=True)
     return manifest
 
 

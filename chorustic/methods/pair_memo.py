@@ -14,8 +14,8 @@ float64 distances in one row per query series and is bounded (:data:`chorustic.m
 a constant like the query chunks, so a job's cost does not depend on the machine): a pair beyond the bound is
 computed each time it is needed, as without a memo. It lives in the evaluation worker's process, one job's
 contexts long, and is written to the job's memo file as it grows (:meth:`PairMemo.write`,
-:class:`chorustic.evaluation.checkpoints.KeptPairMemo`), so a job stopped and started again computes the
-pairs its earlier attempts computed once, as an uninterrupted job does.
+:class:`chorustic.evaluation.checkpoints.KeptPairMemo`), so a job stopped and started again computes again
+only the pairs its earlier attempt computed after the file's last write.
 """
 
 from __future__ import annotations
@@ -115,8 +115,8 @@ class PairMemo:
         bound."""
         tables: dict[Hashable, _Table] = {}
         total = 0
-        for i in range(int(_read_member(zf, "n_tables", (), np.dtype(np.int64), self.max_bytes))):
-            key = _readable_key(str(_read_member(zf, f"key{i}", (), None, self.max_bytes)), parsed=True)
+        for i in range(int(_read_member(zf, "n_tables", 0, np.dtype(np.int64), self.max_bytes))):
+            key = _readable_key(str(_read_member(zf, f"key{i}", 0, None, self.max_bytes)), parsed=True)
             if key is None or key in tables:
                 raise ValueError(f"table {i}'s key is not a pair memo's")
             cols = _read_member(zf, f"cols{i}", 2, np.dtype(np.uint8), self.max_bytes)
@@ -230,13 +230,12 @@ def _read_header(f) -> tuple[tuple[int, ...], np.dtype]:
     return tuple(int(n) for n in shape), dtype
 
 
-def _read_member(zf: zipfile.ZipFile, name: str, ndim, dtype: np.dtype | None, max_bytes: int) -> np.ndarray:
-    """Member ``name`` of ``zf``, checked by its header before its data is read: ``ndim`` dimensions (``()``:
-    a scalar), ``dtype`` (None: text) and at most ``max_bytes``."""
+def _read_member(zf: zipfile.ZipFile, name: str, ndim: int, dtype: np.dtype | None, max_bytes: int) -> np.ndarray:
+    """Member ``name`` of ``zf``, checked by its header before its data is read: ``ndim`` dimensions (0: a
+    scalar), ``dtype`` (None: text) and at most ``max_bytes``."""
     with zf.open(f"{name}.npy") as f:
         shape, found = _read_header(f)
-        want = 0 if ndim == () else ndim
-        if len(shape) != want or (dtype is not None and found != dtype) or (dtype is None and found.kind != "U"):
+        if len(shape) != ndim or (dtype is not None and found != dtype) or (dtype is None and found.kind != "U"):
             raise ValueError(f"{name} is {found} {shape}, not a pair memo's")
         if int(np.prod(shape, dtype=np.float64)) * found.itemsize > max_bytes:
             raise ValueError(f"{name} holds more than the memo's bound")
