@@ -777,8 +777,8 @@ def test_a_job_stopped_from_outside_continues_from_its_finished_runs(gunpoint, p
     assert not prog.exists() and manifest_path(tmp_path / "res", "patient", "GunPoint").exists()
 
 
-@pytest.mark.parametrize("change", ["nothing", "fingerprint", "contexts", "data", "a prediction file", "a failed run",
-                                    "a failure record"])
+@pytest.mark.parametrize("change", ["nothing", "fingerprint", "contexts", "data", "a library version", "numerics",
+                                    "a prediction file", "a failed run", "a failure record"])
 def test_an_interrupted_jobs_runs_are_kept_only_when_made_from_the_same_inputs(gunpoint, plugin_dir, tmp_path,
                                                                          monkeypatch, change):
     import shutil
@@ -802,6 +802,10 @@ def test_an_interrupted_jobs_runs_are_kept_only_when_made_from_the_same_inputs(g
         state["runs"][3] = {**state["runs"][3], "status": "failed", "error": "exceeded the job's memory limit"}
     if change == "data":
         state["inputs"]["source_sha256"] = {"GunPoint_TRAIN.ts": "0" * 64}
+    if change == "a library version":  # runs recorded under another numpy: the next start runs them again
+        state["inputs"]["environment"]["libraries"]["numpy"] = "1.0.0"
+    if change == "numerics":  # or with other numerics (pins off, or another processor)
+        state["inputs"]["environment"]["numerics"] = {"env": {}, "portable": False}
     prog = progress_path(tmp_path / "res", "spy", "GunPoint")
     if change == "a failure record":  # a job that finished with a failed run (the rest not run: a time limit)
         failure_record_path(tmp_path / "res", "spy", "GunPoint").write_text(json.dumps(state))

@@ -14,8 +14,8 @@ Guarantees
   left behind, so a finished manifest never points at files of another attempt; the files of contexts
   it does not run (another protocol selection's finished results) are left alone. A job that was
   stopped from outside (Ctrl-C, SIGTERM, a cluster's preemption) is the exception: its next start keeps
-  the runs its progress file recorded (:func:`job_inputs`: the same fingerprint, context file and data;
-  prediction files as recorded) and runs the others. Within a context, the predictions of the chunks an
+  the runs its progress file recorded (:func:`job_inputs`: the same fingerprint, context file and data,
+  library versions and numerics; prediction files as recorded) and runs the others. Within a context, the predictions of the chunks an
   earlier attempt finished are kept too (:mod:`chorustic.evaluation.checkpoints`), so a long context
   continues where it stopped, and so are the distances of its pair memo (a nearest-neighbour method computes
   again only the pairs of its last minute or so before the stop).
@@ -228,10 +228,13 @@ def no_contexts_error(spec: "JobSpec") -> JobFailed:
     )
 
 
-def job_inputs(contexts_file: str | os.PathLike, source_sha256: dict[str, str] | None) -> dict[str, Any]:
+def job_inputs(contexts_file: str | os.PathLike, source_sha256: dict[str, str] | None,
+               environment: dict[str, Any] | None = None) -> dict[str, Any]:
     """What a job's runs were made from, besides the method's fingerprint: the SHA-256 of its context file
-    and of its dataset's files. A run recorded with other inputs is never resumed."""
-    return {"contexts_sha256": sha256_file(contexts_file), "source_sha256": source_sha256}
+    and of its dataset's files, and the environment that computed them (:func:`_kept_work_environment`: the
+    libraries' versions and the numerics). A run recorded with other inputs is never resumed."""
+    return {"contexts_sha256": sha256_file(contexts_file), "source_sha256": source_sha256,
+            "environment": environment}
 
 
 def clear_job_outputs(
@@ -513,17 +516,19 @@ def run_job(spec: JobSpec, *, resume: bool = False, log=None) -> dict[str, Any]:
                       lock=spec.lock_file or True, allow_modified=spec.allow_modified_data,
                       series="native" if native else "resampled")
     manifest["data_modifications"] = list(ds.modifications)
-    manifest["inputs"] = job_inputs(spec.contexts_file, ds.source_sha256)
+    environment = _kept_work_environment(device, spec.portable_numerics)
+    manifest["inputs"] = job_inputs(spec.contexts_file, ds.source_sha256, environment)
     if prior_inputs is not None and prior_inputs != manifest["inputs"]:
-        # an interrupted run of this job on other data or other contexts: none of its runs counts
+        # an interrupted run of this job on other data, contexts, libraries or numerics: none of its runs counts
         log(f"[{spec.method}/{spec.dataset}] the {len(prior_runs)} run(s) recorded by an earlier attempt were made "
-            "on another version of the data or contexts; running every context again")
+            "from another version of the data or contexts, or with other library versions or numerics "
+            f"({', '.join(k for k in manifest['inputs'] if prior_inputs.get(k) != manifest['inputs'][k])}); "
+            "running every context again")
         _remove_predictions(results_dir, spec.method, spec.dataset, sorted(done))
         manifest["runs"], done = [], set()
     # the work an earlier attempt kept is used when made from the same inputs, here and in the same environment
     kept_inputs = {"method": spec.method, "plugin": spec.plugin, "params": params, "fingerprint": spec.fingerprint,
-                   "source_sha256": ds.source_sha256, "device": device,
-                   "environment": _kept_work_environment(device, spec.portable_numerics)}
+                   "source_sha256": ds.source_sha256, "device": device, "environment": environment}
     # the distances an earlier attempt of this job computed (its memo file)
     kept_memo = KeptPairMemo(memo_path(results_dir, spec.method, spec.dataset), kept_inputs, PAIR_MEMO)
     n_kept = kept_memo.load()
