@@ -27,15 +27,20 @@ from chorustic.methods import CostModel, Method, MethodInfo, MethodNotReady, reg
 #: (benchmarks/chorustic_memory.py): ~27 ms per series and context plus ~77 ms per series and channel
 #: encoded (at most 64: 4 draws of 16 RSSC slots); ~2.3 MB per series held (context and a chunk of
 #: queries: a context of 2,000 series peaks at 6.1 GB) and ~1 KB per value encoded (the signal level
-#: encodes 128 rows at a time: ChorusTICClassifier's signal_batch_size). On a GPU: the
-#: estimated gpu_speedup until one is measured.
+#: encodes 128 rows at a time: ChorusTICClassifier's signal_batch_size). More than K_max = 10 classes: ~30 ms
+#: per query and extra pass of the class tree (60 classes: 7 passes; 60 context and 60 query rows took 36.1
+#: CPU-s against 25.4 with 10 classes, under the evaluation workers' pinned numerics: benchmarks/many_classes.py).
+#: On a GPU: the estimated gpu_speedup until one is measured.
 PAPER_COST = CostModel(time_job_s=21.9, time_base_s=1.1, time_ns_per_value=150000, time_ns_per_series=2.74e+07,
-                       time_ns_per_series_pair=1100, mem_base_mb=1040, mem_bytes_per_value=15.1,
+                       time_ns_per_series_pair=1100, time_ns_per_tree_query=3.0e7, tree_max_classes=10,
+                       mem_base_mb=1040, mem_bytes_per_value=15.1,
                        mem_kb_per_series=2260, mem_bytes_per_model_value=942, gpu_speedup=100, model_channels=64,
                        model_rows=128, parallel_fraction=0.88,
                        context_per_call=True)
-#: The committed small model (1.1 M parameters): refitted on its jobs on stand-ins.
+#: The committed small model (1.1 M parameters): refitted on its jobs on stand-ins; its class tree ~0.5 ms per
+#: query and extra pass (benchmarks/many_classes.py).
 SMALL_COST = CostModel(time_job_s=7.21, time_base_s=0, time_ns_per_value=547, time_ns_per_series=3.34e+06,
+                       time_ns_per_tree_query=5e5, tree_max_classes=10,
                        mem_base_mb=534, mem_bytes_per_value=31.4, mem_kb_per_series=51,
                        mem_bytes_per_model_value=4.17, gpu_speedup=20, model_channels=64, model_rows=128,
                        parallel_fraction=0.64, context_per_call=True)

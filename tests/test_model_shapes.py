@@ -95,6 +95,17 @@ def test_balanced_class_tree():
     assert all(c.is_leaf for c in root.children[1:])
 
 
+def test_the_cost_models_count_the_passes_of_the_tree_the_model_builds():
+    from chorustic.class_tree import class_tree_passes
+
+    def nodes(node):
+        return 1 + sum(nodes(c) for c in node.children)
+
+    for k in (2, 10, 11, 25, 60, 101, 150):
+        assert class_tree_passes(k, 10) == nodes(build_class_tree(torch.arange(k), 10))
+    assert class_tree_passes(60, 10) == 7 and class_tree_passes(101, 10) == 13
+
+
 def test_labels_must_be_encoded(model):
     X = torch.randn(1, 6, 1, 32)
     with pytest.raises(ValueError, match="encode them as 0..K-1"):

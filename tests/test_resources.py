@@ -140,6 +140,19 @@ def test_cost_model_forest_terms_follow_the_classes_of_each_context():
     assert cr.job_size("PEMS-SF").n_classes == 7 and cr.job_size("FordA").n_classes == 2
 
 
+def test_cost_model_counts_the_class_tree_passes_of_each_context():
+    """An in-context learner decoding at most 10 classes per pass runs one pass per node of the class tree:
+    60 classes, 7 passes (6 beyond the first, every query in each); a context of 12 series holds at most 12
+    classes (3 passes); 10 classes or fewer, or no tree, none."""
+    m = CostModel(time_job_s=0, time_ns_per_input_value=0, time_base_s=0, time_ns_per_value=0,
+                  time_ns_per_tree_query=1e9 / 1000, tree_max_classes=10)
+    size = JobSize(n_train=60, n_test=50, n_channels=1, length=100, context_train=(60, 12), n_classes=60)
+    # 1 ms per query and extra pass: 6 x 50 in the first context, 2 x 50 in the second
+    assert m.estimate(size)[1] == pytest.approx(0.3 + 0.1)
+    assert m.estimate(dataclasses.replace(size, n_classes=10))[1] == 0
+    assert dataclasses.replace(m, tree_max_classes=None).estimate(size)[1] == 0
+
+
 def test_an_elastic_distance_costs_more_per_channel_once_a_series_leaves_the_cache():
     """``time_ns_per_cell_spilled`` adds to every alignment cell and channel of series larger than
     SERIES_CACHE_BYTES (all channels, float64), and to no others."""

@@ -11,6 +11,8 @@ from __future__ import annotations
 import dataclasses
 import math
 
+from chorustic.class_tree import class_tree_passes
+
 __all__ = [
     "CHECKPOINT_MIN_QUERIES", "CHECKPOINT_S", "CostModel", "JobSize", "PAIR_MEMO_MB", "QUERY_MEMORY_MB",
     "SERIES_CACHE_BYTES", "JOB_OVERHEAD_MB",
@@ -137,7 +139,9 @@ class CostModel:
                            + time_ns_per_cell_spilled * n_channels * n_train * n_test * length * band
                              [a series above SERIES_CACHE_BYTES only]
                            + time_ns_per_multichannel_cell * n_train * n_test * length * band
-                             [n_channels > 1 only]) / 1e9)
+                             [n_channels > 1 only]
+                           + time_ns_per_tree_query * (passes(classes) - 1) * n_test
+                             [tree_max_classes set only]) / 1e9)
 
     With :attr:`memo_pairs`, where the job's memo holds its pairs (:meth:`memo_train`), the pair terms (the
     cells, path cells, spilled cells, multichannel cells and series pairs) are not summed over the contexts:
@@ -230,6 +234,13 @@ class CostModel:
     loop over the channels of a pointwise distance, which a univariate distance does not run (aeon's DTW under
     the pinned haswell code of portable numerics: ~6 ns per cell from one channel to two, then ~0.5 ns per
     channel; ``benchmarks/results/archive_scale.md``)."""
+    time_ns_per_tree_query: float = 0.0
+    """Per context, query and pass of the class tree beyond the first (:attr:`tree_max_classes`): an
+    in-context learner that decodes at most ``tree_max_classes`` classes runs its in-context stage once per
+    node of a balanced tree over more (:func:`chorustic.class_tree.class_tree_passes`: 7 passes for 60
+    classes at 10), every query in each; the row encoders run once."""
+    tree_max_classes: int | None = None
+    """The most classes one in-context pass decodes (ChorusTIC's ``K_max``); None: no class tree."""
     memo_pairs: bool = False
     """The method keeps each (query, context series) distance across the job's contexts
     (:class:`chorustic.methods.pair_memo.PairMemo`) and computes a pair once per job, where the test split's
@@ -310,7 +321,7 @@ class CostModel:
                          "time_ns_per_series", "time_ns_per_pair", "time_ns_per_cell", "time_ns_per_series_pair",
                          "time_ns_per_column", "time_ns_per_path_cell", "time_ns_per_dilated_value",
                          "time_ns_per_column_class", "time_ns_per_column_series", "time_ns_per_cell_spilled",
-                         "time_ns_per_multichannel_cell")
+                         "time_ns_per_multichannel_cell", "time_ns_per_tree_query")
     #: The memory coefficients, in the order of :meth:`memory_terms`.
     MEMORY_COEFFICIENTS = ("mem_base_mb", "mem_bytes_per_value", "mem_kb_per_series", "mem_bytes_per_pair",
                            "mem_bytes_per_model_value", "mem_bytes_per_row_point", "mem_bytes_per_query_pair",
@@ -364,6 +375,8 @@ class CostModel:
             classes = max(1, min(c.n_classes, c.n_train))
             out[11] += columns * (classes - 1) / 1e9
             out[12] += columns * c.n_train * (1 - 1 / classes) * math.log2(max(2, c.n_train)) / 1e9
+            if self.tree_max_classes is not None:
+                out[15] += (class_tree_passes(classes, self.tree_max_classes) - 1) * c.n_test / 1e9
             if not memo:
                 pairs(c)
         if memo:

@@ -1,6 +1,7 @@
 """Hierarchical extension for many-class tasks (paper App. B, "Hierarchical Extension").
 
-For K > K_max classes a balanced tree is built over the sorted classes: a node with more than K_max
+For K > K_max classes a balanced tree is built over the sorted classes (its shape has its home in
+:mod:`chorustic.class_tree`, without torch, for the cost models): a node with more than K_max
 classes splits them into ``min(ceil(k / K_max), K_max)`` groups of consecutive classes, group sizes
 ``ceil(remaining classes / remaining groups)`` (25 -> [9, 8, 8]; 101 -> [11, 10 x 9], the 11-class
 child -> [6, 5]); a node with at most K_max classes is a leaf. At every node the in-context
@@ -13,28 +14,14 @@ logits are ``T * log(p + 1e-6)``.
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Callable
 
 import torch
 from torch import Tensor
 
+from chorustic.class_tree import balanced_partition
+
 __all__ = ["ClassNode", "balanced_partition", "build_class_tree", "hierarchical_probabilities"]
-
-
-def balanced_partition(num_classes: int, max_classes: int) -> list[int]:
-    """Group id of each of ``num_classes`` consecutive classes (larger groups first)."""
-    if num_classes <= max_classes:
-        return [0] * num_classes
-    n_groups = min(math.ceil(num_classes / max_classes), max_classes)
-    out: list[int] = []
-    remaining, remaining_groups = num_classes, n_groups
-    for gid in range(n_groups):
-        size = math.ceil(remaining / remaining_groups)
-        out.extend([gid] * size)
-        remaining -= size
-        remaining_groups -= 1
-    return out
 
 
 @dataclasses.dataclass
