@@ -14,14 +14,20 @@ vector and treat the resulting samples as rows of a tabular classification task"
   file or folder) or the Hugging Face cache (never downloaded during evaluation; ``chorustic
   fetch-weights tabicl`` downloads and verifies it).
 
-Large tables (flattened UEA rows are long: EigenWorms 6 x 17,984, DuckDuckGeese 1,345 x 270): the
-column-embedding output of one ensemble member takes ``rows x features x embed_dim x 4`` bytes.
-Before running, that size is compared with the memory available to the job (``max_memory_mb`` or
-the machine's/cgroup's available memory); the ensemble batch and the number of query rows per
-forward pass are reduced to fit (query rows never attend to each other in TabICL, so splitting the
-query set does not change predictions). If even one member with one query chunk does not fit, a
-``MemoryError`` names the dataset size and the fixes (more memory, a GPU, ``disk_offload_dir`` for
-tabicl's disk offloading). The harness records that as a failed run, never as a number.
+Large tables (flattened UEA rows are long: EigenWorms 6 x 17,984, DuckDuckGeese 1,345 x 270): a forward
+pass holds about ``cell_tensors`` float32 tensors of ``embed_dim`` per (ensemble member, row, feature):
+the column embeddings and the activations around them, 2.0-2.4 KB per cell for v1.1 and 2.9 KB for v2
+(``embed_dim`` 128; measured with random weights of the real architectures, 60-480 rows of 128-1,024
+features, one and eight members: benchmarks/results/archive_scale.md). :func:`forward_plan` sizes each
+pass to :data:`WORK_MB` (a constant, so that the batches, and with them the float rounding, are the same
+on every machine; ``max_memory_mb`` sets another budget): the ensemble batch is halved first, then the
+query rows per pass are cut (query rows never attend to each other in TabICL, and the members are
+independent, so neither changes predictions). A table whose one member with one query row needs more
+than the budget runs at that minimum. If even that does not fit the memory available to the job (the
+machine's or cgroup's, or the job's limit the harness exports), a ``MemoryError`` names the dataset size
+and the fixes (more memory, a GPU, ``disk_offload_dir`` for tabicl's disk offloading). The harness
+records that as a failed run, never as a number. The plugins' cost models add the same plan's memory
+(:meth:`TabICLBase.job_cost`), so a job asks for what its passes hold.
 """
 
 from __future__ import annotations
@@ -39,6 +45,28 @@ from chorustic.methods.inputs import flatten_channels, series_lengths, to_fixed_
 from chorustic.methods.weights import HubMethod, cached, file_key, frozen, load_torch_checkpoint
 
 REPO_ID = "jingang/TabICL"
+
+#: The working memory of one forward pass (MB): the ensemble batch and the query rows per pass are sized to
+#: it, the same on every machine.
+WORK_MB = 2048.0
+
+
+def forward_plan(n_context: int, n_query: int, n_features: int, cell_bytes: float, members: int,
+                 budget_mb: float = WORK_MB) -> tuple[int, int, float]:
+    """(ensemble members per pass, query rows per pass, the pass's MB) for ``n_context`` context rows and
+    ``n_query`` query rows of ``n_features`` features at ``cell_bytes`` per (member, row, feature): every
+    member and query at once when they fit ``budget_mb``; else the ensemble batch halved, then the query
+    rows cut; at least one member with one query row (the pass's MB then exceeds the budget)."""
+    per_row_mb = n_features * cell_bytes / 2**20
+    limit = max(float(budget_mb), (n_context + 1) * per_row_mb)
+    chunk = max(1, int(n_query))
+    members = max(1, int(members))
+    while members > 1 and members * (n_context + chunk) * per_row_mb > limit:
+        members = max(1, members // 2)
+    if members * (n_context + chunk) * per_row_mb > limit:
+        chunk = max(1, int(limit // max(per_row_mb, 1e-12)) - n_context)
+    chunk = min(chunk, max(1, int(n_query)))
+    return members, chunk, members * (n_context + chunk) * per_row_mb
 
 
 def available_memory_mb() -> float:
@@ -134,6 +162,7 @@ class FlattenedTabICLClassifier(ContractClassifier):
         device: str = "cpu",
         n_jobs: int = 1,
         verbose: bool = False,
+        cell_tensors: float = 5.0,
     ):
         self.checkpoint = checkpoint
         self.checkpoint_version = checkpoint_version
@@ -148,40 +177,36 @@ class FlattenedTabICLClassifier(ContractClassifier):
         self.device = device
         self.n_jobs = n_jobs
         self.verbose = verbose
+        self.cell_tensors = cell_tensors
 
     def _rows(self, X) -> np.ndarray:
         return flatten_channels(to_fixed_length(X, self.length_))
 
-    def _budget_mb(self) -> float:
-        if self.max_memory_mb:
-            return float(self.max_memory_mb)
-        return max(0.0, available_memory_mb())
+    def _cell_bytes(self) -> float:
+        """Bytes a forward pass holds per (ensemble member, row, feature)."""
+        return self.cell_tensors * int(self.model_.model_config_.get("embed_dim", 128)) * 4
 
     def _plan(self, n_query: int) -> tuple[int, int]:
-        """(ensemble members per forward, query rows per forward) that fit the memory budget."""
-        embed_dim = int(self.model_.model_config_.get("embed_dim", 128))
-        n_feat = int(self.n_features_)
-        per_row_mb = n_feat * embed_dim * 4 / 2**20  # column-embedding output of one row, one member
-        budget = 0.5 * self._budget_mb()  # headroom for activations, the input copies and the heads
+        """(ensemble members per forward, query rows per forward): :func:`forward_plan` at ``max_memory_mb``
+        or :data:`WORK_MB`, within the memory available to the job."""
         if self.disk_offload_dir:
             return int(self.batch_size), int(self.query_chunk_size or n_query)
-        rows_fit = int(budget // max(per_row_mb, 1e-9))
-        if rows_fit < self.n_context_ + 1:
-            need = (self.n_context_ + 1) * per_row_mb / 0.5
+        n_feat = int(self.n_features_)
+        cell = self._cell_bytes()
+        available = max(0.0, available_memory_mb())
+        budget = float(self.max_memory_mb) if self.max_memory_mb else min(WORK_MB, 0.8 * available)
+        need = (self.n_context_ + 1) * n_feat * cell / 2**20  # one member, one query row
+        if need > (float(self.max_memory_mb) if self.max_memory_mb else available):
+            have = float(self.max_memory_mb) if self.max_memory_mb else available
             raise MemoryError(
                 f"TabICL on {self.n_context_} context rows x {n_feat} features (channels x length, flattened) "
                 f"needs about {need / 1024:.1f} GiB for one ensemble member with one query row "
-                f"({embed_dim}-dim column embeddings); {self._budget_mb() / 1024:.1f} GiB are available. "
+                f"({cell / 1024:.1f} KB per row and feature); {have / 1024:.1f} GiB are available. "
                 f"Run this job with more memory (resources mem_mb) or on a GPU, or set params.disk_offload_dir "
                 f"to let tabicl offload column embeddings to disk."
             )
-        chunk = int(self.query_chunk_size) if self.query_chunk_size else n_query
-        members = int(self.batch_size)
-        # shrink the ensemble batch first, then the query chunk
-        while members > 1 and members * (self.n_context_ + chunk) > rows_fit:
-            members = max(1, members // 2)
-        if members * (self.n_context_ + chunk) > rows_fit:
-            chunk = max(1, rows_fit - self.n_context_)
+        queries = int(self.query_chunk_size) if self.query_chunk_size else n_query
+        members, chunk, _ = forward_plan(self.n_context_, queries, n_feat, cell, int(self.batch_size), budget)
         return members, min(chunk, n_query)
 
     def _fit(self, X, y):
@@ -233,17 +258,22 @@ class TabICLBase(HubMethod):
 
     checkpoint_file: ClassVar[str]
     estimator = FlattenedTabICLClassifier
-    fixed_params: ClassVar[dict[str, Any]] = {"checkpoint_version": None}  # the plugin's checkpoint_file
+    fixed_params: ClassVar[dict[str, Any]] = {"checkpoint_version": None,  # the plugin's checkpoint_file
+                                              "cell_tensors": None}  # and its cell_tensors
+    #: The float32 tensors of ``embed_dim`` a forward pass holds per (member, row, feature), measured
+    #: (module docstring): v1.1 2.0-2.4 KB per cell at ``embed_dim`` 128, taken at 5 (2.5 KB).
+    cell_tensors: ClassVar[float] = 5.0
     weights_param = "checkpoint"
     resources: ClassVar[dict[str, Any]] = {"threads": 4, "mem_mb": 32000, "runtime": 360, "gpu": 1}
     #: Set from jobs on stand-ins with random weights of TabICL v1.1's architecture (benchmarks/archive_scale.py,
-    #: one CPU thread; benchmarks/results/archive_scale.md): Crop at 1 % took 84 CPU-s, at 3 % more than 264
-    #: (stopped at the benchmark's limit), PEMS-SF at 1 % (7 + 7 rows of 138,672 features) more than 580 s
-    #: and 4.1 GB (stopped at its memory limit): ~10 s per context (the ensemble's preprocessing), ~55 us per
-    #: value (column embeddings: rows x features x 128 float32 per member, ~2 KB per value held) and
-    #: ~250 us per (context row, row) pair (row interaction and ICL). Too few finished jobs to fit by
-    #: --fit. On a GPU: the estimated gpu_speedup until one is measured.
-    cost: ClassVar[CostModel] = CostModel(time_job_s=20, time_base_s=10, time_ns_per_value=55_000,
+    #: one CPU thread under the pinned numerics; benchmarks/results/archive_scale.md): Crop at 1 % took 84 CPU-s,
+    #: ShapesAll's shape at 10 % (60 + 60 rows of 512 features, 60 classes) 452, and one context of 20 + 20 rows
+    #: of 128-1,024 features 7-72 s (benchmarks/many_classes.py): ~1.3 ms per value (the eight members' column
+    #: embeddings and row interaction, linear in the features), ~2 s per context, ~250 us per (context row,
+    #: row) pair (ICL); Crop at 3 % more than 264 s and PEMS-SF at 1 % more than 580 s (stopped at limits).
+    #: Memory: the forward passes' (job_cost) on top of ~950 MB and ~2 KB per value. Too few finished jobs to
+    #: fit by --fit. On a GPU: the estimated gpu_speedup until one is measured.
+    cost: ClassVar[CostModel] = CostModel(time_job_s=20, time_base_s=2, time_ns_per_value=1_300_000,
                                           time_ns_per_series_pair=250_000, mem_base_mb=950, mem_bytes_per_value=2000,
                                           gpu_speedup=100, parallel_fraction=0.91,
                                           context_per_call=True)
@@ -252,7 +282,19 @@ class TabICLBase(HubMethod):
         return [HubFile(REPO_ID, self.checkpoint_file, revision=p["revision"])]
 
     def resolve(self, params: dict[str, Any]) -> dict[str, Any]:
-        return {**super().resolve(params), "checkpoint_version": self.checkpoint_file}
+        return {**super().resolve(params), "checkpoint_version": self.checkpoint_file,
+                "cell_tensors": self.cell_tensors}
+
+    def job_cost(self, size, **params: Any) -> tuple[float, float]:
+        """The cost model's memory and time, plus what the forward passes hold (:func:`forward_plan` at
+        :data:`WORK_MB` for the largest context, ``n_train`` rows, with the harness's chunk of queries:
+        ``n_channels x length`` features at ``cell_tensors x 128 x 4`` bytes per member, row and feature)."""
+        mem, seconds = super().job_cost(size, **params)
+        p = self.params(params)
+        chunk = self.cost_model(**params).query_chunk(size)
+        _, _, work = forward_plan(size.n_train, chunk, size.n_channels * size.length, self.cell_tensors * 128 * 4,
+                                  int(p.get("batch_size", 8)))
+        return mem + work, seconds
 
     def load(self, params: dict[str, Any], resolved: dict[str, Any]) -> None:
         load_tabicl_model(resolved["checkpoint"], label=self.label, expected=self.checkpoint_file)

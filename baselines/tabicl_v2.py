@@ -26,6 +26,8 @@ class TabICLv2Method(_tabicl.TabICLBase):
         reference="Qu et al. TabICLv2. 2026",
     )
     checkpoint_file = "tabicl-classifier-v2-20260212.ckpt"
+    #: 2.9 KB per (member, row, feature) measured at ``embed_dim`` 128 (baselines/tabicl.py), taken at 6 (3.0 KB).
+    cell_tensors: ClassVar[float] = 6.0
     #: TabICL's cost model with 1.7x its time: Crop at 1 % took 143 CPU-s against v1.1's 84 (random weights
     #: of the real architectures, benchmarks/results/archive_scale.md); its own thread scaling
     #: (benchmarks/thread_scaling.py: 1.54x on 2 threads).

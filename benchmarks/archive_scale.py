@@ -441,29 +441,32 @@ def fit(csv_paths: list[Path], workdir: Path, figure: Path | None = None) -> str
     detail, points = [], {}
     for method in dict.fromkeys(r["method"] for r in rows):
         mine = [r for r in rows if r["method"] == method]
-        t, m, secs, mbs, labels = [], [], [], [], []
+        t, m, secs, mbs, labels, extra = [], [], [], [], [], []
         for r in mine:
             spec = standin_spec(r["dataset"], series_fraction=float(r["series_fraction"]))
             cfg_path = _config(scratch, f"{r['dataset']}-f{float(r['series_fraction']):g}", r["dataset"],
                                {method: runs[method]})
             plugin, params, size = _standin_job(cfg_path, method, r["dataset"], spec)
             model = plugin.cost_model(**params)
-            t.append(model.time_terms(size, band=plugin.cost_band(size, **params)))
+            band = plugin.cost_band(size, **params)
+            t.append(model.time_terms(size, band=band))
             m.append(model.memory_terms(size))
+            # what the plugin's job_cost adds to its cost model's memory (TabICL's forward passes): kept as is
+            extra.append(plugin.job_cost(size, **params)[0] - model.estimate(size, band=band)[0])
             secs.append(float(r["cpu_s"]))
             mbs.append(peak_of(r))
             labels.append(f"{r['dataset']} {float(r['series_fraction']):g} "
                           f"({spec.n_train}/{spec.n_test} x {spec.n_channels} x {spec.length})")
-        t, m, secs, mbs = map(np.array, (t, m, secs, mbs))
+        t, m, secs, mbs, extra = map(np.array, (t, m, secs, mbs, extra))
         timed = np.array([r["status"] == "ok" for r in mine])
         sized = ~np.isnan(mbs)
         now = {k: getattr(model, k) for k in CostModel.TIME_COEFFICIENTS + CostModel.MEMORY_COEFFICIENTS}
         new = {**_fit_one(t[timed], secs[timed], CostModel.TIME_COEFFICIENTS, now, TIME_SAFETY),
-               **_fit_one(m[sized], mbs[sized], CostModel.MEMORY_COEFFICIENTS, now, MEM_SAFETY)}
+               **_fit_one(m[sized], mbs[sized] - extra[sized], CostModel.MEMORY_COEFFICIENTS, now, MEM_SAFETY)}
 
         def model_of(coef):
             return (t @ np.array([coef[k] for k in CostModel.TIME_COEFFICIENTS]),
-                    m @ np.array([coef[k] for k in CostModel.MEMORY_COEFFICIENTS]))
+                    m @ np.array([coef[k] for k in CostModel.MEMORY_COEFFICIENTS]) + extra)
 
         (t0, m0), (t1, m1) = model_of(now), model_of(new)
         points[method] = (secs[timed], t0[timed], mbs[sized], m0[sized])

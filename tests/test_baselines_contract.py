@@ -10,6 +10,8 @@ loaders. No network, no real weights.
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -168,14 +170,57 @@ def test_tabicl_chunks_queries_to_fit_memory_and_refuses_impossible_tables(disco
     Xq, _ = make_data("native", 30, 2, seed=11)
     full = method.build(seed=0, **params).fit(X, y)
     p_full = full.predict_proba(Xq)
-    # one row costs 128 features x 16 dims x 4 B = 8 KiB per member; half of 0.6 MiB holds 38 rows:
+    # one row holds 128 features x 5 tensors x 16 dims x 4 B = 40 KiB per member; 1.5 MiB holds 38 rows:
     # one member, the 20 context rows and 18 of the 30 query rows per forward pass
-    tight = method.build(seed=0, **{**params, "max_memory_mb": 0.6}).fit(X, y)
+    tight = method.build(seed=0, **{**params, "max_memory_mb": 1.5}).fit(X, y)
     p_tight = tight.predict_proba(Xq)
     assert tight.run_info_["ensemble_batch"] == 1 and tight.run_info_["query_chunk"] == 18
     assert np.allclose(p_full, p_tight, atol=1e-5)
     with pytest.raises(MemoryError, match="GiB are available"):
         method.build(seed=0, **{**params, "max_memory_mb": 0.01}).fit(X, y).predict_proba(Xq)
+
+
+def test_tabicl_sizes_its_passes_to_a_fixed_budget_not_to_the_machine(discovery, assets, monkeypatch):
+    """The same table gets the same ensemble batch and query rows per pass on a machine with 4 GB free
+    and on one with 400 GB (so the same float rounding); a pass is cut only where WORK_MB would be passed."""
+    method = discovery.get("tabicl")
+    X, y = make_data("native", 20, 2, seed=10)
+    est = method.build(seed=0, **method.params(assets["tabicl"])).fit(X, y)
+    tabicl = type(est)._plan.__globals__  # the plugin module the estimator's code reads
+    plans = []
+    for free_mb in (4_000, 400_000):
+        monkeypatch.setitem(tabicl, "available_memory_mb", lambda free_mb=free_mb: free_mb)
+        plans.append(est._plan(30))
+    assert plans[0] == plans[1] == (8, 30)
+    monkeypatch.setitem(tabicl, "WORK_MB", 1.5)  # 38 rows of 40 KiB: one member, 18 queries per pass
+    assert est._plan(30) == (1, 18)
+
+
+def test_forward_plan_halves_the_ensemble_then_cuts_the_queries(discovery):
+    tabicl = sys.modules[type(discovery.get("tabicl")).__module__]
+    mb = 2**20  # one row of one member is 1 MB at 1 feature of 2**20 bytes
+    assert tabicl.forward_plan(10, 30, 1, mb, 8, budget_mb=1000) == (8, 30, 320)  # fits whole
+    assert tabicl.forward_plan(10, 30, 1, mb, 8, budget_mb=100) == (2, 30, 80)  # 8 -> 4 -> 2 members
+    assert tabicl.forward_plan(10, 30, 1, mb, 8, budget_mb=25) == (1, 15, 25)  # one member, 15 queries
+    assert tabicl.forward_plan(10, 30, 1, mb, 8, budget_mb=5) == (1, 1, 11)  # the minimum, over the budget
+    assert tabicl.forward_plan(10, 3, 1, mb, 8, budget_mb=5)[1] == 1
+
+
+def test_tabicl_cost_asks_for_what_its_passes_hold(discovery):
+    """ShapesAll's 60 + 60 rows of 512 features: the eight members' passes hold 8 x 120 x 512 cells at
+    2.5 KB (1.2 GB), which the job's memory adds to the model's base (a 60-class stand-in's job, killed at
+    2,300 MB with 1.1 GB modelled, is what found this); Crop's 46 features add 216 MB."""
+    from chorustic.methods.cost import JobSize
+
+    method = discovery.get("tabicl")
+    shapes = JobSize(n_train=60, n_test=60, n_channels=1, length=512, n_classes=60)
+    mem, _ = method.job_cost(shapes)
+    base, _ = method.cost.estimate(shapes)
+    assert 8 * 120 * 512 * 2560 / 2**20 == pytest.approx(mem - base)
+    crop = JobSize(n_train=72, n_test=168, n_channels=1, length=46)
+    assert method.job_cost(crop)[0] - method.cost.estimate(crop)[0] == pytest.approx(8 * 240 * 46 * 2560 / 2**20)
+    big = JobSize(n_train=7200, n_test=16800, n_channels=1, length=46)  # passes cut to WORK_MB
+    assert method.job_cost(big)[0] - method.cost.estimate(big)[0] <= 2048
 
 
 def test_tabicl_respects_the_job_memory_limit_exported_by_the_harness(discovery, assets, monkeypatch):
