@@ -28,8 +28,8 @@ from chorustic.methods import CostModel, Method, MethodInfo, MethodNotReady, reg
 #: encoded (at most 64: 4 draws of 16 RSSC slots); ~2.3 MB per series held (context and a chunk of
 #: queries: a context of 2,000 series peaks at 6.1 GB) and ~1 KB per value encoded (the signal level
 #: encodes 128 rows at a time: ChorusTICClassifier's signal_batch_size). More than K_max = 10 classes: ~30 ms
-#: per query and extra pass of the class tree (60 classes: 7 passes; 60 context and 60 query rows took 36.1
-#: CPU-s against 25.4 with 10 classes, under the evaluation workers' pinned numerics: benchmarks/many_classes.py).
+#: per query and extra pass of the class tree (60 classes: 7 passes; 60 context and 60 query rows took 31.2
+#: CPU-s against 21.9 with 10 classes, under the evaluation workers' pinned numerics: benchmarks/many_classes.py).
 #: On a GPU: the estimated gpu_speedup until one is measured.
 PAPER_COST = CostModel(time_job_s=21.9, time_base_s=1.1, time_ns_per_value=150000, time_ns_per_series=2.74e+07,
                        time_ns_per_series_pair=1100, time_ns_per_tree_query=3.0e7, tree_max_classes=10,
