@@ -38,7 +38,8 @@ PAPER_COST = CostModel(time_job_s=21.9, time_base_s=1.1, time_ns_per_value=15000
                        model_rows=128, parallel_fraction=0.88,
                        context_per_call=True)
 #: The committed small model (1.1 M parameters): refitted on its jobs on stand-ins; its class tree ~0.5 ms per
-#: query and extra pass (benchmarks/many_classes.py).
+#: query and extra pass: between its jobs' refit (0.38 ms) and one context of 60 + 60 rows (1.3 against 0.9 CPU-s
+#: for 60 against 10 classes, ~1.1 ms; benchmarks/many_classes.py), a share of a second per context either way.
 SMALL_COST = CostModel(time_job_s=7.21, time_base_s=0, time_ns_per_value=547, time_ns_per_series=3.34e+06,
                        time_ns_per_tree_query=5e5, tree_max_classes=10,
                        mem_base_mb=534, mem_bytes_per_value=31.4, mem_kb_per_series=51,
@@ -65,7 +66,7 @@ class ChorusTICMethod(Method):
     estimator = ChorusTICClassifier
     fixed_params: ClassVar[dict[str, Any]] = {"model": None}  # always loaded from `checkpoint`
     # The model is used through the inference code: both are part of the method.
-    code: ClassVar[tuple[str, ...]] = ("chorustic.model", "chorustic.inference")
+    code: ClassVar[tuple[str, ...]] = ("chorustic.model", "chorustic.inference", "chorustic.class_tree")
     # On CPU the paper model takes minutes per small dataset and hours for the largest ones.
     resources: ClassVar[dict[str, Any]] = {"threads": 2, "mem_mb": 16000, "runtime": 720, "gpu": 1}
     cost: ClassVar[CostModel] = PAPER_COST

@@ -143,8 +143,10 @@ class FlattenedTabICLClassifier(ContractClassifier):
     """TabICL on time series flattened to rows (channels concatenated). See the module docstring.
 
     ``checkpoint``: a local checkpoint file or folder (None: the Hugging Face cache); ``query_chunk_size``
-    None: as many query rows per forward as memory allows; ``max_memory_mb`` None: the memory available
-    to the job. ``checkpoint_version`` (the checkpoint's file name) is fixed by each plugin.
+    None: as many query rows per forward as the budget allows; ``max_memory_mb``: the budget of a forward
+    pass in MB (None: :data:`WORK_MB`; a table whose smallest pass needs more is refused). A pass never
+    plans beyond the memory available to the job (on a GPU: the device's free memory).
+    ``checkpoint_version`` (the checkpoint's file name) is fixed by each plugin.
     """
 
     def __init__(
@@ -186,18 +188,28 @@ class FlattenedTabICLClassifier(ContractClassifier):
         """Bytes a forward pass holds per (ensemble member, row, feature)."""
         return self.cell_tensors * int(self.model_.model_config_.get("embed_dim", 128)) * 4
 
+    def _available_mb(self) -> float:
+        """Memory the passes may take: the GPU's free memory on a GPU (tabicl offloads beyond it), else the
+        job's (:func:`available_memory_mb`)."""
+        if str(self.device).startswith("cuda"):
+            import torch
+
+            if torch.cuda.is_available():
+                return torch.cuda.mem_get_info(torch.device(self.device))[0] / 2**20
+        return max(0.0, available_memory_mb())
+
     def _plan(self, n_query: int) -> tuple[int, int]:
         """(ensemble members per forward, query rows per forward): :func:`forward_plan` at ``max_memory_mb``
-        or :data:`WORK_MB`, within the memory available to the job."""
+        or :data:`WORK_MB`, within the memory available to the job. The same on every machine where the job
+        has ``WORK_MB / 0.8`` free (its request covers it); less free memory cuts the passes further."""
         if self.disk_offload_dir:
             return int(self.batch_size), int(self.query_chunk_size or n_query)
         n_feat = int(self.n_features_)
         cell = self._cell_bytes()
-        available = max(0.0, available_memory_mb())
-        budget = float(self.max_memory_mb) if self.max_memory_mb else min(WORK_MB, 0.8 * available)
+        available = self._available_mb()
+        have = min(available, float(self.max_memory_mb)) if self.max_memory_mb else available
         need = (self.n_context_ + 1) * n_feat * cell / 2**20  # one member, one query row
-        if need > (float(self.max_memory_mb) if self.max_memory_mb else available):
-            have = float(self.max_memory_mb) if self.max_memory_mb else available
+        if need > have:
             raise MemoryError(
                 f"TabICL on {self.n_context_} context rows x {n_feat} features (channels x length, flattened) "
                 f"needs about {need / 1024:.1f} GiB for one ensemble member with one query row "
@@ -205,8 +217,10 @@ class FlattenedTabICLClassifier(ContractClassifier):
                 f"Run this job with more memory (resources mem_mb) or on a GPU, or set params.disk_offload_dir "
                 f"to let tabicl offload column embeddings to disk."
             )
+        budget = min(float(self.max_memory_mb or WORK_MB), 0.8 * available)
         queries = int(self.query_chunk_size) if self.query_chunk_size else n_query
-        members, chunk, _ = forward_plan(self.n_context_, queries, n_feat, cell, int(self.batch_size), budget)
+        members = min(int(self.batch_size), int(self.n_estimators))
+        members, chunk, _ = forward_plan(self.n_context_, queries, n_feat, cell, members, budget)
         return members, min(chunk, n_query)
 
     def _fit(self, X, y):
@@ -287,13 +301,14 @@ class TabICLBase(HubMethod):
 
     def job_cost(self, size, **params: Any) -> tuple[float, float]:
         """The cost model's memory and time, plus what the forward passes hold (:func:`forward_plan` at
-        :data:`WORK_MB` for the largest context, ``n_train`` rows, with the harness's chunk of queries:
+        ``max_memory_mb`` or :data:`WORK_MB` for the largest context, ``n_train`` rows, with the harness's chunk of queries:
         ``n_channels x length`` features at ``cell_tensors x 128 x 4`` bytes per member, row and feature)."""
         mem, seconds = super().job_cost(size, **params)
         p = self.params(params)
-        chunk = self.cost_model(**params).query_chunk(size)
+        chunk = int(p.get("query_chunk_size") or self.cost_model(**params).query_chunk(size))
+        members = min(int(p.get("batch_size", 8)), int(p.get("n_estimators", 8)))
         _, _, work = forward_plan(size.n_train, chunk, size.n_channels * size.length, self.cell_tensors * 128 * 4,
-                                  int(p.get("batch_size", 8)))
+                                  members, float(p.get("max_memory_mb") or WORK_MB))
         return mem + work, seconds
 
     def load(self, params: dict[str, Any], resolved: dict[str, Any]) -> None:

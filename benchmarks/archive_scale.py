@@ -462,7 +462,8 @@ def fit(csv_paths: list[Path], workdir: Path, figure: Path | None = None) -> str
         sized = ~np.isnan(mbs)
         now = {k: getattr(model, k) for k in CostModel.TIME_COEFFICIENTS + CostModel.MEMORY_COEFFICIENTS}
         new = {**_fit_one(t[timed], secs[timed], CostModel.TIME_COEFFICIENTS, now, TIME_SAFETY),
-               **_fit_one(m[sized], mbs[sized] - extra[sized], CostModel.MEMORY_COEFFICIENTS, now, MEM_SAFETY)}
+               **_fit_one(m[sized], np.maximum(mbs[sized] - extra[sized], 1.0), CostModel.MEMORY_COEFFICIENTS, now,
+                         MEM_SAFETY)}
 
         def model_of(coef):
             return (t @ np.array([coef[k] for k in CostModel.TIME_COEFFICIENTS]),

@@ -191,9 +191,13 @@ def test_tabicl_sizes_its_passes_to_a_fixed_budget_not_to_the_machine(discovery,
     for free_mb in (4_000, 400_000):
         monkeypatch.setitem(tabicl, "available_memory_mb", lambda free_mb=free_mb: free_mb)
         plans.append(est._plan(30))
-    assert plans[0] == plans[1] == (8, 30)
+    assert plans[0] == plans[1] == (4, 30)  # every member (n_estimators 4) and query: 8 MB, under any budget
     monkeypatch.setitem(tabicl, "WORK_MB", 1.5)  # 38 rows of 40 KiB: one member, 18 queries per pass
-    assert est._plan(30) == (1, 18)
+    cut = []
+    for free_mb in (4_000, 400_000):
+        monkeypatch.setitem(tabicl, "available_memory_mb", lambda free_mb=free_mb: free_mb)
+        cut.append(est._plan(30))
+    assert cut == [(1, 18), (1, 18)]
 
 
 def test_forward_plan_halves_the_ensemble_then_cuts_the_queries(discovery):
