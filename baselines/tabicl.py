@@ -69,6 +69,12 @@ def forward_plan(n_context: int, n_query: int, n_features: int, cell_bytes: floa
     return members, chunk, members * (n_context + chunk) * per_row_mb
 
 
+def cell_bytes(cell_tensors: float, embed_dim: int = 128) -> float:
+    """Bytes a forward pass holds per (ensemble member, row, feature): ``cell_tensors`` float32 tensors of
+    ``embed_dim``."""
+    return cell_tensors * embed_dim * 4
+
+
 def available_memory_mb() -> float:
     """Memory this process may still use: the minimum of available RAM, the cgroup's remaining limit and,
     when the harness exports it (``$CHORUSTIC_MEM_LIMIT_MB``, the job's ``mem_mb``), that limit minus
@@ -186,7 +192,7 @@ class FlattenedTabICLClassifier(ContractClassifier):
 
     def _cell_bytes(self) -> float:
         """Bytes a forward pass holds per (ensemble member, row, feature)."""
-        return self.cell_tensors * int(self.model_.model_config_.get("embed_dim", 128)) * 4
+        return cell_bytes(self.cell_tensors, int(self.model_.model_config_.get("embed_dim", 128)))
 
     def _available_mb(self) -> float:
         """Memory the passes may take: the GPU's free memory on a GPU (tabicl offloads beyond it), else the
@@ -307,7 +313,7 @@ class TabICLBase(HubMethod):
         p = self.params(params)
         chunk = int(p.get("query_chunk_size") or self.cost_model(**params).query_chunk(size))
         members = min(int(p.get("batch_size", 8)), int(p.get("n_estimators", 8)))
-        _, _, work = forward_plan(size.n_train, chunk, size.n_channels * size.length, self.cell_tensors * 128 * 4,
+        _, _, work = forward_plan(size.n_train, chunk, size.n_channels * size.length, cell_bytes(self.cell_tensors),
                                   members, float(p.get("max_memory_mb") or WORK_MB))
         return mem + work, seconds
 

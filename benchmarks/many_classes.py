@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -56,6 +55,7 @@ print(json.dumps({{"cpu_s": time.process_time() - t,
 
 def main(argv=None) -> int:
     from chorustic.evaluation.numerics import portable_numerics_env
+    from chorustic.evaluation.supervisor import thread_env
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--methods", nargs="+", default=["chorustic_paper", "chorustic_small", "tabicl", "tabicl_v2"])
@@ -68,8 +68,7 @@ def main(argv=None) -> int:
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/archive-scale"),
                     help="where archive_scale.py's random-weight files are (written once)")
     args = ap.parse_args(argv)
-    env = {**os.environ, **portable_numerics_env(), "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-           "OPENBLAS_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1"}
+    env = {**thread_env(1), **portable_numerics_env()}  # one thread, the workers' pinned numerics
     print("| method | classes | ensemble batch | context + queries x length | CPU s | peak above start MB |")
     print("|---|---|---|---|---|---|")
     for method in args.methods:
