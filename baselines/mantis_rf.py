@@ -116,7 +116,7 @@ class MantisEmbeddingClassifier(FrozenEmbeddingClassifier):
         *,
         head: str = "rf",
         channel_fusion: str = "concat",
-        batch_size: int = 256,
+        batch_size: int | None = None,
         random_state: int = 0,
         device: str = "cpu",
         n_jobs: int = 1,
@@ -148,7 +148,8 @@ class MantisBase(HubMethod):
     #: Thread scaling (benchmarks/thread_scaling.py): Mantis-8M's, the lower of Mantis-8M's and MantisV2's.
     cost: ClassVar[CostModel] = CostModel(time_job_s=6.31, time_base_s=0.42, time_ns_per_value=10500,
                                           time_ns_per_series_pair=21, mem_base_mb=691, mem_bytes_per_value=107,
-                                          parallel_fraction=0.58)
+                                          parallel_fraction=0.58,
+                                          memo_embeddings=True, mem_bytes_per_memo_embedding=1280)
 
     def hub_files(self, p: dict[str, Any]) -> list[HubFile]:
         repo_id = self.fixed_params["repo_id"]

@@ -152,7 +152,7 @@ class NuTimeRFClassifier(FrozenEmbeddingClassifier):
         config_file: str = "configs/demo_ft_epilepsy.json",
         *,
         channel_fusion: str = "concat",
-        batch_size: int = 256,
+        batch_size: int | None = None,
         random_state: int = 0,
         device: str = "cpu",
         n_jobs: int = 1,
@@ -192,7 +192,8 @@ class NuTimeRF(CheckoutMethod):
     #: (benchmarks/results/archive_scale.md), the measured method closest to it: every channel of every series
     #: through a small frozen encoder, then a random forest on the embeddings. An estimate.
     cost: ClassVar[CostModel] = CostModel(time_job_s=6.31, time_base_s=0.42, time_ns_per_value=10_500,
-                                          time_ns_per_series_pair=21, mem_base_mb=691, mem_bytes_per_value=107)
+                                          time_ns_per_series_pair=21, mem_base_mb=691, mem_bytes_per_value=107,
+                                          memo_embeddings=True, mem_bytes_per_memo_embedding=1280)
 
     def load(self, params: dict[str, Any], resolved: dict[str, Any]):
         return load_nutime(

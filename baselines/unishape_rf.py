@@ -136,6 +136,7 @@ class UniShapeRFClassifier(FrozenEmbeddingClassifier):
 
     head = "rf"
     series_length: ClassVar[int] = 512
+    default_batch_size: ClassVar[dict[str, int]] = {"cpu": 16, "gpu": 64}
 
     # checkout: a clone of https://github.com/ZLiu21/UniShape (None: $CHORUSTIC_CHECKOUTS/UniShape);
     # checkpoint: None: <checkout>/pretrained_model_ckpt/unishape_checkpoint_zeroshot.pth.
@@ -152,7 +153,7 @@ class UniShapeRFClassifier(FrozenEmbeddingClassifier):
         shape_sparse_ratio: float = 0.6,
         *,
         channel_fusion: str = "concat",
-        batch_size: int = 64,
+        batch_size: int | None = None,
         random_state: int = 0,
         device: str = "cpu",
         n_jobs: int = 1,
@@ -191,7 +192,8 @@ class UniShapeRF(CheckoutMethod):
     #: resampled to 512, through a frozen encoder, then a random forest. An estimate, as is gpu_speedup.
     cost: ClassVar[CostModel] = CostModel(time_job_s=6.31, time_base_s=0.42, time_ns_per_value=10_500,
                                           time_ns_per_series_pair=21, mem_base_mb=691, mem_bytes_per_value=107,
-                                          model_length=512, gpu_speedup=50)
+                                          model_length=512, gpu_speedup=50,
+                                          memo_embeddings=True, mem_bytes_per_memo_embedding=1280)
 
     def load(self, params: dict[str, Any], resolved: dict[str, Any]):
         arch = {k: params[k] for k in ARCH_KEYS}

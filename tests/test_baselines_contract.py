@@ -17,7 +17,7 @@ import pytest
 
 from chorustic.methods import GROUPS, Method, discover
 from chorustic.methods.check import check_method, synthetic_task
-from chorustic.methods.estimators import EMBEDDING_CACHE
+from chorustic.methods.embedding_memo import EMBEDDING_MEMO
 from chorustic.methods.weights import clear_cache
 from chorustic.testing.checkpoints import baseline_assets
 
@@ -139,17 +139,26 @@ def test_frozen_features_learn_separable_classes(discovery, assets):
         assert (est.predict(Xq) == yq).mean() >= 0.8, name
 
 
-def test_test_split_embeddings_are_cached_across_contexts(discovery, assets):
-    method = discovery.get("mantis_rf")
-    params = method.params(assets["mantis_rf"])
-    X, y = make_data("resampled", 20, 2, seed=7)
-    Xq, _ = make_data("resampled", 10, 2, seed=8)
-    EMBEDDING_CACHE.clear()
-    a = method.build(seed=0, **params).fit(X[:12], y[:12]).predict_proba(Xq)
-    hits = EMBEDDING_CACHE.hits
-    b = method.build(seed=0, **params).fit(X[:12], y[:12]).predict_proba(Xq)
-    assert EMBEDDING_CACHE.hits >= hits + 2  # context and query both reused
-    assert np.array_equal(a, b)
+@pytest.mark.parametrize("name", ["mantis_rf", "moment_svm"])
+def test_a_contexts_embeddings_are_made_once_per_job_and_as_if_alone(discovery, assets, name):
+    """Two contexts that share series and predict the same test split: the second embeds only its new series
+    (every channel: 2 per series), and its features and probabilities are those of a job that ran it alone."""
+    method = discovery.get(name)
+    params = method.params(assets[name])
+    X, y = make_data(method.info.input_kind, 20, 2, seed=7)
+    Xq, _ = make_data(method.info.input_kind, 10, 2, seed=8)
+    first, second = np.r_[0:12], np.r_[6:18]  # 6 series in common
+    EMBEDDING_MEMO.clear()
+    alone = method.build(seed=0, **params).fit(X[second], y[second])
+    p_alone, f_alone = alone.predict_proba(Xq), alone.transform(X[second])
+    EMBEDDING_MEMO.clear()
+    method.build(seed=0, **params).fit(X[first], y[first]).predict_proba(Xq)
+    est = method.build(seed=0, **params).fit(X[second], y[second])
+    p = est.predict_proba(Xq)
+    assert est.run_info_["embeddings_computed"] == 6 * 2  # its 6 new series, both channels
+    assert est.run_info_["embeddings_reused"] == 6 * 2 + 10 * 2  # the 6 shared and the test split
+    assert np.array_equal(est.transform(X[second]), f_alone)
+    assert np.array_equal(p, p_alone)
 
 
 def test_readout_switch_changes_features(discovery, assets):
@@ -250,4 +259,5 @@ def test_unknown_parameter_is_rejected(discovery):
 
 def test_caches_can_be_cleared():
     clear_cache()
-    EMBEDDING_CACHE.clear()
+    EMBEDDING_MEMO.clear()
+    assert len(EMBEDDING_MEMO) == 0 and EMBEDDING_MEMO.nbytes == 0

@@ -231,6 +231,32 @@ def test_a_pair_memo_pays_each_pair_once_per_job(methods):
     assert cost.memo_train(big) == 0 and cost.estimate(big) == without.estimate(big)
 
 
+def test_an_embedding_memo_embeds_each_series_once_per_job(methods):
+    """A frozen encoder keeps its embeddings across a job's contexts: FordA's 16 contexts (two classes: every
+    fixed-shot and proportional context is eligible) embed the test split and the training series once, as the
+    full context alone does, where without the memo each context embeds its own series and the test split; the
+    memory holds an embedding per series and channel. Where they exceed EMBEDDING_MEMO_MB (the whole
+    InsectWingbeat, 50,000 series of 200 channels) the job is costed as without the memo, its memory at the
+    memo's bound."""
+    from chorustic.methods.cost import EMBEDDING_MEMO_MB
+
+    cost = methods["mantis_rf"].cost_model()
+    assert cost.memo_embeddings
+    every = cr.job_size("FordA", input_kind="resampled", cfg=PAPER)
+    full = dataclasses.replace(every, context_train=(), n_contexts=1)
+    assert every.n_contexts == 16 and cost.memo_series(every) == every.n_train + every.n_test
+    without = dataclasses.replace(cost, memo_embeddings=False, mem_bytes_per_memo_embedding=0.0)
+    values = lambda c, s: c.time_terms(s)[c.TIME_COEFFICIENTS.index("time_ns_per_value")]  # noqa: E731
+    assert values(cost, every) == pytest.approx(values(cost, full)) == pytest.approx(every.n_values / 1e9)
+    assert values(without, every) > 3 * values(cost, every)
+    kept = cost.mem_bytes_per_memo_embedding * every.n_series * every.n_channels / 2**20
+    assert cost.estimate(every)[0] - without.estimate(every)[0] == pytest.approx(kept)
+    big = cr.job_size("InsectWingbeat", input_kind="resampled", cfg=PAPER)
+    assert big.n_series * big.n_channels * cost.mem_bytes_per_memo_embedding > EMBEDDING_MEMO_MB * 2**20
+    assert cost.memo_series(big) == 0 and cost.estimate(big)[1] == without.estimate(big)[1]
+    assert cost.estimate(big)[0] - without.estimate(big)[0] == pytest.approx(EMBEDDING_MEMO_MB)
+
+
 def test_dtw_window_shortens_the_estimate(methods):
     dtw = methods["dtw_1nn"]
     size = cr.job_size("HandOutlines", contexts=16)

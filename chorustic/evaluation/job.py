@@ -505,9 +505,11 @@ def run_job(spec: JobSpec, *, resume: bool = False, log=None) -> dict[str, Any]:
         return manifest
 
     from chorustic.data import load_dataset
+    from chorustic.methods.embedding_memo import EMBEDDING_MEMO
     from chorustic.methods.pair_memo import PAIR_MEMO
 
     PAIR_MEMO.clear()  # the distances another job kept in this process: this job's memory is its own
+    EMBEDDING_MEMO.clear()  # and the embeddings
     device = _resolve_device(spec.device)
     manifest["device"] = device
     native = info.input_kind == "native"

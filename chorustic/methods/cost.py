@@ -14,7 +14,7 @@ import math
 from chorustic.class_tree import class_tree_passes
 
 __all__ = [
-    "CHECKPOINT_MIN_QUERIES", "CHECKPOINT_S", "CostModel", "JobSize", "PAIR_MEMO_MB", "QUERY_MEMORY_MB",
+    "CHECKPOINT_MIN_QUERIES", "CHECKPOINT_S", "CostModel", "EMBEDDING_MEMO_MB", "JobSize", "PAIR_MEMO_MB", "QUERY_MEMORY_MB",
     "SERIES_CACHE_BYTES", "JOB_OVERHEAD_MB",
     "MIN_WORKER_MB",
     "MIN_JOB_MEM_MB", "job_memory_problem",
@@ -63,6 +63,12 @@ CHECKPOINT_MIN_QUERIES = 16
 #: training series of ElectricDevices (7,711 x 8,926) or Crop (16,800 x 7,200) fit; InsectWingbeat's
 #: (20,000 x 30,000, 4.8 GB) do not, and its contexts compute their own. A constant, like the query chunks.
 PAIR_MEMO_MB = 2048.0
+#: The most memory (MB) one job keeps its frozen embeddings in across its contexts
+#: (:class:`chorustic.methods.embedding_memo.EmbeddingMemo`, one float32 vector per series and channel): the test
+#: split and every training series of FaceDetection (9,414 series x 144 channels) at Mantis-8M's 256 dimensions
+#: (1.6 GB) fit; InsectWingbeat's (50,000 x 200 channels, 11.9 GB) do not, and its contexts embed their own. A
+#: constant, like the pair memo's.
+EMBEDDING_MEMO_MB = 2048.0
 #: One series (all its channels, float64) above this size no longer stays in a core's own cache (1 MiB: the L2
 #: of this machine's EPYC cores; 1-2 MiB on current Xeons) while an elastic distance sweeps it once per
 #: alignment cell: its pointwise distances cost about twice as much per channel (1NN-DTW on the full stand-ins
@@ -126,6 +132,7 @@ class CostModel:
                            + mem_kb_per_series * H / 1024 + mem_bytes_per_pair * n_train * H / 2**20
                            + mem_bytes_per_query_pair * n_train * q / 2**20
                            + mem_bytes_per_memo_pair * n_test * n_memo / 2**20
+                           + mem_bytes_per_memo_embedding * E / 2**20
         time (s)         = time_job_s + time_ns_per_input_value * V / 1e9
                            + sum over contexts of (time_base_s + (time_ns_per_value * V
                            + time_ns_per_series * N + time_ns_per_pair * P
@@ -142,6 +149,11 @@ class CostModel:
                              [n_channels > 1 only]
                            + time_ns_per_tree_query * (passes(classes) - 1) * n_test
                              [tree_max_classes set only]) / 1e9)
+
+    With :attr:`memo_embeddings`, where the job's memo holds its embeddings (:meth:`memo_series`), the values
+    (``time_ns_per_value``) are not summed over the contexts: each series of the test split and of the training
+    series the contexts use is embedded once per job, and the memory holds ``mem_bytes_per_memo_embedding``
+    per such series and channel (``E``; at most :data:`EMBEDDING_MEMO_MB`).
 
     With :attr:`memo_pairs`, where the job's memo holds its pairs (:meth:`memo_train`), the pair terms (the
     cells, path cells, spilled cells, multichannel cells and series pairs) are not summed over the contexts:
@@ -247,6 +259,15 @@ class CostModel:
     pairs with the training series of every context fit :data:`PAIR_MEMO_MB` (:meth:`memo_train`)."""
     mem_bytes_per_memo_pair: float = 0.0
     """Per pair the memo keeps (:attr:`memo_pairs`): a float64 distance."""
+    memo_embeddings: bool = False
+    """The method keeps each series' embedding (every channel's) across the job's contexts
+    (:class:`chorustic.methods.embedding_memo.EmbeddingMemo`) and embeds a series once per job, where the
+    embeddings of the test split and of the training series the contexts use fit :data:`EMBEDDING_MEMO_MB`
+    (:meth:`memo_series`)."""
+    mem_bytes_per_memo_embedding: float = 0.0
+    """Per (series, channel) the embedding memo keeps (:attr:`memo_embeddings`): the float32 vector and its
+    entry (:data:`chorustic.methods.embedding_memo.ENTRY_OVERHEAD_BYTES`); the memo holds at most
+    :data:`EMBEDDING_MEMO_MB`."""
     context_per_call: bool = False
     """Every prediction call runs the whole context again (an in-context learner: the context is part of each
     call's input), so a chunk of queries costs a pass over the context too, and the harness predicts in no
@@ -325,7 +346,7 @@ class CostModel:
     #: The memory coefficients, in the order of :meth:`memory_terms`.
     MEMORY_COEFFICIENTS = ("mem_base_mb", "mem_bytes_per_value", "mem_kb_per_series", "mem_bytes_per_pair",
                            "mem_bytes_per_model_value", "mem_bytes_per_row_point", "mem_bytes_per_query_pair",
-                           "mem_bytes_per_memo_pair")
+                           "mem_bytes_per_memo_pair", "mem_bytes_per_memo_embedding")
 
     def memo_train(self, size: JobSize) -> int:
         """The training series whose pairs with the test split the job's memo keeps: every series its contexts
@@ -334,6 +355,17 @@ class CostModel:
             return 0
         used = min(size.n_train, sum(c.n_train for c in size.contexts()))
         return used if 8 * used * size.n_test <= PAIR_MEMO_MB * 2**20 else 0
+
+    def memo_series(self, size: JobSize) -> int:
+        """The series whose embeddings the job's memo keeps, each embedded once per job: the test split and every
+        training series its contexts use (at most ``n_train``), where their embeddings of every channel fit
+        :data:`EMBEDDING_MEMO_MB`; 0 without an embedding memo or where they do not fit (every context then
+        embeds its own series and the test split, an upper bound: the memo keeps what fits)."""
+        if not self.memo_embeddings:
+            return 0
+        used = min(size.n_train, sum(c.n_train for c in size.contexts())) + size.n_test
+        held = used * size.n_channels * self.mem_bytes_per_memo_embedding
+        return used if held <= EMBEDDING_MEMO_MB * 2**20 else 0
 
     def _effective(self, size: JobSize, *, channels: bool = True) -> JobSize:
         """``size`` as the method computes on it: :attr:`model_length`, at most :attr:`model_channels`
@@ -362,11 +394,13 @@ class CostModel:
                 out[14] += c.n_train * c.n_test * c.length * b / 1e9
 
         memo = self.memo_train(size)
+        embedded = self.memo_series(size)
         for c in size.contexts():
             if c.n_train == 0:  # a context the job skips
                 continue
             out[2] += 1.0
-            out[3] += c.n_values / 1e9
+            if not embedded:
+                out[3] += c.n_values / 1e9
             out[4] += c.n_series / 1e9
             out[5] += c.n_train * c.n_series * c.n_channels / 1e9
             out[8] += c.n_channels * c.length * math.log2(max(2, c.n_train)) / 1e9
@@ -381,6 +415,8 @@ class CostModel:
                 pairs(c)
         if memo:
             pairs(dataclasses.replace(size, n_train=memo, n_contexts=1, context_train=()))
+        if embedded:  # every series the job uses, embedded once
+            out[3] += embedded * size.n_channels * size.length / 1e9
         return tuple(out)
 
     def memory_terms(self, size: JobSize) -> tuple[float, ...]:
@@ -393,9 +429,15 @@ class CostModel:
         rows = held if self.model_rows is None else min(held, self.model_rows)
         points = rows * model.length if self.model_row_points is None else min(rows * model.length,
                                                                               self.model_row_points)
+        embeddings = 0.0
+        if self.memo_embeddings:  # what the memo keeps: every series the job uses, at most its bound
+            used = min(size.n_train, sum(c.n_train for c in size.contexts())) + size.n_test
+            embeddings = used * size.n_channels
+            if self.mem_bytes_per_memo_embedding > 0:
+                embeddings = min(embeddings, EMBEDDING_MEMO_MB * 2**20 / self.mem_bytes_per_memo_embedding)
         return (1.0, size.n_values / 2**20, held / 1024, size.n_train * held / 2**20,
                 rows * model.n_channels * model.length / 2**20, points / 2**20, size.n_train * chunk / 2**20,
-                size.n_test * self.memo_train(size) / 2**20)
+                size.n_test * self.memo_train(size) / 2**20, embeddings / 2**20)
 
     def estimate(self, size: JobSize, *, band: float | None = None) -> tuple[float, float]:
         """(peak memory in MB, time in seconds), without safety margins."""

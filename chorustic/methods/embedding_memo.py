@@ -1,0 +1,134 @@
+"""Frozen embeddings, kept per series across the protocol contexts of one evaluation job.
+
+A frozen encoder (MOMENT, Mantis, NuTime, UniShape: :class:`chorustic.methods.estimators.FrozenEmbeddingClassifier`)
+embeds every channel of every series on its own. The 16 contexts of the paper's protocols draw their series
+from the same training split and all predict the same test split, so a job meets the same series again and
+again: the contexts hold 3-10 times the training split between them. :class:`EmbeddingMemo` keeps each
+channel's embedding the first time it is computed, so a job embeds each series of the test split and of the
+training series its contexts use once, whatever its number of contexts.
+
+Series are known by their contents (:func:`chorustic.methods.inputs.series_digests` of the series as the
+encoder receives it), never by a position. An embedding the memo returns is the one computing it again gives,
+bit for bit: the encoder always runs on batches of the same number of series (the last batch of a call is
+filled up with copies of its last series), and with the same batch shape one series' embedding does not depend
+on the others of its batch. With a batch of another size it can differ in the last bits (Mantis' convolutions:
+~1e-6), which is why the batch size is part of the memo's key and of the method's parameters.
+
+The memo is bounded (:data:`chorustic.methods.cost.EMBEDDING_MEMO_MB`, a constant like the pair memo's, so a
+job's cost does not depend on the machine): an embedding beyond the bound is computed each time it is needed,
+as without a memo. It lives in the evaluation worker's process and holds one job's embeddings (the job clears
+it when it starts).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Hashable
+from typing import Any
+
+import numpy as np
+
+from chorustic.methods.cost import EMBEDDING_MEMO_MB
+from chorustic.methods.inputs import series_digests, take_series
+
+__all__ = ["EMBEDDING_MEMO", "ENTRY_OVERHEAD_BYTES", "EmbeddingMemo"]
+
+#: What the memo holds per embedding beside its values: the array's header (112 B), its digest (49 B) and
+#: its dictionary slot (~100 B).
+ENTRY_OVERHEAD_BYTES = 256
+
+
+class EmbeddingMemo:
+    """Embeddings per (encoder key, series digest), bounded by ``max_mb``.
+
+    :meth:`embed` returns the embeddings of a call's series, computing only those it does not hold. ``computed``
+    and ``reused`` count series, ``padding`` the copies that filled a last batch, since the last
+    :meth:`take_counts`.
+    """
+
+    def __init__(self, max_mb: float = EMBEDDING_MEMO_MB):
+        self.max_bytes = int(max_mb * 2**20)
+        self._tables: dict[Hashable, dict[bytes, np.ndarray]] = {}
+        self._bytes = 0
+        self._lock = threading.Lock()
+        self.computed = 0
+        self.reused = 0
+        self.padding = 0
+
+    @property
+    def nbytes(self) -> int:
+        """What the memo holds: every embedding with its entry."""
+        return self._bytes
+
+    def __len__(self) -> int:
+        return sum(len(t) for t in self._tables.values())
+
+    def clear(self) -> None:
+        with self._lock:
+            self._tables.clear()
+            self._bytes = 0
+
+    def take_counts(self) -> dict[str, int]:
+        """The series computed and reused, and the padding, since the last call (a context's run record)."""
+        out = {"embeddings_computed": int(self.computed), "embeddings_reused": int(self.reused),
+               "embedding_padding": int(self.padding)}
+        self.computed = self.reused = self.padding = 0
+        return out
+
+    def embed(self, key: Hashable, series: np.ndarray | list[np.ndarray],
+              compute: Callable[[Any], np.ndarray], batch: int,
+              progress: Callable[[range], Any] = iter) -> np.ndarray:
+        """The ``(len(series), D)`` float32 embeddings of ``series`` (an array ``(m, L)`` or a list of 1-D
+        arrays, each one series as the encoder receives it).
+
+        ``compute(part)`` embeds exactly ``batch`` series (the same kind of input as ``series``) and returns
+        ``(batch, D)``; it is called on the series the memo does not hold, each once, in their order of first
+        appearance, the last batch filled up with copies of its last series. ``progress`` wraps the range of
+        batch starts (a progress bar)."""
+        batch = max(1, int(batch))
+        digests = series_digests(series)
+        with self._lock:
+            table = self._tables.setdefault(key, {})
+            found = [table.get(d) for d in digests]
+        first: dict[bytes, int] = {}
+        for i, (d, row) in enumerate(zip(digests, found)):
+            if row is None and d not in first:
+                first[d] = i
+        todo = list(first.values())
+        made: dict[bytes, np.ndarray] = {}
+        for s in progress(range(0, len(todo), batch)):
+            part = todo[s:s + batch]
+            filled = part + [part[-1]] * (batch - len(part))
+            block = np.asarray(compute(take_series(series, filled)), dtype=np.float32)
+            if block.ndim != 2 or block.shape[0] != batch:
+                raise ValueError(f"EmbeddingMemo: compute returned {block.shape} for {batch} series")
+            for j, i in enumerate(part):
+                made[digests[i]] = block[j].copy()
+            self.padding += batch - len(part)
+        self.computed += len(todo)
+        self.reused += sum(row is not None for row in found)
+        if made:
+            self._keep(table, made)
+        rows = [row if row is not None else made[d] for d, row in zip(digests, found)]
+        if not rows:
+            return np.zeros((0, 0), dtype=np.float32)
+        out = np.stack(rows)
+        out.setflags(write=False)
+        return out
+
+    def _keep(self, table: dict[bytes, np.ndarray], made: dict[bytes, np.ndarray]) -> None:
+        """Keep new embeddings while the memo stays within its bound (the rest is computed again when needed)."""
+        with self._lock:
+            for d, row in made.items():
+                size = row.nbytes + ENTRY_OVERHEAD_BYTES
+                if d in table:
+                    continue
+                if self._bytes + size > self.max_bytes:
+                    break
+                row.setflags(write=False)
+                table[d] = row
+                self._bytes += size
+
+
+#: The worker process's memo (one job's embeddings: the evaluation job clears it when it starts).
+EMBEDDING_MEMO = EmbeddingMemo()
