@@ -17,6 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, ClassVar
 
+from chorustic.class_tree import K_MAX
 from chorustic.hub import DEFAULT_CHECKPOINT, DEFAULT_HPARAMS, CheckpointNotFoundError, resolve_checkpoint
 from chorustic.inference import ChorusTICClassifier
 from chorustic.methods import CostModel, Method, MethodInfo, MethodNotReady, register
@@ -32,7 +33,7 @@ from chorustic.methods import CostModel, Method, MethodInfo, MethodNotReady, reg
 #: CPU-s against 21.9 with 10 classes, under the evaluation workers' pinned numerics: benchmarks/many_classes.py).
 #: On a GPU: the estimated gpu_speedup until one is measured.
 PAPER_COST = CostModel(time_job_s=21.9, time_base_s=1.1, time_ns_per_value=150000, time_ns_per_series=2.74e+07,
-                       time_ns_per_series_pair=1100, time_ns_per_tree_query=3.0e7, tree_max_classes=10,
+                       time_ns_per_series_pair=1100, time_ns_per_tree_query=3.0e7, tree_max_classes=K_MAX,
                        mem_base_mb=1040, mem_bytes_per_value=15.1,
                        mem_kb_per_series=2260, mem_bytes_per_model_value=942, gpu_speedup=100, model_channels=64,
                        model_rows=128, parallel_fraction=0.88,
@@ -41,7 +42,7 @@ PAPER_COST = CostModel(time_job_s=21.9, time_base_s=1.1, time_ns_per_value=15000
 #: query and extra pass: between its jobs' refit (0.38 ms) and one context of 60 + 60 rows (1.3 against 0.9 CPU-s
 #: for 60 against 10 classes, ~1.1 ms; benchmarks/many_classes.py), a share of a second per context either way.
 SMALL_COST = CostModel(time_job_s=7.21, time_base_s=0, time_ns_per_value=547, time_ns_per_series=3.34e+06,
-                       time_ns_per_tree_query=5e5, tree_max_classes=10,
+                       time_ns_per_tree_query=5e5, tree_max_classes=K_MAX,
                        mem_base_mb=534, mem_bytes_per_value=31.4, mem_kb_per_series=51,
                        mem_bytes_per_model_value=4.17, gpu_speedup=20, model_channels=64, model_rows=128,
                        parallel_fraction=0.64, context_per_call=True)

@@ -436,6 +436,13 @@ def make_bill(plan: RunPlan, machine: Machine | None = None, *, cluster_nodes: i
     if unmeasured:
         bill["notes"].append(f"thread scaling not measured for {', '.join(unmeasured)}: every thread taken as fully "
                              "used (their wall time is a lower bound; benchmarks/thread_scaling.py measures it)")
+    from chorustic.resources import UNCOSTED_ESTIMATE
+
+    for run, reason in sorted(plan.broken_runs.items()):  # no cost model to bill them by: say so, never drop them
+        n = sum(j.method == run for j in plan.jobs)
+        bill["warnings"].append(f"{run}: {reason}; its {n} evaluate job(s) are counted at a placeholder "
+                                f"{UNCOSTED_ESTIMATE[1]:g} s each, not by a cost model, so the totals above miss what they "
+                                "cost (`chorustic methods` shows why the plugin fails)")
     if machine.mem_mb and largest.mem_mb > machine.mem_mb:
         bill["warnings"].append(f"{largest.name} asks for {largest.mem_mb} MB, more than this machine's "
                                 f"{machine.mem_mb} MB")

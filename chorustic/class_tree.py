@@ -11,7 +11,11 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["balanced_partition", "class_tree_passes"]
+__all__ = ["K_MAX", "balanced_partition", "class_tree_passes"]
+
+#: The classes one in-context pass decodes natively (the paper's and the released model's ``K_max``): the
+#: default of :attr:`chorustic.model.config.ChorusTICConfig.max_classes` and the tree of ChorusTIC's cost models.
+K_MAX = 10
 
 
 def balanced_partition(num_classes: int, max_classes: int) -> list[int]:

@@ -55,6 +55,7 @@ from chorustic.methods.cost import (
 )
 
 __all__ = [
+    "UNCOSTED_ESTIMATE",
     "CostModel",
     "JobSize",
     "JOB_OVERHEAD_MB",
@@ -222,6 +223,11 @@ def job_request(mem_mb: float, seconds: float) -> tuple[int, int]:
     return _round_mem(JOB_OVERHEAD_MB + MEM_SAFETY * mem_mb), _round_min(STARTUP_MIN + TIME_SAFETY * seconds / 60)
 
 
+#: The estimate (peak MB, seconds) of an evaluate job that has no cost model: a reported method's (it copies
+#: published numbers) and one whose plugin fails to import (it fails with the reason when it runs).
+UNCOSTED_ESTIMATE = (400.0, 10.0)
+
+
 def evaluate_estimate(cfg: Mapping[str, Any], method: str, dataset: str, plugin_obj: Any = None, *,
                       params: Mapping[str, Any] | None = None) -> tuple[JobSize | None, float, float]:
     """``(size, peak MB, seconds on one CPU thread)`` of the evaluate job of method run ``method`` on
@@ -234,7 +240,7 @@ def evaluate_estimate(cfg: Mapping[str, Any], method: str, dataset: str, plugin_
     entry = cc.method_entry(cfg, method)
     m = plugin_obj if plugin_obj is not None else _plugin(entry["plugin"])
     if not isinstance(m, Method):
-        return None, 400.0, 10.0
+        return None, *UNCOSTED_ESTIMATE
     size = job_size(dataset, input_kind=m.info.input_kind, cfg=cfg, protocols=entry["protocols"])
     mem, seconds = m.job_cost(size, **(cc.resolved_params(cfg, method) if params is None else params))
     return size, float(mem), float(seconds)

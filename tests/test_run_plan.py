@@ -168,3 +168,21 @@ def test_gpu_pretraining_is_billed_at_the_measured_rate_where_one_was_measured(p
     assert secs == pytest.approx(flops / 80e12)
     assert "80.0 TFLOP/s, measured on one NVIDIA H200 on 2026-12-01" in note
     assert bill._pretrain_seconds(entry, ws, 2)[0] == pytest.approx(flops / 160e12)
+
+
+def test_a_method_whose_plugin_fails_to_import_is_named_in_the_bill(tmp_path):
+    """Its jobs stay in the plan (they run and fail with the reason) but have no cost model: the bill says so,
+    with the import's own words, instead of quietly pricing them at a placeholder."""
+    import shutil
+
+    plugins = tmp_path / "baselines"
+    shutil.copytree(cc.REPO_ROOT / "baselines", plugins, ignore=shutil.ignore_patterns("__pycache__"))
+    with open(plugins / "minirocket.py", "a") as fh:
+        fh.write("\nraise ImportError('a broken installation')\n")
+    disc = discover(plugins)
+    plan = RunPlan.from_config(cc.load_config([cc.REPO_ROOT / "config" / "demo.yaml"]), disc)
+    assert "minirocket" in plan.broken_runs
+    bill = make_bill(plan, Machine(cores=2, gpus=0, mem_mb=8192))
+    (warning,) = [w for w in bill["warnings"] if w.startswith("minirocket:")]
+    n = sum(j.method == "minirocket" for j in plan.jobs)
+    assert n > 0 and f"its {n} evaluate job(s)" in warning and "a broken installation" in warning

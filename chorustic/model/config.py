@@ -15,6 +15,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from chorustic.class_tree import K_MAX
+
 __all__ = ["MANTIS_SCALAR_SCALES", "MODEL_PRESETS", "ChorusTICConfig"]
 
 #: Scales of the multi-scale scalar encoders of the patch tokenizer (Mantis/NuTime default, 9 decades).
@@ -76,7 +78,7 @@ class ChorusTICConfig:
     """Released configuration: tokenizer, dual-axis encoder and readout frozen (eval mode, no grad)."""
 
     # --- task level (TabICL v1 layout; App. B.5-B.7) -------------------------------------------------
-    max_classes: int = 10
+    max_classes: int = K_MAX
     """K_max: classes the decoder supports natively (more: hierarchical extension)."""
     embed_dim: int = 128
     """d_e: cell embedding width."""
