@@ -221,7 +221,10 @@ def _evaluate_seconds(job, machine: Machine, cores: int) -> tuple[float, int, st
     if job.gpus and machine.gpus:
         speedup = cost.gpu_speedup if cost is not None else None
         if speedup:
-            return fixed + compute / speedup, job.gpus, f"GPU: compute / {speedup:g} (estimated speed-up)"
+            note = f"GPU: compute / {speedup:g} (estimated speed-up)"
+            if cost.time_ns_per_feature_pair and cost.gpu_speedup_feature_pairs and job.size is not None:
+                note += f", attention over features / {cost.gpu_speedup_feature_pairs:g}"
+            return cost.gpu_seconds(job.size, job.estimate_s), job.gpus, note
         return job.estimate_s, job.gpus, "GPU: no speed-up estimate, CPU time of one thread"
     if cost is None or cores <= 1:
         return fixed + compute / max(1, cores), 0, ""

@@ -85,3 +85,4 @@ def test_an_encoder_returning_the_wrong_rows_is_refused():
     memo = EmbeddingMemo()
     with pytest.raises(ValueError, match="for 4 series"):
         memo.embed("k", series(3), lambda part: np.zeros((len(part) - 1, 2)), batch=4)
+

@@ -383,3 +383,28 @@ def test_site_example_is_a_valid_site_file(methods):
     assert res["mem_mb"] == 64000 and res["slurm_partition"] == "bigmem" and res["gpu"] == 1
     assert cr.evaluate_resources(cfg, "minirocket", "GunPoint", methods["minirocket"])["slurm_partition"] == "compute"
     assert cr.pretrain_resources(cfg, "chorustic")["gpu"] == 4
+
+
+def test_attention_over_a_rows_features_grows_with_their_square_and_has_its_own_gpu_speedup():
+    """TabICL's row interaction attends over every flattened feature of a row: doubling the features doubles
+    the per-value terms and quadruples this one. On a GPU that term is sped up by its own factor, the rest by
+    gpu_speedup, the job's fixed start by nothing."""
+    import dataclasses as dc
+
+    from chorustic.methods.cost import CostModel, JobSize
+
+    cost = CostModel(time_job_s=20, time_base_s=0, time_ns_per_value=1e6, time_ns_per_feature_pair=500,
+                     time_ns_per_input_value=0, gpu_speedup=100, gpu_speedup_feature_pairs=5000)
+    i = CostModel.TIME_COEFFICIENTS.index("time_ns_per_feature_pair")
+    small = JobSize(n_train=7, n_test=7, n_channels=4, length=256)
+    big = dc.replace(small, length=512)
+    assert cost.time_terms(big)[i] == pytest.approx(4 * cost.time_terms(small)[i])
+    assert cost.time_terms(small)[i] == pytest.approx(14 * 1024**2 / 1e9)
+    _, seconds = cost.estimate(big)
+    pairs = 500 * 14 * 2048**2 / 1e9
+    values = 1e6 * 14 * 2048 / 1e9
+    assert seconds == pytest.approx(20 + pairs + values)
+    assert cost.gpu_seconds(big, seconds) == pytest.approx(20 + pairs / 5000 + values / 100)
+    same = dc.replace(cost, gpu_speedup_feature_pairs=None)
+    assert same.gpu_seconds(big, seconds) == pytest.approx(20 + (pairs + values) / 100)
+    assert dc.replace(cost, gpu_speedup=None).gpu_seconds(big, seconds) == seconds

@@ -148,7 +148,8 @@ class CostModel:
                            + time_ns_per_multichannel_cell * n_train * n_test * length * band
                              [n_channels > 1 only]
                            + time_ns_per_tree_query * (passes(classes) - 1) * n_test
-                             [tree_max_classes set only]) / 1e9)
+                             [tree_max_classes set only]
+                           + time_ns_per_feature_pair * N * (n_channels * length)**2) / 1e9)
 
     With :attr:`memo_embeddings`, where the job's memo holds its embeddings (:meth:`memo_series`), the values
     (``time_ns_per_value``) are not summed over the contexts: each series of the test split and of the training
@@ -251,6 +252,10 @@ class CostModel:
     in-context learner that decodes at most ``tree_max_classes`` classes runs its in-context stage once per
     node of a balanced tree over more (:func:`chorustic.class_tree.class_tree_passes`: 7 passes for 60
     classes at 10), every query in each; the row encoders run once."""
+    time_ns_per_feature_pair: float = 0.0
+    """Per context, series (context and queries) and pair of its flattened features (``(n_channels x length)``
+    squared): attention across the features of a row (TabICL's row interaction attends over every feature of a
+    flattened series, 7,000 times the work of 1,024 features at PEMS-SF's 138,672)."""
     tree_max_classes: int | None = None
     """The most classes one in-context pass decodes (ChorusTIC's ``K_max``); None: no class tree."""
     memo_pairs: bool = False
@@ -277,6 +282,10 @@ class CostModel:
     """How many times faster one GPU runs a job's per-context work than one CPU thread (``time_job_s`` is
     not sped up). An estimate until measured on a GPU; ``chorustic plan-run`` prints it with the GPU
     hours. None: the method gains nothing from a GPU (its GPU jobs are billed at the CPU time)."""
+    gpu_speedup_feature_pairs: float | None = None
+    """How many times faster one GPU runs the feature-pair term (``time_ns_per_feature_pair``) than one CPU
+    thread: attention in half precision on a GPU's matrix units gains far more than the rest of a model's
+    work. An estimate until measured on a GPU. None: ``gpu_speedup``."""
     parallel_fraction: float | None = None
     """The share of a job's per-context work that runs on all of its threads (Amdahl's law: ``n`` threads
     run it ``1 / ((1 - p) + p / n)`` times faster than one; :meth:`thread_speedup`), measured by
@@ -342,7 +351,7 @@ class CostModel:
                          "time_ns_per_series", "time_ns_per_pair", "time_ns_per_cell", "time_ns_per_series_pair",
                          "time_ns_per_column", "time_ns_per_path_cell", "time_ns_per_dilated_value",
                          "time_ns_per_column_class", "time_ns_per_column_series", "time_ns_per_cell_spilled",
-                         "time_ns_per_multichannel_cell", "time_ns_per_tree_query")
+                         "time_ns_per_multichannel_cell", "time_ns_per_tree_query", "time_ns_per_feature_pair")
     #: The memory coefficients, in the order of :meth:`memory_terms`.
     MEMORY_COEFFICIENTS = ("mem_base_mb", "mem_bytes_per_value", "mem_kb_per_series", "mem_bytes_per_pair",
                            "mem_bytes_per_model_value", "mem_bytes_per_row_point", "mem_bytes_per_query_pair",
@@ -411,6 +420,7 @@ class CostModel:
             out[12] += columns * c.n_train * (1 - 1 / classes) * math.log2(max(2, c.n_train)) / 1e9
             if self.tree_max_classes is not None:
                 out[15] += (class_tree_passes(classes, self.tree_max_classes) - 1) * c.n_test / 1e9
+            out[16] += c.n_series * float(c.n_channels * c.length) ** 2 / 1e9
             if not memo:
                 pairs(c)
         if memo:
@@ -438,6 +448,19 @@ class CostModel:
         return (1.0, size.n_values / 2**20, held / 1024, size.n_train * held / 2**20,
                 rows * model.n_channels * model.length / 2**20, points / 2**20, size.n_train * chunk / 2**20,
                 size.n_test * self.memo_train(size) / 2**20, embeddings / 2**20)
+
+    def gpu_seconds(self, size: JobSize, seconds: float) -> float:
+        """The job's ``seconds`` on one CPU thread (its estimate, without safety margins) on one GPU: the fixed
+        ``time_job_s`` as it is, the feature-pair term at :attr:`gpu_speedup_feature_pairs`, the rest at
+        :attr:`gpu_speedup` (``seconds`` itself where there is none)."""
+        if not self.gpu_speedup:
+            return seconds
+        fixed = min(float(self.time_job_s), seconds)
+        pairs = 0.0
+        if self.time_ns_per_feature_pair:
+            pairs = min(seconds - fixed, self.time_ns_per_feature_pair * self.time_terms(size)[16])
+        rest = seconds - fixed - pairs
+        return fixed + rest / self.gpu_speedup + pairs / (self.gpu_speedup_feature_pairs or self.gpu_speedup)
 
     def estimate(self, size: JobSize, *, band: float | None = None) -> tuple[float, float]:
         """(peak memory in MB, time in seconds), without safety margins."""
