@@ -143,13 +143,14 @@ class MantisBase(HubMethod):
     estimator = MantisEmbeddingClassifier
     resources: ClassVar[dict[str, Any]] = {"threads": 4, "mem_mb": 16000, "runtime": 180, "gpu": 0}
     #: Fitted on jobs on stand-ins with random weights of Mantis-8M's architecture (benchmarks/archive_scale.py
-    #: --fit, one CPU thread; benchmarks/results/archive_scale.md): every channel of every series through the
-    #: frozen encoder (~5 ms per channel and series), then a forest or logistic regression on the embeddings.
+    #: --fit, one CPU thread; benchmarks/results/archive_scale.md): each channel of each series the job uses
+    #: through the frozen encoder once per job (~38 ms per channel and series in batches of 16, the embeddings
+    #: kept: chorustic.methods.embedding_memo), then a forest or logistic regression on each context.
     #: Thread scaling (benchmarks/thread_scaling.py): Mantis-8M's, the lower of Mantis-8M's and MantisV2's.
-    cost: ClassVar[CostModel] = CostModel(time_job_s=6.31, time_base_s=0.42, time_ns_per_value=10500,
-                                          time_ns_per_series_pair=21, mem_base_mb=691, mem_bytes_per_value=107,
-                                          parallel_fraction=0.58,
-                                          memo_embeddings=True, mem_bytes_per_memo_embedding=1280)
+    cost: ClassVar[CostModel] = CostModel(time_job_s=11.6, time_base_s=0.311, time_ns_per_value=74_800,
+                                          time_ns_per_series_pair=186, mem_base_mb=503, mem_bytes_per_value=19.2,
+                                          memo_embeddings=True, mem_bytes_per_memo_embedding=1280,
+                                          parallel_fraction=0.58)
 
     def hub_files(self, p: dict[str, Any]) -> list[HubFile]:
         repo_id = self.fixed_params["repo_id"]

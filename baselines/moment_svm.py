@@ -173,10 +173,9 @@ class MomentSVM(HubMethod):
     #: --fit, one CPU thread; benchmarks/results/archive_scale.md): every channel of every series through the
     #: encoder (125 M parameters, 512 steps: ~80 ms per channel and series), then an RBF SVM grid search on
     #: the context (Gram matrix per pair). On a GPU: the estimated gpu_speedup until one is measured.
-    cost: ClassVar[CostModel] = CostModel(time_job_s=6.04, time_base_s=0.201, time_ns_per_value=161000,
-                                          time_ns_per_series_pair=503, mem_base_mb=1340, mem_bytes_per_value=43,
-                                          mem_bytes_per_pair=10.8, gpu_speedup=50, model_length=512,
-                                          parallel_fraction=0.94,
+    cost: ClassVar[CostModel] = CostModel(time_job_s=7.78, time_base_s=0.66, time_ns_per_value=1_310_000,
+                                          mem_base_mb=1360, mem_bytes_per_value=43, mem_bytes_per_pair=10.8,
+                                          gpu_speedup=50, model_length=512, parallel_fraction=0.94,
                                           memo_embeddings=True, mem_bytes_per_memo_embedding=3328)
 
     def hub_files(self, p) -> list[HubFile]:

@@ -287,15 +287,20 @@ class TabICLBase(HubMethod):
     resources: ClassVar[dict[str, Any]] = {"threads": 4, "mem_mb": 32000, "runtime": 360, "gpu": 1}
     #: Set from jobs on stand-ins with random weights of TabICL v1.1's architecture (benchmarks/archive_scale.py,
     #: one CPU thread under the pinned numerics; benchmarks/results/archive_scale.md): Crop at 1 % took 84 CPU-s,
-    #: ShapesAll's shape at 10 % (60 + 60 rows of 512 features, 60 classes) 452, and one context of 20 + 20 rows
-    #: of 128-1,024 features 7-72 s (benchmarks/many_classes.py): ~1.3 ms per value (the eight members' column
-    #: embeddings and row interaction, linear in the features), ~2 s per context, ~250 us per (context row,
-    #: row) pair (ICL); Crop at 3 % more than 264 s and PEMS-SF at 1 % more than 580 s (stopped at limits).
-    #: Memory: the forward passes' (job_cost) on top of ~950 MB and ~2 KB per value. Too few finished jobs to
-    #: fit by --fit. On a GPU: the estimated gpu_speedup until one is measured.
-    cost: ClassVar[CostModel] = CostModel(time_job_s=20, time_base_s=2, time_ns_per_value=1_300_000,
-                                          time_ns_per_series_pair=250_000, mem_base_mb=950, mem_bytes_per_value=2000,
-                                          gpu_speedup=100, parallel_fraction=0.91,
+    #: ShapesAll's shape at 10 % (60 + 60 rows of 512 features, 60 classes) 452; and one context of 20 + 20 rows of
+    #: 128-1,024 features (7-72 s) and of 7 + 7 rows of 1,024-4,096 (42, 109, 283 s; benchmarks/many_classes.py),
+    #: fitted by least squares within 0.96-1.09: ~0.52 ms per value (the members' column embeddings), ~25 ms per
+    #: feature whatever the rows (per-column work), ~0.65 us per row and pair of its features (the row
+    #: interaction attends over every feature of a row: the square of the features, which decides the flattened
+    #: UEA datasets: PEMS-SF's 138,672 features, DuckDuckGeese's 363,150) and ~0.9 ms per (context row, row)
+    #: pair (ICL). Memory: the forward passes' (job_cost) on top of ~950 MB and ~2 KB per value. Too few
+    #: finished jobs to fit by --fit. On a GPU: the estimated gpu_speedup (and for the attention over features,
+    #: half-precision flash attention on a GPU's matrix units against ~27 GFLOP/s on a CPU thread,
+    #: gpu_speedup_feature_pairs) until one is measured.
+    cost: ClassVar[CostModel] = CostModel(time_job_s=20, time_base_s=2, time_ns_per_value=520_000,
+                                          time_ns_per_series_pair=900_000, time_ns_per_feature_pair=650,
+                                          time_ns_per_feature=25_000_000, mem_base_mb=950, mem_bytes_per_value=2000,
+                                          gpu_speedup=100, gpu_speedup_feature_pairs=2000, parallel_fraction=0.91,
                                           context_per_call=True)
 
     def hub_files(self, p: dict[str, Any]) -> list[HubFile]:

@@ -328,8 +328,10 @@ ALWAYS_FITTED = ("time_job_s", "mem_base_mb", "mem_bytes_per_value")
 #: Terms kept at the model's value: the harness's own work (the same for every method), and what a job's peak
 #: cannot separate, measured on its own (Hydra's convolution outputs: benchmarks/hydra_memory.py; an elastic
 #: distance's cost beyond the cache: the per-context CPU times of the full-size jobs) or known from the arrays'
-#: sizes (a nearest-neighbour search's distances per query and context series).
-KEPT = ("time_ns_per_input_value", "mem_bytes_per_row_point", "mem_bytes_per_query_pair", "time_ns_per_cell_spilled")
+#: sizes (a nearest-neighbour search's distances per query and context series, the embeddings a frozen encoder keeps
+#: per series and channel).
+KEPT = ("time_ns_per_input_value", "mem_bytes_per_row_point", "mem_bytes_per_query_pair", "time_ns_per_cell_spilled",
+        "mem_bytes_per_memo_embedding")
 
 
 def _fit_one(terms: "np.ndarray", measured: "np.ndarray", names: tuple[str, ...], current: dict[str, float],

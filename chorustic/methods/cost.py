@@ -149,7 +149,8 @@ class CostModel:
                              [n_channels > 1 only]
                            + time_ns_per_tree_query * (passes(classes) - 1) * n_test
                              [tree_max_classes set only]
-                           + time_ns_per_feature_pair * N * (n_channels * length)**2) / 1e9)
+                           + time_ns_per_feature_pair * N * (n_channels * length)**2
+                           + time_ns_per_feature * n_channels * length) / 1e9)
 
     With :attr:`memo_embeddings`, where the job's memo holds its embeddings (:meth:`memo_series`), the values
     (``time_ns_per_value``) are not summed over the contexts: each series of the test split and of the training
@@ -256,6 +257,10 @@ class CostModel:
     """Per context, series (context and queries) and pair of its flattened features (``(n_channels x length)``
     squared): attention across the features of a row (TabICL's row interaction attends over every feature of a
     flattened series, 7,000 times the work of 1,024 features at PEMS-SF's 138,672)."""
+    time_ns_per_feature: float = 0.0
+    """Per context and flattened feature (``n_channels x length``), whatever the series: work per column of a
+    table (TabICL's per-column preprocessing and the column embedding's inducing points), which a context of
+    few rows and many features is made of."""
     tree_max_classes: int | None = None
     """The most classes one in-context pass decodes (ChorusTIC's ``K_max``); None: no class tree."""
     memo_pairs: bool = False
@@ -351,7 +356,8 @@ class CostModel:
                          "time_ns_per_series", "time_ns_per_pair", "time_ns_per_cell", "time_ns_per_series_pair",
                          "time_ns_per_column", "time_ns_per_path_cell", "time_ns_per_dilated_value",
                          "time_ns_per_column_class", "time_ns_per_column_series", "time_ns_per_cell_spilled",
-                         "time_ns_per_multichannel_cell", "time_ns_per_tree_query", "time_ns_per_feature_pair")
+                         "time_ns_per_multichannel_cell", "time_ns_per_tree_query", "time_ns_per_feature_pair",
+                         "time_ns_per_feature")
     #: The memory coefficients, in the order of :meth:`memory_terms`.
     MEMORY_COEFFICIENTS = ("mem_base_mb", "mem_bytes_per_value", "mem_kb_per_series", "mem_bytes_per_pair",
                            "mem_bytes_per_model_value", "mem_bytes_per_row_point", "mem_bytes_per_query_pair",
@@ -421,6 +427,7 @@ class CostModel:
             if self.tree_max_classes is not None:
                 out[15] += (class_tree_passes(classes, self.tree_max_classes) - 1) * c.n_test / 1e9
             out[16] += c.n_series * float(c.n_channels * c.length) ** 2 / 1e9
+            out[17] += c.n_channels * c.length / 1e9
             if not memo:
                 pairs(c)
         if memo:
