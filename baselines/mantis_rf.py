@@ -144,11 +144,11 @@ class MantisBase(HubMethod):
     resources: ClassVar[dict[str, Any]] = {"threads": 4, "mem_mb": 16000, "runtime": 180, "gpu": 0}
     #: Fitted on jobs on stand-ins with random weights of Mantis-8M's architecture (benchmarks/archive_scale.py
     #: --fit, one CPU thread; benchmarks/results/archive_scale.md): each channel of each series the job uses
-    #: through the frozen encoder once per job (~38 ms per channel and series in batches of 16, the embeddings
+    #: through the frozen encoder once per job (~37 ms per channel and series in batches of 16, the embeddings
     #: kept: chorustic.methods.embedding_memo), then a forest or logistic regression on each context.
     #: Thread scaling (benchmarks/thread_scaling.py): Mantis-8M's, the lower of Mantis-8M's and MantisV2's.
-    cost: ClassVar[CostModel] = CostModel(time_job_s=11.6, time_base_s=0.311, time_ns_per_value=74_800,
-                                          time_ns_per_series_pair=186, mem_base_mb=503, mem_bytes_per_value=19.2,
+    cost: ClassVar[CostModel] = CostModel(time_job_s=11.9, time_base_s=0.319, time_ns_per_value=72_600,
+                                          time_ns_per_series_pair=897, mem_base_mb=504, mem_bytes_per_value=12.1,
                                           memo_embeddings=True, mem_bytes_per_memo_embedding=1280,
                                           parallel_fraction=0.58)
 

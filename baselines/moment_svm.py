@@ -173,11 +173,12 @@ class MomentSVM(HubMethod):
     #: --fit, one CPU thread; benchmarks/results/archive_scale.md; 9 jobs within 0.97-1.09 in time and 0.98-0.99
     #: in memory): each channel of each series the job uses through the encoder once per job (125 M parameters,
     #: 512 steps: ~0.67 s per channel and series beside other jobs, the embeddings kept:
-    #: chorustic.methods.embedding_memo), then an RBF SVM grid search on each context. The memory per value and
-    #: per pair are kept from the earlier fit (the refit would drop them: these jobs are too small to show
-    #: them). On a GPU: the estimated gpu_speedup until one is measured.
+    #: chorustic.methods.embedding_memo), then an RBF SVM grid search on each context. The SVM's time per pair
+    #: and the memory per value and per pair are kept from the earlier fit (the refit would drop them: these
+    #: jobs, at most 180 context series, are too small to show them). On a GPU: the estimated gpu_speedup until
+    #: one is measured.
     cost: ClassVar[CostModel] = CostModel(time_job_s=7.78, time_base_s=0.66, time_ns_per_value=1_310_000,
-                                          mem_base_mb=1360, mem_bytes_per_value=43, mem_bytes_per_pair=10.8,
+                                          time_ns_per_series_pair=503, mem_base_mb=1360, mem_bytes_per_value=43, mem_bytes_per_pair=10.8,
                                           gpu_speedup=50, model_length=512, parallel_fraction=0.94,
                                           memo_embeddings=True, mem_bytes_per_memo_embedding=3328)
 

@@ -25,6 +25,7 @@ Protocol:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import types
 from pathlib import Path
@@ -32,10 +33,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from chorustic.methods import CostModel, MethodInfo, MethodNotReady, register
+from chorustic.methods import CostModel, MethodInfo, MethodNotReady, import_plugin_module, register
 from chorustic.methods.checkout import CheckoutMethod, checkout_imports
 from chorustic.methods.estimators import FrozenEmbeddingClassifier, torch_device
 from chorustic.methods.weights import cached, file_key, frozen, load_state_dict_report, load_torch_checkpoint
+
+_mantis = import_plugin_module("mantis_rf", __file__)
 
 REPO_URL = "https://github.com/chenguolin/NuTime"
 REQUIRED = ("src/config.py", "src/models/build.py", "src/models/encoders/build.py")
@@ -189,11 +192,10 @@ class NuTimeRF(CheckoutMethod):
     checkpoint_source = f"The authors ship it in their repository as {CKPT_NAME}."
     resources: ClassVar[dict[str, Any]] = {"threads": 4, "mem_mb": 16000, "runtime": 180, "gpu": 0}
     #: Cost model not measured (its code and weights are not available offline): Mantis-8M's fitted model
-    #: (benchmarks/results/archive_scale.md), the measured method closest to it: every channel of every series
-    #: through a small frozen encoder, then a random forest on the embeddings. An estimate.
-    cost: ClassVar[CostModel] = CostModel(time_job_s=6.31, time_base_s=0.42, time_ns_per_value=10_500,
-                                          time_ns_per_series_pair=21, mem_base_mb=691, mem_bytes_per_value=107,
-                                          memo_embeddings=True, mem_bytes_per_memo_embedding=1280)
+    #: (baselines/mantis_rf.py, benchmarks/results/archive_scale.md), the measured method closest to it: each
+    #: channel of each series through a small frozen encoder once per job (the embeddings kept), then a random
+    #: forest on the embeddings; its thread scaling is not measured. An estimate.
+    cost: ClassVar[CostModel] = dataclasses.replace(_mantis.MantisBase.cost, parallel_fraction=None)
 
     def load(self, params: dict[str, Any], resolved: dict[str, Any]):
         return load_nutime(

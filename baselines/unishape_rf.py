@@ -29,17 +29,20 @@ standard frozen-feature protocol, so the same seed gives the same predictions.
 
 from __future__ import annotations
 
+import dataclasses
 import argparse
 from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 
-from chorustic.methods import CostModel, MethodInfo, MethodNotReady, register
+from chorustic.methods import CostModel, MethodInfo, MethodNotReady, import_plugin_module, register
 from chorustic.methods.checkout import CheckoutMethod, checkout_imports
 from chorustic.methods.estimators import FrozenEmbeddingClassifier, torch_device
 from chorustic.methods.inputs import to_fixed_length
 from chorustic.methods.weights import cached, file_key, frozen, load_state_dict_report, load_torch_checkpoint
+
+_mantis = import_plugin_module("mantis_rf", __file__)
 
 REPO_URL = "https://github.com/ZLiu21/UniShape"
 MODEL_FILE = "models/unishapemodel_zeroshot.py"
@@ -119,7 +122,8 @@ def load_unishape(checkout: Path, checkpoint: Path, *, arch: dict[str, Any], dev
             "skipped": (report["skipped_unexpected"] + report["skipped_shape"])[:10],
         }
         return UniShapeBackbone(
-            model, key=("unishape", file_key(checkpoint), str(checkout), str(dev)), info=info, device=dev
+            model, key=("unishape", file_key(checkpoint), str(checkout), tuple(sorted(arch.items())), str(dev)),
+            info=info, device=dev,
         )
 
     return cached(
@@ -188,12 +192,10 @@ class UniShapeRF(CheckoutMethod):
     checkpoint_source = f"The authors distribute unishape_checkpoint_zeroshot.pth separately from the code (see {REPO_URL})."
     resources: ClassVar[dict[str, Any]] = {"threads": 4, "mem_mb": 16000, "runtime": 240, "gpu": 1}
     #: Cost model not measured (its code and weights are not available offline): Mantis-8M's fitted model
-    #: (benchmarks/results/archive_scale.md), the measured method closest to it: every channel of every series,
-    #: resampled to 512, through a frozen encoder, then a random forest. An estimate, as is gpu_speedup.
-    cost: ClassVar[CostModel] = CostModel(time_job_s=6.31, time_base_s=0.42, time_ns_per_value=10_500,
-                                          time_ns_per_series_pair=21, mem_base_mb=691, mem_bytes_per_value=107,
-                                          model_length=512, gpu_speedup=50,
-                                          memo_embeddings=True, mem_bytes_per_memo_embedding=1280)
+    #: (baselines/mantis_rf.py, benchmarks/results/archive_scale.md), the measured method closest to it: each
+    #: channel of each series through a small frozen encoder once per job (the embeddings kept), then a random
+    #: forest on the embeddings; its thread scaling is not measured. An estimate.
+    cost: ClassVar[CostModel] = dataclasses.replace(_mantis.MantisBase.cost, model_length=512, gpu_speedup=50, parallel_fraction=None)
 
     def load(self, params: dict[str, Any], resolved: dict[str, Any]):
         arch = {k: params[k] for k in ARCH_KEYS}

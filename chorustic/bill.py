@@ -401,6 +401,37 @@ def _unmeasured_scaling(plan: RunPlan, jobs: list[BillJob]) -> list[str]:
                    if j.method in multi and j.cost is not None and j.cost.parallel_fraction is None})
 
 
+def _over_ceilings(plan: RunPlan, jobs: list[BillJob]) -> str | None:
+    """The evaluate jobs whose model needs more than their method's ceilings (``resources``: the plugin's, or the
+    run's own): more memory than ``mem_mb`` (the job is stopped at it anywhere), or longer on the billed machine
+    than ``runtime`` (a cluster's scheduler stops it there; a local run has no time limit)."""
+    from chorustic import resources as cr
+
+    seconds = {j.name: j.seconds for j in jobs}
+    memory, time = [], []
+    for j in plan.jobs:
+        if j.cost is None:
+            continue
+        want_mb, _ = cr.job_request(j.estimate_mb, j.estimate_s)
+        if want_mb > j.resources["mem_mb"]:
+            memory.append((want_mb / j.resources["mem_mb"], f"{j.method}/{j.dataset} {want_mb / 1024:,.0f} GB "
+                                                            f"against {j.resources['mem_mb'] / 1024:,.0f}"))
+        minutes = seconds.get(f"evaluate/{j.method}/{j.dataset}", 0.0) / 60
+        if minutes > j.resources["runtime"]:
+            time.append((minutes / j.resources["runtime"], f"{j.method}/{j.dataset} {minutes / 60:,.1f} h "
+                                                          f"against {j.resources['runtime'] / 60:,.1f}"))
+    if not memory and not time:
+        return None
+    parts = []
+    for what, rows in (("more memory than their mem_mb (stopped at it, here as on a cluster)", memory),
+                       ("longer than their runtime (a cluster stops them there)", time)):
+        if rows:
+            worst = ", ".join(text for _, text in sorted(rows, reverse=True)[:3])
+            parts.append(f"{len(rows)} need {what}, e.g. {worst}")
+    return (f"evaluate jobs beyond their method's ceilings (methods.<run>.resources): {'; '.join(parts)}; raise "
+            "the ceilings of those runs, or leave them out, before relying on this bill")
+
+
 def make_bill(plan: RunPlan, machine: Machine | None = None, *, cluster_nodes: int = 0,
               node: Machine | None = None, bandwidth_mb_s: float = 10.0) -> dict[str, Any]:
     """The bill of ``plan`` on ``machine`` (default: this one) and on ``cluster_nodes`` nodes like ``node``."""
@@ -446,6 +477,9 @@ def make_bill(plan: RunPlan, machine: Machine | None = None, *, cluster_nodes: i
         bill["warnings"].append(f"{run}: {reason}; its {n} evaluate job(s) are counted at a placeholder "
                                 f"{UNCOSTED_ESTIMATE[1]:g} s each, not by a cost model, so the totals above miss what they "
                                 "cost (`chorustic methods` shows why the plugin fails)")
+    ceilings = _over_ceilings(plan, jobs)
+    if ceilings:
+        bill["warnings"].append(ceilings)
     if machine.mem_mb and largest.mem_mb > machine.mem_mb:
         bill["warnings"].append(f"{largest.name} asks for {largest.mem_mb} MB, more than this machine's "
                                 f"{machine.mem_mb} MB")

@@ -186,3 +186,15 @@ def test_a_method_whose_plugin_fails_to_import_is_named_in_the_bill(tmp_path):
     (warning,) = [w for w in bill["warnings"] if w.startswith("minirocket:")]
     n = sum(j.method == "minirocket" for j in plan.jobs)
     assert n > 0 and f"its {n} evaluate job(s)" in warning and "a broken installation" in warning
+
+
+def test_the_bill_names_the_jobs_whose_model_exceeds_their_methods_ceilings(paper):
+    """A job is stopped at its method's mem_mb whatever its cost model says it needs: the bill says how many
+    such jobs the run has, and names the worst."""
+    bill = make_bill(paper, Machine(cores=16, gpus=1, mem_mb=128 * 1024))
+    (warning,) = [w for w in bill["warnings"] if w.startswith("evaluate jobs beyond their method's ceilings")]
+    over = [j for j in paper.jobs
+            if j.cost is not None and cr.job_request(j.estimate_mb, j.estimate_s)[0] > j.resources["mem_mb"]]
+    assert over and f"{len(over)} need more memory than their mem_mb" in warning
+    worst = max(over, key=lambda j: cr.job_request(j.estimate_mb, j.estimate_s)[0] / j.resources["mem_mb"])
+    assert f"{worst.method}/{worst.dataset}" in warning

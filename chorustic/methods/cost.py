@@ -457,7 +457,7 @@ class CostModel:
                 rows * model.n_channels * model.length / 2**20, points / 2**20, size.n_train * chunk / 2**20,
                 size.n_test * self.memo_train(size) / 2**20, embeddings / 2**20)
 
-    def gpu_seconds(self, size: JobSize, seconds: float) -> float:
+    def gpu_seconds(self, size: JobSize | None, seconds: float) -> float:
         """The job's ``seconds`` on one CPU thread (its estimate, without safety margins) on one GPU: the fixed
         ``time_job_s`` as it is, the feature-pair term at :attr:`gpu_speedup_feature_pairs`, the rest at
         :attr:`gpu_speedup` (``seconds`` itself where there is none)."""
@@ -465,8 +465,9 @@ class CostModel:
             return seconds
         fixed = min(float(self.time_job_s), seconds)
         pairs = 0.0
-        if self.time_ns_per_feature_pair:
-            pairs = min(seconds - fixed, self.time_ns_per_feature_pair * self.time_terms(size)[16])
+        if self.time_ns_per_feature_pair and size is not None:
+            term = self.time_terms(size)[self.TIME_COEFFICIENTS.index("time_ns_per_feature_pair")]
+            pairs = min(seconds - fixed, self.time_ns_per_feature_pair * term)
         rest = seconds - fixed - pairs
         return fixed + rest / self.gpu_speedup + pairs / (self.gpu_speedup_feature_pairs or self.gpu_speedup)
 

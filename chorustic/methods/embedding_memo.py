@@ -42,8 +42,8 @@ class EmbeddingMemo:
     """Embeddings per (encoder key, series digest), bounded by ``max_mb``.
 
     :meth:`embed` returns the embeddings of a call's series, computing only those it does not hold. ``computed``
-    and ``reused`` count series, ``padding`` the copies that filled a last batch, since the last
-    :meth:`take_counts`.
+    counts the distinct series embedded, ``reused`` the series read from the memo, ``padding`` the copies that
+    filled a last batch, since the last :meth:`take_counts`.
     """
 
     def __init__(self, max_mb: float = EMBEDDING_MEMO_MB):
@@ -96,6 +96,7 @@ class EmbeddingMemo:
                 first[d] = i
         todo = list(first.values())
         made: dict[bytes, np.ndarray] = {}
+        padding = 0
         for s in progress(range(0, len(todo), batch)):
             part = todo[s:s + batch]
             filled = part + [part[-1]] * (batch - len(part))
@@ -104,9 +105,11 @@ class EmbeddingMemo:
                 raise ValueError(f"EmbeddingMemo: compute returned {block.shape} for {batch} series")
             for j, i in enumerate(part):
                 made[digests[i]] = block[j].copy()
-            self.padding += batch - len(part)
-        self.computed += len(todo)
-        self.reused += sum(row is not None for row in found)
+            padding += batch - len(part)
+        with self._lock:
+            self.computed += len(todo)
+            self.reused += sum(row is not None for row in found)
+            self.padding += padding
         if made:
             self._keep(table, made)
         rows = [row if row is not None else made[d] for d, row in zip(digests, found)]

@@ -14,8 +14,9 @@ class MomentSVMHead:
     < 5 per class: a single SVC with C=1e5), and subsamples contexts above 10000 cases. Its grid search
     asks joblib for 10 worker processes whatever the job's threads (each a Python with numpy and
     scikit-learn: FordA's full context at 3 % reached 2.1 GB where one process holds 1.3): the search runs
-    in this process instead, one fit after another with ``n_jobs`` 1 and on joblib's threads otherwise
-    (libsvm releases the GIL). The same fits, so the same model. The SVC has no probability model;
+    in this process instead, one fit after another (joblib's sequential backend; its threading backend would
+    still start 10 threads, since momentfm names the number). The same fits, so the same model: the job's
+    threads go to the encoder, which is most of its time. The SVC has no probability model;
     probabilities are a softmax of its one-vs-rest decision values, fixed up so that their argmax is always
     the SVC's prediction.
     """
@@ -27,7 +28,7 @@ class MomentSVMHead:
         from joblib import parallel_config
         from momentfm.models.statistical_classifiers import fit_svm
 
-        with parallel_config(backend="sequential" if int(self.n_jobs or 1) <= 1 else "threading"):
+        with parallel_config(backend="sequential"):
             self.svm_ = fit_svm(Z, y)
         self.classes_ = self.svm_.classes_
         return self
