@@ -115,6 +115,12 @@ class JobSize:
         return self.n_train + self.n_test
 
     @property
+    def n_train_used(self) -> int:
+        """The training series the contexts use between them, each counted once: at most ``n_train`` (what a job's
+        memo keeps of the training split)."""
+        return min(self.n_train, sum(c.n_train for c in self.contexts()))
+
+    @property
     def n_values(self) -> int:
         """Input values: every series of both splits, every channel, every time point."""
         return self.n_series * self.n_channels * self.length
@@ -369,7 +375,7 @@ class CostModel:
         use (at most ``n_train``) where those pairs fit :data:`PAIR_MEMO_MB`; 0 without a memo."""
         if not self.memo_pairs:
             return 0
-        used = min(size.n_train, sum(c.n_train for c in size.contexts()))
+        used = size.n_train_used
         return used if 8 * used * size.n_test <= PAIR_MEMO_MB * 2**20 else 0
 
     def memo_series(self, size: JobSize) -> int:
@@ -379,7 +385,7 @@ class CostModel:
         embeds its own series and the test split, an upper bound: the memo keeps what fits)."""
         if not self.memo_embeddings:
             return 0
-        used = min(size.n_train, sum(c.n_train for c in size.contexts())) + size.n_test
+        used = size.n_train_used + size.n_test
         held = used * size.n_channels * self.mem_bytes_per_memo_embedding
         return used if held <= EMBEDDING_MEMO_MB * 2**20 else 0
 
@@ -449,7 +455,7 @@ class CostModel:
                                                                               self.model_row_points)
         embeddings = 0.0
         if self.memo_embeddings:  # what the memo keeps: every series the job uses, at most its bound
-            used = min(size.n_train, sum(c.n_train for c in size.contexts())) + size.n_test
+            used = size.n_train_used + size.n_test
             embeddings = used * size.n_channels
             if self.mem_bytes_per_memo_embedding > 0:
                 embeddings = min(embeddings, EMBEDDING_MEMO_MB * 2**20 / self.mem_bytes_per_memo_embedding)

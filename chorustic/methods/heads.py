@@ -21,9 +21,6 @@ class MomentSVMHead:
     the SVC's prediction.
     """
 
-    def __init__(self, n_jobs: int = 1):
-        self.n_jobs = n_jobs
-
     def fit(self, Z: np.ndarray, y: np.ndarray) -> MomentSVMHead:
         from joblib import parallel_config
         from momentfm.models.statistical_classifiers import fit_svm
@@ -67,5 +64,5 @@ def make_head(kind: str, *, seed: int, n_jobs: int = 1, n_estimators: int = 200,
 
         return make_pipeline(StandardScaler(), LogisticRegression(max_iter=lr_max_iter, random_state=seed))
     if kind == "svm":
-        return MomentSVMHead(n_jobs=n_jobs)
+        return MomentSVMHead()
     raise ValueError(f"unknown classifier head {kind!r}; expected 'rf', 'lr' or 'svm'")
