@@ -190,7 +190,7 @@ class NuTimeRF(CheckoutMethod):
     checkout_files = REQUIRED
     checkpoint_in_checkout = CKPT_NAME
     checkpoint_source = f"The authors ship it in their repository as {CKPT_NAME}."
-    resources: ClassVar[dict[str, Any]] = {"threads": 4, "mem_mb": 16000, "runtime": 180, "gpu": 0}
+    resources: ClassVar[dict[str, Any]] = {"threads": 4, "mem_mb": 16000, "runtime": 2880, "gpu": 0}  # Mantis-8M's
     #: Cost model not measured (its code and weights are not available offline): Mantis-8M's fitted model
     #: (baselines/mantis_rf.py, benchmarks/results/archive_scale.md), the measured method closest to it: each
     #: channel of each series through a small frozen encoder once per job (the embeddings kept), then a random

@@ -14,24 +14,34 @@ vector and treat the resulting samples as rows of a tabular classification task"
   file or folder) or the Hugging Face cache (never downloaded during evaluation; ``chorustic
   fetch-weights tabicl`` downloads and verifies it).
 
-Large tables (flattened UEA rows are long: EigenWorms 6 x 17,984, DuckDuckGeese 1,345 x 270): a forward
-pass holds about ``cell_tensors`` float32 tensors of ``embed_dim`` per (ensemble member, row, feature):
-the column embeddings and the activations around them, 2.0-2.4 KB per cell for v1.1 and 2.9 KB for v2
-(``embed_dim`` 128; measured with random weights of the real architectures, 60-480 rows of 128-1,024
-features, one and eight members: benchmarks/results/archive_scale.md). :func:`forward_plan` sizes each
-pass to :data:`WORK_MB` (a constant, so that the batches, and with them the float rounding, are the same
-on every machine; ``max_memory_mb`` sets another budget): the ensemble batch is halved first, then the
-query rows per pass are cut (query rows never attend to each other in TabICL, and the members are
-independent, so neither changes predictions). A table whose one member with one query row needs more
-than the budget runs at that minimum. If even that does not fit the memory available to the job (the
-machine's or cgroup's, or the job's limit the harness exports), a ``MemoryError`` names the dataset size
-and the fixes (more memory, a GPU, ``disk_offload_dir`` for tabicl's disk offloading). The harness
-records that as a failed run, never as a number. The plugins' cost models add the same plan's memory
+Large tables (flattened UEA rows are long: FaceDetection 144 x 62 on 5,890 context rows, MotorImagery 64 x
+3,000, DuckDuckGeese 1,345 x 270): tabicl embeds every cell of the table (row, feature) as ``embed_dim`` float32
+per ensemble member (512 bytes at 128), and the row interaction needs all of a row's embeddings at once. On a
+GPU, tabicl runs each stage (column embedding, row interaction, ICL) on batches sized to the device's free memory
+and keeps the embeddings on the host beyond half of it; on a CPU it runs each stage at once, ~2.5 KB per cell
+(v1.1, 300 + 100 rows of 1,024 features: 2.6 GB), and FaceDetection's one member would take ~130 GB.
+:func:`budget_stages` makes a CPU batch the same way, each stage within :data:`STAGE_MB`, so a pass holds its
+column embeddings and one stage's working memory: ``(members + shared_tensors) x rows x features x 512``
+bytes, ``shared_tensors`` 1 for v1.1 (it embeds the first member's table once and reorders a copy for each
+member) (measured: the 300 + 100 rows of 1,024 features took 1.4 GB above the process and 237 CPU-s instead
+of 332; benchmarks/results/archive_scale.md). :func:`forward_plan` sizes each pass to :data:`WORK_MB` (a
+constant, so that the batches, and with them the float rounding, are the same on every machine;
+``max_memory_mb`` sets another budget): the ensemble batch is halved first, then the query rows per pass are cut
+(query rows never attend to each other in TabICL, and the members are independent), but a pass keeps at least
+:data:`MIN_QUERY_FRACTION` of its context rows as queries (each pass embeds the context again). A table whose
+smallest pass needs more than the budget runs at that pass (FaceDetection: one member and all 3,524 queries, ~80 GB).
+If it does not fit the memory available to the job (the machine's or cgroup's, or the job's limit the harness
+exports; on a GPU also half its free memory), a ``MemoryError`` names the dataset size and the fixes (more
+memory, ``disk_offload_dir`` for tabicl's disk offloading). The harness records that as a failed run, never as
+a number. The plugins' cost models add the same plan's memory and its passes' time
 (:meth:`TabICLBase.job_cost`), so a job asks for what its passes hold.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import math
 import os
 from pathlib import Path
 from typing import Any, ClassVar
@@ -46,33 +56,64 @@ from chorustic.methods.weights import HubMethod, cached, file_key, frozen, load_
 
 REPO_ID = "jingang/TabICL"
 
-#: The working memory of one forward pass (MB): the ensemble batch and the query rows per pass are sized to
-#: it, the same on every machine.
+#: The column embeddings one forward pass may hold (MB): the ensemble batch and the query rows per pass are sized
+#: to it, the same on every machine.
 WORK_MB = 2048.0
+#: The working memory of one stage of a forward pass on a CPU (MB): the column embedding runs on batches of
+#: columns and the row interaction and ICL on batches of rows sized to it by tabicl's own memory estimator
+#: (:func:`budget_stages`). Measured with random weights of v1.1 (300 + 100 rows of 1,024 features, one member,
+#: one thread): 512 MB took 237 CPU-s and ~0.6x the budget above what the pass holds, 2,048 MB 343 CPU-s, the
+#: whole stage at once 332 CPU-s and 2.6 GB.
+STAGE_MB = 512.0
+#: The fewest query rows a pass carries, as a fraction of its context rows (where even one member's pass with
+#: every query is over :data:`WORK_MB`): each pass embeds its context again, through every stage (the row
+#: interaction's attention over a row's features included), so a pass of fewer queries than context rows costs
+#: more time than the memory it saves (DuckDuckGeese, 50 + 50 rows of 363,150 features: 7 queries per pass would
+#: hold half the memory and take 4.5x the time). At one, the passes of a job take at most twice the time of a
+#: single pass (the cost model charges each, :meth:`TabICLBase.job_cost`) and hold at most twice what its
+#: context alone needs.
+MIN_QUERY_FRACTION = 1.0
 
 
 def forward_plan(n_context: int, n_query: int, n_features: int, cell_bytes: float, members: int,
-                 budget_mb: float = WORK_MB) -> tuple[int, int, float]:
+                 budget_mb: float = WORK_MB, shared: float = 1.0) -> tuple[int, int, float]:
     """(ensemble members per pass, query rows per pass, the pass's MB) for ``n_context`` context rows and
-    ``n_query`` query rows of ``n_features`` features at ``cell_bytes`` per (member, row, feature): every
-    member and query at once when they fit ``budget_mb``; else the ensemble batch halved, then the query
-    rows cut; at least one member with one query row (the pass's MB then exceeds the budget)."""
+    ``n_query`` query rows of ``n_features`` features: a pass of ``m`` members over the context and ``q`` query
+    rows holds ``(m + shared) x (n_context + q) x n_features`` column embeddings of ``cell_bytes``. Every
+    member and query at once when they fit ``budget_mb``; else the ensemble batch halved, then the query rows
+    cut, but not below ``MIN_QUERY_FRACTION`` of the context rows (the pass's MB may then exceed the budget)."""
     per_row_mb = n_features * cell_bytes / 2**20
-    limit = max(float(budget_mb), (n_context + 1) * per_row_mb)
-    chunk = max(1, int(n_query))
+    n_query = max(1, int(n_query))
     members = max(1, int(members))
-    while members > 1 and members * (n_context + chunk) * per_row_mb > limit:
+
+    def held(m: int, q: int) -> float:
+        return (m + shared) * (n_context + q) * per_row_mb
+
+    while members > 1 and held(members, n_query) > budget_mb:
         members = max(1, members // 2)
-    if members * (n_context + chunk) * per_row_mb > limit:
-        chunk = max(1, int(limit // max(per_row_mb, 1e-12)) - n_context)
-    chunk = min(chunk, max(1, int(n_query)))
-    return members, chunk, members * (n_context + chunk) * per_row_mb
+    chunk = n_query
+    if held(members, chunk) > budget_mb:
+        least = max(1, math.ceil(n_context * MIN_QUERY_FRACTION))
+        fits = int(budget_mb / max((members + shared) * per_row_mb, 1e-12)) - n_context
+        chunk = min(n_query, max(least, fits))
+    return members, chunk, held(members, chunk)
 
 
-def cell_bytes(cell_tensors: float, embed_dim: int = 128) -> float:
-    """Bytes a forward pass holds per (ensemble member, row, feature): ``cell_tensors`` float32 tensors of
-    ``embed_dim``."""
-    return cell_tensors * embed_dim * 4
+@functools.lru_cache(maxsize=4096)
+def _plan_rows(n_context: int, *, n_query: int, n_features: int, members: int, budget_mb: float,
+               shared: float) -> tuple[int, int, float]:
+    """:func:`forward_plan` with :func:`cell_bytes` at ``embed_dim`` 128, cached (the bill plans many contexts)."""
+    return forward_plan(n_context, n_query, n_features, cell_bytes(), members, budget_mb, shared)
+
+
+def query_passes(n_query: int, chunk: int) -> int:
+    """The forward passes (per ensemble batch) over ``n_query`` query rows at ``chunk`` per pass."""
+    return max(1, math.ceil(max(1, int(n_query)) / max(1, int(chunk))))
+
+
+def cell_bytes(embed_dim: int = 128) -> float:
+    """Bytes of one column embedding (a row's feature, one ensemble member): ``embed_dim`` float32."""
+    return embed_dim * 4.0
 
 
 def available_memory_mb() -> float:
@@ -130,6 +171,62 @@ def load_tabicl_model(path: str | os.PathLike, *, label: str, expected: str):
     return cached(("tabicl", file_key(path)), load)
 
 
+@functools.cache
+def _stage_budget_manager_class():
+    """tabicl's ``InferenceManager`` with a CPU that batches like a GPU (built on first use: tabicl imports torch).
+
+    On a GPU, tabicl's manager runs each stage of the model (column embedding, row interaction, in-context
+    learning) on batches of columns or rows sized to the free memory by its own ``MemoryEstimator``; on a CPU it
+    runs the whole stage at once, so that a table's working memory grows with rows x features without bound
+    (FaceDetection flattened: 5,890 rows x 8,928 features, ~130 GB for one member). This one splits a CPU
+    stage the same way, sized to :attr:`budget_mb` (a constant, so the batches, and with them the float
+    rounding, are the same on every machine). A stage that fits runs at once as before; a batch is a subset of
+    columns (column embedding) or of rows (row interaction, ICL), which the stages treat independently."""
+    import math
+
+    import torch
+    from tabicl._model.inference import InferenceManager, MemoryEstimator
+    from tabicl._model.kv_cache import KVCache
+
+    class StageBudgetManager(InferenceManager):
+        budget_mb: float = STAGE_MB
+
+        def __call__(self, forward_fn, inputs, auto_batch=True, output_repeat=1):
+            first = next(iter(inputs.values()))
+            plain = (not auto_batch or self.exe_device.type != "cpu" or not isinstance(first, torch.Tensor)
+                     or first.dim() < 3 or any(isinstance(v, KVCache) for v in inputs.values()))
+            if plain:
+                return super().__call__(forward_fn, inputs, auto_batch=auto_batch, output_repeat=output_repeat)
+            *dims, seq_len, in_dim = first.shape
+            per_batch = MemoryEstimator.estimate_batch_size(seq_len, float(self.budget_mb), self.enc_name,
+                                                            include_inputs=True, in_dim=in_dim)
+            if per_batch >= math.prod(dims):
+                return super().__call__(forward_fn, inputs, auto_batch=auto_batch, output_repeat=output_repeat)
+            shape = (*dims, self.out_dim) if self.out_no_seq else (*dims, seq_len, self.out_dim)
+            out = None
+            for batch, index in self.create_multidim_batches(inputs, tuple(dims),
+                                                             self.compute_split_sizes(tuple(dims), per_batch)):
+                part = self._run_forward(forward_fn, batch)
+                if out is None:
+                    out = torch.empty(shape, dtype=part.dtype)
+                out[index] = part
+                del part, batch
+            return out
+
+    return StageBudgetManager
+
+
+def budget_stages(model, budget_mb: float) -> None:
+    """Let each stage of a TabICL ``model`` (its column embedder, row interactor and ICL predictor) batch on a CPU
+    within ``budget_mb`` (:func:`_stage_budget_manager_class`)."""
+    cls = _stage_budget_manager_class()
+    for stage in (model.col_embedder, model.row_interactor, model.icl_predictor):
+        mgr = stage.inference_mgr
+        if not isinstance(mgr, cls):
+            mgr.__class__ = cls
+        mgr.budget_mb = float(budget_mb)
+
+
 def _tabicl_classifier_class():
     from tabicl import TabICLClassifier
 
@@ -170,7 +267,7 @@ class FlattenedTabICLClassifier(ContractClassifier):
         device: str = "cpu",
         n_jobs: int = 1,
         verbose: bool = False,
-        cell_tensors: float = 5.0,
+        shared_tensors: float = 1.0,
     ):
         self.checkpoint = checkpoint
         self.checkpoint_version = checkpoint_version
@@ -185,48 +282,50 @@ class FlattenedTabICLClassifier(ContractClassifier):
         self.device = device
         self.n_jobs = n_jobs
         self.verbose = verbose
-        self.cell_tensors = cell_tensors
+        self.shared_tensors = shared_tensors
 
     def _rows(self, X) -> np.ndarray:
         return flatten_channels(to_fixed_length(X, self.length_))
 
     def _cell_bytes(self) -> float:
-        """Bytes a forward pass holds per (ensemble member, row, feature)."""
-        return cell_bytes(self.cell_tensors, int(self.model_.model_config_.get("embed_dim", 128)))
+        """Bytes of one column embedding (one member, row and feature)."""
+        return cell_bytes(int(self.model_.model_config_.get("embed_dim", 128)))
 
     def _available_mb(self) -> float:
-        """Memory the passes may take: the GPU's free memory on a GPU (tabicl offloads beyond it), else the
-        job's (:func:`available_memory_mb`)."""
+        """Memory the column embeddings may take: the job's (:func:`available_memory_mb`), and on a GPU at least
+        half its free memory (tabicl keeps a stage's output there up to that and moves it to the host beyond)."""
+        available = max(0.0, available_memory_mb())
         if str(self.device).startswith("cuda"):
             import torch
 
             if torch.cuda.is_available():
-                return torch.cuda.mem_get_info(torch.device(self.device))[0] / 2**20
-        return max(0.0, available_memory_mb())
+                available = max(available, 0.5 * torch.cuda.mem_get_info(torch.device(self.device))[0] / 2**20)
+        return available
 
     def _plan(self, n_query: int) -> tuple[int, int]:
         """(ensemble members per forward, query rows per forward): :func:`forward_plan` at ``max_memory_mb``
         or :data:`WORK_MB`, within the memory available to the job. The same on every machine where the job
-        has ``WORK_MB / 0.8`` free (its request covers it); less free memory cuts the passes further."""
+        has ``WORK_MB / 0.8`` free (its request covers it); less free memory cuts the passes further, and a
+        table whose smallest pass does not fit what is available is refused with the fixes."""
         if self.disk_offload_dir:
             return int(self.batch_size), int(self.query_chunk_size or n_query)
         n_feat = int(self.n_features_)
         cell = self._cell_bytes()
         available = self._available_mb()
         have = min(available, float(self.max_memory_mb)) if self.max_memory_mb else available
-        need = (self.n_context_ + 1) * n_feat * cell / 2**20  # one member, one query row
-        if need > have:
+        budget = min(float(self.max_memory_mb or WORK_MB), 0.8 * available)
+        queries = min(n_query, int(self.query_chunk_size)) if self.query_chunk_size else n_query
+        members = min(int(self.batch_size), int(self.n_estimators))
+        members, chunk, held = forward_plan(self.n_context_, queries, n_feat, cell, members, budget,
+                                            float(self.shared_tensors))
+        if held > have:
             raise MemoryError(
                 f"TabICL on {self.n_context_} context rows x {n_feat} features (channels x length, flattened) "
-                f"needs about {need / 1024:.1f} GiB for one ensemble member with one query row "
-                f"({cell / 1024:.1f} KB per row and feature); {have / 1024:.1f} GiB are available. "
-                f"Run this job with more memory (resources mem_mb) or on a GPU, or set params.disk_offload_dir "
-                f"to let tabicl offload column embeddings to disk."
+                f"needs about {held / 1024:.1f} GiB for the column embeddings of one forward pass ({members} "
+                f"ensemble member(s), {chunk} query rows; {cell / 1024:.1f} KB per row and feature); "
+                f"{have / 1024:.1f} GiB are available. Run this job with more memory (resources mem_mb) or on a "
+                f"GPU, or set params.disk_offload_dir to let tabicl offload column embeddings to disk."
             )
-        budget = min(float(self.max_memory_mb or WORK_MB), 0.8 * available)
-        queries = int(self.query_chunk_size) if self.query_chunk_size else n_query
-        members = min(int(self.batch_size), int(self.n_estimators))
-        members, chunk, _ = forward_plan(self.n_context_, queries, n_feat, cell, members, budget)
         return members, min(chunk, n_query)
 
     def _fit(self, X, y):
@@ -264,7 +363,9 @@ class FlattenedTabICLClassifier(ContractClassifier):
         F = self._rows(X)
         members, chunk = self._plan(F.shape[0])
         self.model_.batch_size = members
-        self.run_info_.update({"ensemble_batch": members, "query_chunk": chunk})
+        budget_stages(self.model_.model_, STAGE_MB)
+        self.run_info_.update({"ensemble_batch": members, "query_chunk": chunk, "stage_mb": STAGE_MB,
+                               "query_passes": query_passes(F.shape[0], chunk)})
         out = [self.model_.predict_proba(F[s : s + chunk]) for s in range(0, F.shape[0], chunk)]
         proba = np.concatenate(out, axis=0)
         cols = np.asarray(self.model_.classes_, dtype=np.int64)
@@ -279,12 +380,16 @@ class TabICLBase(HubMethod):
     checkpoint_file: ClassVar[str]
     estimator = FlattenedTabICLClassifier
     fixed_params: ClassVar[dict[str, Any]] = {"checkpoint_version": None,  # the plugin's checkpoint_file
-                                              "cell_tensors": None}  # and its cell_tensors
-    #: The float32 tensors of ``embed_dim`` a forward pass holds per (member, row, feature), measured
-    #: (module docstring): v1.1 2.0-2.4 KB per cell at ``embed_dim`` 128, taken at 5 (2.5 KB).
-    cell_tensors: ClassVar[float] = 5.0
+                                              "shared_tensors": None}  # and its shared_tensors
+    #: The column embeddings a forward pass holds besides one per ensemble member (module docstring): v1.1
+    #: embeds the first member's table once and reorders a copy of it for each member of the pass.
+    shared_tensors: ClassVar[float] = 1.0
     weights_param = "checkpoint"
-    resources: ClassVar[dict[str, Any]] = {"threads": 4, "mem_mb": 32000, "runtime": 360, "gpu": 1}
+    #: Ceilings: the column embeddings of the largest flattened tables on the host of a GPU job (v1.1 on
+    #: FaceDetection holds ~80 GB and asks for 138 GB with the safety margin, MotorImagery 120 GB; job_cost; the
+    #: paper's machine had 251 GiB for its four GPUs); and two days, a cluster's usual longest partition, for the
+    #: feature-heavy tables on one GPU (tabicl_v2/DuckDuckGeese ~35 h by the estimated GPU speed-ups).
+    resources: ClassVar[dict[str, Any]] = {"threads": 4, "mem_mb": 144000, "runtime": 2880, "gpu": 1}
     #: Set from jobs on stand-ins with random weights of TabICL v1.1's architecture (benchmarks/archive_scale.py,
     #: one CPU thread under the pinned numerics; benchmarks/results/archive_scale.md): Crop at 1 % took 84 CPU-s,
     #: ShapesAll's shape at 10 % (60 + 60 rows of 512 features, 60 classes) 452; and one context of 20 + 20 rows of
@@ -293,13 +398,15 @@ class TabICLBase(HubMethod):
     #: feature whatever the rows (per-column work), ~0.65 us per row and pair of its features (the row
     #: interaction attends over every feature of a row: the square of the features, which decides the flattened
     #: UEA datasets: PEMS-SF's 138,672 features, DuckDuckGeese's 363,150) and ~0.9 ms per (context row, row)
-    #: pair (ICL). Memory: the forward passes' (job_cost) on top of ~950 MB and ~2 KB per value. Too few
+    #: pair (ICL). Memory: the forward passes' (job_cost) on top of ~950 MB and 128 bytes per value (tabicl's
+    #: preprocessing: 4,000 rows of 1,024 features took 92 bytes per value to fit and 140 with the ensemble's
+    #: views of every row, model weights included; the 2 KB per value before came from one-shot passes). Too few
     #: finished jobs to fit by --fit. On a GPU: the estimated gpu_speedup (and for the attention over features,
     #: half-precision flash attention on a GPU's matrix units against ~27 GFLOP/s on a CPU thread,
     #: gpu_speedup_feature_pairs) until one is measured.
     cost: ClassVar[CostModel] = CostModel(time_job_s=20, time_base_s=2, time_ns_per_value=520_000,
                                           time_ns_per_series_pair=900_000, time_ns_per_feature_pair=650,
-                                          time_ns_per_feature=25_000_000, mem_base_mb=950, mem_bytes_per_value=2000,
+                                          time_ns_per_feature=25_000_000, mem_base_mb=950, mem_bytes_per_value=128,
                                           gpu_speedup=100, gpu_speedup_feature_pairs=2000, parallel_fraction=0.91,
                                           context_per_call=True)
 
@@ -308,19 +415,40 @@ class TabICLBase(HubMethod):
 
     def resolve(self, params: dict[str, Any]) -> dict[str, Any]:
         return {**super().resolve(params), "checkpoint_version": self.checkpoint_file,
-                "cell_tensors": self.cell_tensors}
+                "shared_tensors": self.shared_tensors}
+
+    def _pass_plan(self, size, n_train: int, **params: Any) -> tuple[int, int, float]:
+        """:func:`forward_plan` for a context of ``n_train`` rows of ``size``'s flattened features and the
+        harness's chunk of its queries, as :meth:`FlattenedTabICLClassifier._plan` makes it."""
+        return self._pass_planner(size, **params)(n_train)
+
+    def _pass_planner(self, size, **params: Any):
+        """:meth:`_pass_plan` of ``size`` as a function of the context's rows (the parameters merged once)."""
+        p = self.params(params)
+        chunk = min(int(p.get("query_chunk_size") or self.cost_model(**params).query_chunk(size)), size.n_test)
+        members = min(int(p.get("batch_size", 8)), int(p.get("n_estimators", 8)))
+        budget = float(p.get("max_memory_mb") or WORK_MB)
+        return functools.partial(_plan_rows, n_query=chunk, n_features=size.n_channels * size.length,
+                                 members=members, budget_mb=budget, shared=self.shared_tensors)
 
     def job_cost(self, size, **params: Any) -> tuple[float, float]:
-        """The cost model's memory and time, plus what the forward passes hold (:func:`forward_plan` at
-        ``max_memory_mb`` or :data:`WORK_MB` for the largest context, ``n_train`` rows, with the harness's chunk of queries:
-        ``n_channels x length`` features at ``cell_tensors x 128 x 4`` bytes per member, row and feature)."""
+        """The cost model's memory and time, plus what the forward passes hold and the passes' repeated
+        contexts: the column embeddings of the largest context's pass (:func:`forward_plan`, ``embed_dim`` 128)
+        and one stage's working memory (:data:`STAGE_MB`); and where a context's queries take several passes,
+        each pass after the first embeds the context again, costed as that many more query rows."""
+        model = self.cost_model(**params)
         mem, seconds = super().job_cost(size, **params)
-        p = self.params(params)
-        chunk = int(p.get("query_chunk_size") or self.cost_model(**params).query_chunk(size))
-        members = min(int(p.get("batch_size", 8)), int(p.get("n_estimators", 8)))
-        _, _, work = forward_plan(size.n_train, chunk, size.n_channels * size.length, cell_bytes(self.cell_tensors),
-                                  members, float(p.get("max_memory_mb") or WORK_MB))
-        return mem + work, seconds
+        plan = self._pass_planner(size, **params)
+        held = plan(size.n_train)[2]
+        band = self.cost_band(size, **params)
+        for c in size.contexts():
+            if c.n_train == 0:
+                continue
+            again = (query_passes(c.n_test, plan(c.n_train)[1]) - 1) * c.n_train
+            if again:
+                seconds += (model.estimate(dataclasses.replace(c, n_test=c.n_test + again), band=band)[1]
+                            - model.estimate(c, band=band)[1])
+        return mem + held + STAGE_MB, seconds
 
     def load(self, params: dict[str, Any], resolved: dict[str, Any]) -> None:
         load_tabicl_model(resolved["checkpoint"], label=self.label, expected=self.checkpoint_file)

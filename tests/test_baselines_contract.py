@@ -10,7 +10,9 @@ loaders. No network, no real weights.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -179,11 +181,12 @@ def test_tabicl_chunks_queries_to_fit_memory_and_refuses_impossible_tables(disco
     Xq, _ = make_data("native", 30, 2, seed=11)
     full = method.build(seed=0, **params).fit(X, y)
     p_full = full.predict_proba(Xq)
-    # one row holds 128 features x 5 tensors x 16 dims x 4 B = 40 KiB per member; 1.5 MiB holds 38 rows:
-    # one member, the 20 context rows and 18 of the 30 query rows per forward pass
-    tight = method.build(seed=0, **{**params, "max_memory_mb": 1.5}).fit(X, y)
+    # a row's column embeddings: 128 features x 16 dims x 4 B = 8 KiB per member, and v1.1 holds one more table
+    # than its members; 0.7 MiB holds one member's pass (2 tables) over the 20 context rows and 24 of the 30 queries
+    tight = method.build(seed=0, **{**params, "max_memory_mb": 0.7}).fit(X, y)
     p_tight = tight.predict_proba(Xq)
-    assert tight.run_info_["ensemble_batch"] == 1 and tight.run_info_["query_chunk"] == 18
+    assert tight.run_info_["ensemble_batch"] == 1 and tight.run_info_["query_chunk"] == 24
+    assert tight.run_info_["query_passes"] == 2
     assert np.allclose(p_full, p_tight, atol=1e-5)
     with pytest.raises(MemoryError, match="GiB are available"):
         method.build(seed=0, **{**params, "max_memory_mb": 0.01}).fit(X, y).predict_proba(Xq)
@@ -200,40 +203,89 @@ def test_tabicl_sizes_its_passes_to_a_fixed_budget_not_to_the_machine(discovery,
     for free_mb in (4_000, 400_000):
         monkeypatch.setitem(tabicl, "available_memory_mb", lambda free_mb=free_mb: free_mb)
         plans.append(est._plan(30))
-    assert plans[0] == plans[1] == (4, 30)  # every member (n_estimators 4) and query: 8 MB, under any budget
-    monkeypatch.setitem(tabicl, "WORK_MB", 1.5)  # 38 rows of 40 KiB: one member, 18 queries per pass
+    assert plans[0] == plans[1] == (4, 30)  # every member (n_estimators 4) and query: 2 MB, under any budget
+    monkeypatch.setitem(tabicl, "WORK_MB", 0.7)  # rows of 8 KiB x 2 tables: one member, 24 queries per pass
     cut = []
     for free_mb in (4_000, 400_000):
         monkeypatch.setitem(tabicl, "available_memory_mb", lambda free_mb=free_mb: free_mb)
         cut.append(est._plan(30))
-    assert cut == [(1, 18), (1, 18)]
+    assert cut == [(1, 24), (1, 24)]
 
 
-def test_forward_plan_halves_the_ensemble_then_cuts_the_queries(discovery):
+def test_forward_plan_halves_the_ensemble_then_cuts_the_queries_but_not_below_the_context(discovery):
     tabicl = sys.modules[type(discovery.get("tabicl")).__module__]
-    mb = 2**20  # one row of one member is 1 MB at 1 feature of 2**20 bytes
-    assert tabicl.forward_plan(10, 30, 1, mb, 8, budget_mb=1000) == (8, 30, 320)  # fits whole
-    assert tabicl.forward_plan(10, 30, 1, mb, 8, budget_mb=100) == (2, 30, 80)  # 8 -> 4 -> 2 members
-    assert tabicl.forward_plan(10, 30, 1, mb, 8, budget_mb=25) == (1, 15, 25)  # one member, 15 queries
-    assert tabicl.forward_plan(10, 30, 1, mb, 8, budget_mb=5) == (1, 1, 11)  # the minimum, over the budget
-    assert tabicl.forward_plan(10, 3, 1, mb, 8, budget_mb=5)[1] == 1
+    mb = 2**20  # one row of one member's table is 1 MB at 1 feature of 2**20 bytes; v1.1 holds one table more
+    assert tabicl.forward_plan(10, 30, 1, mb, 8, budget_mb=1000) == (8, 30, 360)  # fits whole: 9 tables x 40 rows
+    assert tabicl.forward_plan(10, 30, 1, mb, 8, budget_mb=100) == (1, 30, 80)  # 8 -> 4 -> 2 -> 1 member
+    assert tabicl.forward_plan(10, 30, 1, mb, 8, budget_mb=100, shared=0) == (2, 30, 80)  # v2-like: no extra table
+    assert tabicl.forward_plan(10, 30, 1, mb, 8, budget_mb=50) == (1, 15, 50)  # one member, 15 queries
+    # the queries are never cut below the context rows (each pass embeds the context again): over the budget
+    assert tabicl.forward_plan(10, 30, 1, mb, 8, budget_mb=5) == (1, 10, 40)
+    assert tabicl.forward_plan(10, 3, 1, mb, 8, budget_mb=5)[1] == 3
+    assert tabicl.query_passes(30, 10) == 3 and tabicl.query_passes(30, 30) == 1
+
+
+def test_tabicl_stages_batch_on_a_cpu_within_their_budget_and_predict_the_same(discovery, assets, monkeypatch):
+    """On a CPU, tabicl runs each stage on all its inputs at once; budget_stages splits the column embedding into
+    batches of columns and the row interaction and ICL into batches of rows, as tabicl does on a GPU: the same
+    probabilities up to float rounding, with the stage's work split into several forwards."""
+    method = discovery.get("tabicl")
+    X, y = make_data("native", 40, 2, seed=10)
+    Xq, _ = make_data("native", 20, 2, seed=11)
+    est = method.build(seed=0, **method.params(assets["tabicl"])).fit(X, y)
+    tabicl = type(est)._plan.__globals__  # the plugin module the estimator's code reads
+    model = est.model_.model_
+    cls = tabicl["_stage_budget_manager_class"]()
+    calls = []
+    original = cls._run_forward
+
+    def counted(self, forward_fn, inputs):
+        calls.append(self.enc_name)
+        return original(self, forward_fn, inputs)
+
+    monkeypatch.setattr(cls, "_run_forward", counted)
+    whole = est.predict_proba(Xq)  # the default STAGE_MB: every stage of this small table at once
+    assert isinstance(model.col_embedder.inference_mgr, cls)
+    assert {"tf_col", "tf_row", "tf_icl"} <= set(calls)
+    whole_calls = list(calls)
+    calls.clear()
+    monkeypatch.setitem(tabicl, "STAGE_MB", 0.05)  # a few columns and rows per forward (every predict sets it)
+    split = est.predict_proba(Xq)
+    assert calls.count("tf_col") > whole_calls.count("tf_col") and calls.count("tf_row") > whole_calls.count("tf_row")
+    assert np.allclose(whole, split, atol=1e-5)
 
 
 def test_tabicl_cost_asks_for_what_its_passes_hold(discovery):
-    """ShapesAll's 60 + 60 rows of 512 features: the eight members' passes hold 8 x 120 x 512 cells at
-    2.5 KB (1.2 GB), which the job's memory adds to the model's base (a 60-class stand-in's job, killed at
-    2,300 MB with 1.1 GB modelled, is what found this); Crop's 46 features add 216 MB."""
+    """ShapesAll's 60 + 60 rows of 512 features: the eight members' pass holds 9 tables of 120 x 512 column
+    embeddings of 512 bytes (v1.1's shared table included) and one stage's working memory (STAGE_MB), which the
+    job's memory adds to the model's base; Crop's 46 features likewise; Crop in full is cut to WORK_MB."""
     from chorustic.methods.cost import JobSize
 
     method = discovery.get("tabicl")
+    tabicl = sys.modules[type(method).__module__]
     shapes = JobSize(n_train=60, n_test=60, n_channels=1, length=512, n_classes=60)
     mem, _ = method.job_cost(shapes)
     base, _ = method.cost.estimate(shapes)
-    assert 8 * 120 * 512 * 2560 / 2**20 == pytest.approx(mem - base)
+    assert mem - base == pytest.approx(9 * 120 * 512 * 512 / 2**20 + tabicl.STAGE_MB)
     crop = JobSize(n_train=72, n_test=168, n_channels=1, length=46)
-    assert method.job_cost(crop)[0] - method.cost.estimate(crop)[0] == pytest.approx(8 * 240 * 46 * 2560 / 2**20)
+    assert method.job_cost(crop)[0] - method.cost.estimate(crop)[0] == pytest.approx(
+        9 * 240 * 46 * 512 / 2**20 + tabicl.STAGE_MB)
     big = JobSize(n_train=7200, n_test=16800, n_channels=1, length=46)  # passes cut to WORK_MB
-    assert method.job_cost(big)[0] - method.cost.estimate(big)[0] <= 2048
+    assert method.job_cost(big)[0] - method.cost.estimate(big)[0] <= tabicl.WORK_MB + tabicl.STAGE_MB
+
+
+def test_tabicl_cost_charges_each_pass_its_context_again(discovery):
+    """100 context rows of 4,096 features and 1,000 queries: one member's pass over them all would hold 8.6 GB,
+    so the queries go 412 per pass (2 tables x 512 rows x 4 MB each = WORK_MB): three passes, and the two after
+    the first embed the 100 context rows again, which the job's time charges as 200 more query rows."""
+    from chorustic.methods.cost import JobSize
+
+    method = discovery.get("tabicl")
+    size = JobSize(n_train=100, n_test=1000, n_channels=1, length=4096)
+    assert method._pass_plan(size, 100)[:2] == (1, 412)
+    _, seconds = method.job_cost(size)
+    one, more = method.cost.estimate(size)[1], method.cost.estimate(dataclasses.replace(size, n_test=1200))[1]
+    assert seconds == pytest.approx(one + (more - one))
 
 
 def test_tabicl_respects_the_job_memory_limit_exported_by_the_harness(discovery, assets, monkeypatch):

@@ -466,14 +466,19 @@ class CostModel:
     def gpu_seconds(self, size: JobSize | None, seconds: float) -> float:
         """The job's ``seconds`` on one CPU thread (its estimate, without safety margins) on one GPU: the fixed
         ``time_job_s`` as it is, the feature-pair term at :attr:`gpu_speedup_feature_pairs`, the rest at
-        :attr:`gpu_speedup` (``seconds`` itself where there is none)."""
+        :attr:`gpu_speedup` (``seconds`` itself where there is none). The feature-pair term keeps the share of the
+        per-context time it has in this model at ``size``, also where a plugin's ``job_cost`` charged more than
+        the model (TabICL's passes that embed their context again)."""
         if not self.gpu_speedup:
             return seconds
         fixed = min(float(self.time_job_s), seconds)
         pairs = 0.0
         if self.time_ns_per_feature_pair and size is not None:
             term = self.time_terms(size)[self.TIME_COEFFICIENTS.index("time_ns_per_feature_pair")]
-            pairs = min(seconds - fixed, self.time_ns_per_feature_pair * term)
+            modelled = self.estimate(size)[1]
+            compute = modelled - min(float(self.time_job_s), modelled)
+            share = min(1.0, self.time_ns_per_feature_pair * term / compute) if compute > 0 else 0.0
+            pairs = share * (seconds - fixed)
         rest = seconds - fixed - pairs
         return fixed + rest / self.gpu_speedup + pairs / (self.gpu_speedup_feature_pairs or self.gpu_speedup)
 
