@@ -1,10 +1,10 @@
 """What keeping a job's pair memo on disk costs: the seconds and memory to write and read its memo file.
 
 A nearest-neighbour job writes its memo (:class:`chorustic.methods.pair_memo.PairMemo`) to its memo file as
-it grows (:class:`chorustic.evaluation.checkpoints.KeptPairMemo`: at most every SAVE_EVERY_S, and not again
+it grows (:class:`chorustic.evaluation.checkpoints.KeptMemo`: at most every SAVE_EVERY_S, and not again
 before MEMO_WRITE_SHARE times the last write's seconds), and reads it at the job's start. This builds a memo
 of ``--test`` x ``--train`` float64 pairs (one distance; 1NN-DTW's memo of a whole test split against the
-training split), writes it through KeptPairMemo and reads it into a fresh memo, timing both and measuring
+training split), writes it through KeptMemo and reads it into a fresh memo, timing both and measuring
 the process's peak memory (ru_maxrss) before and after each step: writing goes row by row, so its peak
 should not grow by more than a row; reading holds the memo once more (the memo the job then uses).
 
@@ -29,7 +29,7 @@ def _peak_mb() -> float:
 
 
 def main(argv=None) -> None:
-    from chorustic.evaluation.checkpoints import KeptPairMemo
+    from chorustic.evaluation.checkpoints import KeptMemo
     from chorustic.methods.pair_memo import PairMemo
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -48,7 +48,7 @@ def main(argv=None) -> None:
     built = _peak_mb()
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
         path = Path(tmp) / ".Dataset.pairmemo.npz"
-        kept = KeptPairMemo(path, {"fingerprint": "benchmark"}, memo)
+        kept = KeptMemo(path, {"fingerprint": "benchmark"}, memo)
         t0, c0 = time.perf_counter(), time.process_time()
         kept.save(force=True)
         write_s, write_cpu = time.perf_counter() - t0, time.process_time() - c0
@@ -56,7 +56,7 @@ def main(argv=None) -> None:
         size_mb = path.stat().st_size / 2**20
         fresh = PairMemo()
         t0 = time.perf_counter()
-        n = KeptPairMemo(path, {"fingerprint": "benchmark"}, fresh).load()
+        n = KeptMemo(path, {"fingerprint": "benchmark"}, fresh).load()
         read_s = time.perf_counter() - t0
         read = _peak_mb()
     assert n == args.test * args.train

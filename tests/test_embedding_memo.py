@@ -86,3 +86,39 @@ def test_an_encoder_returning_the_wrong_rows_is_refused():
     with pytest.raises(ValueError, match="for 4 series"):
         memo.embed("k", series(3), lambda part: np.zeros((len(part) - 1, 2)), batch=4)
 
+
+
+def test_a_memo_written_and_read_back_hands_out_the_same_embeddings_without_computing():
+    """What a job's memo file holds (chorustic.evaluation.checkpoints.KeptMemo): every table with its key, each
+    embedding bit for bit; the memo read back computes nothing for those series."""
+    import io
+    import zipfile
+
+    memo = EmbeddingMemo()
+    X = np.random.default_rng(0).normal(size=(9, 32)).astype(np.float32)
+    key = ("encoder", ("weights.bin", 123, 456), "Head", 4)
+    first = memo.embed(key, X, lambda part: np.asarray(part)[:, :8] * 2, 4)
+    memo.embed(("other", 1), X[:3], lambda part: np.asarray(part)[:, :5], 2)
+    assert memo.changes == 12
+    buf = io.BytesIO()
+    memo.write(buf, key="the job's inputs")
+    again = EmbeddingMemo()
+    assert again.read(zipfile.ZipFile(io.BytesIO(buf.getvalue()))) == 12
+    assert again.nbytes == memo.nbytes and again.changes == 0
+    np.testing.assert_array_equal(again.embed(key, X, lambda part: pytest.fail("computed again"), 4), first)
+    assert again.take_counts()["embeddings_reused"] == 9
+    with pytest.raises(ValueError, match="bound"):  # a file beyond the memo's bound is refused, held tables kept
+        EmbeddingMemo(max_mb=0.001).read(zipfile.ZipFile(io.BytesIO(buf.getvalue())))
+    with pytest.raises(KeyError):  # not a memo file at all
+        again.read(zipfile.ZipFile(io.BytesIO(_zip_with("other.npy"))))
+    assert len(again) == 12
+
+
+def _zip_with(name: str) -> bytes:
+    import io
+    import zipfile
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr(name, b"")
+    return buf.getvalue()

@@ -235,6 +235,39 @@ PLUGINS = {
             def build(self, *, seed, device="cpu", n_jobs=1, **params):
                 return MemoNN(seed)
     ''',
+    "memo_embed.py": '''
+        import os
+        import numpy as np
+        from chorustic.methods import MethodInfo, import_plugin_module, register
+        from chorustic.methods.embedding_memo import EMBEDDING_MEMO
+
+        halting = import_plugin_module("halting", __file__)
+
+        def embed(part):
+            """A frozen 'encoder': 8 values per series (one series per call); each call goes to $EMBED_LOG."""
+            with open(os.environ["EMBED_LOG"], "a") as fh:
+                fh.write("1\\n")
+            return np.asarray(part, dtype=np.float64).reshape(len(part), -1)[:, ::19][:, :8] * 2.0
+
+        class MemoEmbed(halting.Halting):
+            """1-NN on embeddings kept in the job's embedding memo (stopping as Halting does)."""
+            def fit(self, X, y):
+                super().fit(X, y)
+                self.Z_ = EMBEDDING_MEMO.embed(("toy", 19), np.asarray(X).reshape(len(X), -1), embed, 1)
+                self.y_ = np.asarray(y)
+                return self
+            def predict_proba(self, X):
+                super().predict_proba(X)  # logs the call, stops in call $HALT_AT
+                Z = EMBEDDING_MEMO.embed(("toy", 19), np.asarray(X).reshape(len(X), -1), embed, 1)
+                d = ((Z[:, None] - self.Z_[None]) ** 2).sum(-1)
+                return (self.y_[d.argmin(1)][:, None] == self.classes_[None]).astype(float)
+
+        @register
+        class MemoEmbedMethod(halting.HaltingMethod):  # chunks of 40 queries
+            info = MethodInfo(name="memo_embed", display_name="MemoEmbed", group="Classical", fits_on_target=True)
+            def build(self, *, seed, device="cpu", n_jobs=1, **params):
+                return MemoEmbed(seed)
+    ''',
     "scores.py": '''
         import numpy as np
         from chorustic.methods import Method, MethodInfo, register
@@ -489,6 +522,44 @@ def test_a_stopped_job_keeps_its_pair_memo_and_computes_each_pair_once_over_its_
     assert full["extra"]["resumed_at_query"] == 80
     for a, b in zip(whole["runs"], again["runs"]):
         np.testing.assert_array_equal(read_result_file(a["result_file"]).proba, read_result_file(b["result_file"]).proba)
+
+
+def test_a_stopped_job_keeps_its_embedding_memo_and_embeds_each_series_once_over_its_attempts(
+        gunpoint, plugin_dir, tmp_path, monkeypatch, capsys):
+    """A frozen-encoder job stopped in its full context's third chunk: its embedding memo file keeps the 50
+    training series and the 80 test series embedded before, so the retry embeds only the other 70 test series;
+    over both attempts each series is embedded once, as in an uninterrupted job, with the same predictions."""
+    from chorustic.evaluation.checkpoints import memo_path
+
+    def embedded() -> int:
+        log = tmp_path / "embed.txt"
+        n = len(log.read_text().split()) if log.exists() else 0
+        log.unlink(missing_ok=True)
+        return n
+
+    monkeypatch.setenv("SPY_LOG", str(tmp_path / "calls.jsonl"))
+    monkeypatch.setenv("EMBED_LOG", str(tmp_path / "embed.txt"))
+    monkeypatch.setattr("chorustic.evaluation.checkpoints.SAVE_EVERY_S", 0.0)  # every chunk kept
+    whole = run_job(dataclasses.replace(_spec(gunpoint, plugin_dir, tmp_path / "whole", "memo_embed", ["full"]),
+                                        fingerprint='{"code_sha256":"a"}'))
+    assert embedded() == 200
+    spec = dataclasses.replace(_spec(gunpoint, plugin_dir, tmp_path / "res", "memo_embed", ["full"]),
+                               fingerprint='{"code_sha256":"a"}')
+    memo = memo_path(tmp_path / "res", "memo_embed", "GunPoint", "embedding")
+    monkeypatch.setenv("HALT_AT", "3")
+    monkeypatch.setenv("HALT_COUNT", str(tmp_path / "count"))
+    first = run_job(spec)
+    assert first["runs"][0]["status"] == "failed" and memo.is_file()
+    assert embedded() == 130
+    monkeypatch.delenv("HALT_AT")
+    capsys.readouterr()
+    again = run_job(spec)
+    assert "130 embeddings computed by an earlier attempt are kept" in capsys.readouterr().err
+    assert embedded() == 70
+    assert again["runs"][0]["status"] == "ok" and not memo.exists()
+    assert again["runs"][0]["extra"]["resumed_at_query"] == 80
+    np.testing.assert_array_equal(read_result_file(whole["runs"][0]["result_file"]).proba,
+                                  read_result_file(again["runs"][0]["result_file"]).proba)
 
 
 @pytest.mark.slow

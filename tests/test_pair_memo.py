@@ -151,17 +151,17 @@ def test_a_memo_beyond_the_bound_is_not_read(tmp_path):
 
 
 def test_a_kept_memo_is_written_when_it_grew_and_its_time_has_come(tmp_path, monkeypatch):
-    """KeptPairMemo writes the memo when it holds new pairs, at most every SAVE_EVERY_S and never sooner than
+    """KeptMemo writes the memo when it holds new pairs, at most every SAVE_EVERY_S and never sooner than
     MEMO_WRITE_SHARE times its last write's seconds (unless forced), and never an empty memo; a file made from
     another key is removed, not read."""
     from chorustic.evaluation import checkpoints
-    from chorustic.evaluation.checkpoints import KeptPairMemo
+    from chorustic.evaluation.checkpoints import KeptMemo
 
     clock = [1000.0]
     monkeypatch.setattr(checkpoints, "_clock", lambda: clock[0])
     path = tmp_path / ".GunPoint.pairmemo.npz"
     memo = PairMemo(max_mb=1)
-    kept = KeptPairMemo(path, {"fingerprint": "a"}, memo)
+    kept = KeptMemo(path, {"fingerprint": "a"}, memo)
     assert kept.load() == 0 and not kept.save(force=True) and not path.exists()  # nothing to write
     rng = np.random.default_rng(6)
     train, test = rng.normal(size=(5, 3)), rng.normal(size=(6, 3))
@@ -180,22 +180,22 @@ def test_a_kept_memo_is_written_when_it_grew_and_its_time_has_come(tmp_path, mon
     clock[0] += checkpoints.MEMO_WRITE_SHARE * 10.0 - checkpoints.SAVE_EVERY_S
     assert kept.save() and kept.write_s == 20.0
     fresh = PairMemo(max_mb=1)
-    assert KeptPairMemo(path, {"fingerprint": "a"}, fresh).load() == 6 * 5
-    other = KeptPairMemo(path, {"fingerprint": "b"}, PairMemo(max_mb=1))
+    assert KeptMemo(path, {"fingerprint": "a"}, fresh).load() == 6 * 5
+    other = KeptMemo(path, {"fingerprint": "b"}, PairMemo(max_mb=1))
     assert other.load() == 0 and "other inputs" in other.discarded and not path.exists()
 
 
 def _memo_file(tmp_path, edit=None):
-    """A memo file of 4 x 5 pairs written through KeptPairMemo (key {"k": 1}); ``edit(members)`` changes its
+    """A memo file of 4 x 5 pairs written through KeptMemo (key {"k": 1}); ``edit(members)`` changes its
     members (name -> array) before they are written as an .npz."""
-    from chorustic.evaluation.checkpoints import KeptPairMemo
+    from chorustic.evaluation.checkpoints import KeptMemo
 
     rng = np.random.default_rng(7)
     train, test = rng.normal(size=(5, 3)), rng.normal(size=(4, 3))
     memo = PairMemo(max_mb=1)
     memo.distances(("dtw", None), series_digests(test), series_digests(train), Recorder(test, train))
     path = tmp_path / ".X.pairmemo.npz"
-    KeptPairMemo(path, {"k": 1}, memo).save(force=True)
+    KeptMemo(path, {"k": 1}, memo).save(force=True)
     if edit is not None:
         members = dict(np.load(path))
         edit(members)
@@ -223,7 +223,7 @@ def test_a_damaged_memo_file_is_removed_and_the_memo_left_empty(tmp_path, damage
     as it was: a job then computes its pairs as if it had none."""
     import zipfile
 
-    from chorustic.evaluation.checkpoints import KeptPairMemo
+    from chorustic.evaluation.checkpoints import KeptMemo
 
     edits = {"a table's key": _changed_key, "a series named twice": _duplicate, "a header beyond the bound": _huge}
     path = _memo_file(tmp_path, edits.get(damage))
@@ -241,7 +241,7 @@ def test_a_damaged_memo_file_is_removed_and_the_memo_left_empty(tmp_path, damage
     if damage == "not a zip file":
         path.write_text("hello")
     memo = PairMemo(max_mb=1)
-    kept = KeptPairMemo(path, {"k": 1}, memo)
+    kept = KeptMemo(path, {"k": 1}, memo)
     assert kept.load() == 0 and kept.discarded.startswith("unreadable") and not path.exists()
     assert memo.n_pairs == 0
     why = {"a table's key": "key is not", "a series named twice": "twice", "a header beyond the bound": "bound"}
@@ -249,12 +249,12 @@ def test_a_damaged_memo_file_is_removed_and_the_memo_left_empty(tmp_path, damage
 
 
 def test_a_memo_that_cannot_be_written_is_given_up(tmp_path):
-    from chorustic.evaluation.checkpoints import KeptPairMemo
+    from chorustic.evaluation.checkpoints import KeptMemo
 
     (tmp_path / "runs").write_text("a file where the memo's folder would be")
     memo = PairMemo(max_mb=1)
     memo.distances("d", [b"q" * 16], [b"c" * 16], lambda qi, ci: np.ones((1, 1)))
-    kept = KeptPairMemo(tmp_path / "runs" / "m" / ".X.pairmemo.npz", {"k": 1}, memo)
+    kept = KeptMemo(tmp_path / "runs" / "m" / ".X.pairmemo.npz", {"k": 1}, memo)
     assert not kept.save(force=True) and kept.given_up
     memo.distances("d", [b"r" * 16], [b"c" * 16], lambda qi, ci: np.ones((1, 1)))
     assert not kept.save(force=True)  # given up: no further attempt

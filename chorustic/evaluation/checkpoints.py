@@ -15,14 +15,15 @@ A partial file is never a result: the workflow does not know it, the aggregation
 removed once its context's prediction file is written. One made from other inputs, or unreadable, is removed
 when the context starts and the context is predicted from its first query.
 
-A job's **memo file** (:func:`memo_path`, :class:`KeptPairMemo`) keeps its pair memo the same way
+A job's **memo files** (:func:`memo_path`, :class:`KeptMemo`) keep its memos the same way: the pair memo
 (:class:`chorustic.methods.pair_memo.PairMemo`: the distances a nearest-neighbour method computed, kept
-across the job's contexts): written as the memo grows (at most every :data:`SAVE_EVERY_S`, and never more
+across the job's contexts) and the embedding memo (:class:`chorustic.methods.embedding_memo.EmbeddingMemo`:
+the embeddings a frozen encoder computed), each written as it grows (at most every :data:`SAVE_EVERY_S`, and never more
 than 1/:data:`MEMO_WRITE_SHARE` of the time apart from its own writing; whole when a job ends with failed
 runs) and read at the job's start when it was made from the same inputs as a partial file's but the context.
-A distance is known by the contents of its two series, so the memo's pairs are those computing them again
-gives: the file changes what a resumed job computes, never what it predicts; a job stopped between two
-writes computes again the pairs since the last. The memo is a speed-up: a file that cannot be written is
+A distance or an embedding is known by the contents of its series, so the memo's entries are those computing
+them again gives: the file changes what a resumed job computes, never what it predicts; a job stopped between
+two writes computes again the entries since the last. The memo is a speed-up: a file that cannot be written is
 given up (the job goes on without it) and one that cannot be read is removed. It goes when the job has
 finished every context.
 
@@ -47,7 +48,7 @@ import numpy as np
 
 from chorustic.io import atomic_open, remove_unfinished_writes
 
-__all__ = ["KeptPairMemo", "MEMO_WRITE_SHARE", "PartialPredictions", "SAVE_EVERY_S", "context_digest", "memo_path",
+__all__ = ["KeptMemo", "MEMO_KINDS", "MEMO_WRITE_SHARE", "PartialPredictions", "SAVE_EVERY_S", "context_digest", "memo_path",
            "partial_files", "partial_path"]
 
 _clock = time.monotonic  # the clock the writes are spaced by
@@ -68,9 +69,15 @@ def partial_path(results_dir: str | os.PathLike, method: str, dataset: str, prot
 MEMO_WRITE_SHARE = 20.0
 
 
-def memo_path(results_dir: str | os.PathLike, method: str, dataset: str) -> Path:
-    """The memo file of a job (beside the job's progress file)."""
-    return Path(results_dir) / "runs" / method / f".{dataset}.pairmemo.npz"
+#: The memos a job keeps in files: the pair memo (distances) and the embedding memo (frozen encoders' embeddings).
+MEMO_KINDS = ("pair", "embedding")
+
+
+def memo_path(results_dir: str | os.PathLike, method: str, dataset: str, kind: str = "pair") -> Path:
+    """The memo file of a job (beside the job's progress file): ``kind`` one of :data:`MEMO_KINDS`."""
+    if kind not in MEMO_KINDS:
+        raise ValueError(f"memo kind {kind!r}: one of {MEMO_KINDS}")
+    return Path(results_dir) / "runs" / method / f".{dataset}.{kind}memo.npz"
 
 
 def partial_files(results_dir: str | os.PathLike, method: str, dataset: str) -> list[Path]:
@@ -130,18 +137,20 @@ class PartialPredictions:
         self.path.unlink(missing_ok=True)
 
 
-class KeptPairMemo:
-    """A job's pair memo (``memo``, a :class:`~chorustic.methods.pair_memo.PairMemo`) kept in its memo file,
+class KeptMemo:
+    """A job's memo (``memo``: a :class:`~chorustic.methods.pair_memo.PairMemo` or an
+    :class:`~chorustic.methods.embedding_memo.EmbeddingMemo`, named ``name`` in messages) kept in its memo file,
     made from the inputs ``key`` (a JSON-able dict).
 
-    :meth:`load` fills the memo from the file (the pairs taken; 0 and the reason in :attr:`discarded` when
+    :meth:`load` fills the memo from the file (the entries taken; 0 and the reason in :attr:`discarded` when
     the file was made from other inputs or cannot be read, and then removed); :meth:`save` writes the memo
-    when it holds pairs the file does not and the time has come (``force``: now), and gives the file up
+    when it holds entries the file does not and the time has come (``force``: now), and gives the file up
     (:attr:`given_up`: why) when it cannot be written; :meth:`remove` drops it. :attr:`write_s` and
     :attr:`write_cpu_s` add up the seconds spent writing."""
 
-    def __init__(self, path: str | os.PathLike, key: dict[str, Any], memo: Any):
+    def __init__(self, path: str | os.PathLike, key: dict[str, Any], memo: Any, name: str = "pair memo"):
         self.path = Path(path)
+        self.name = name
         self.key = json.dumps(key, sort_keys=True, default=str, separators=(",", ":"))
         self.memo = memo
         self.discarded: str | None = None
@@ -174,7 +183,7 @@ class KeptPairMemo:
         return 0
 
     def save(self, *, force: bool = False) -> bool:
-        """Write the memo (atomically) when it kept pairs since the last write and, unless ``force``, at least
+        """Write the memo (atomically) when it kept entries since the last write and, unless ``force``, at least
         SAVE_EVERY_S and MEMO_WRITE_SHARE times the last write's seconds have passed; whether it wrote. A write
         that fails (a full disk, a folder that cannot be written) removes the file and ends the writes."""
         if self.given_up or self.memo.changes == self._saved_changes or not self.memo.nbytes:

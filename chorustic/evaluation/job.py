@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from chorustic.errors import NoSpaceError, shorten
-from chorustic.evaluation.checkpoints import (KeptPairMemo, PartialPredictions, context_digest, memo_path,
+from chorustic.evaluation.checkpoints import (KeptMemo, PartialPredictions, context_digest, memo_path,
                                               partial_path)
 from chorustic.evaluation.integrity import file_record, verify_result_file
 from chorustic.evaluation.numerics import numerics_record
@@ -361,14 +361,14 @@ def _job_size(X_train: Any, idx: np.ndarray, X_test: Any):
 
 
 def _predict_in_chunks(estimator: Any, X_test: Any, chunk: int, n_classes: int, tag: str,
-                       partial: Any = None, log=None, memo: Any = None) -> tuple[np.ndarray, int]:
+                       partial: Any = None, log=None, memos: Any = ()) -> tuple[np.ndarray, int]:
     """The estimator's probabilities of the whole test split, asked for ``chunk`` queries at a time (a query's
     prediction depends on the context and that query only, a clause of the method contract), each chunk
     mapped onto the dataset's ``n_classes`` columns; and how many of them an earlier attempt had kept.
 
     ``partial``: the context's :class:`~chorustic.evaluation.checkpoints.PartialPredictions`: the rows it
     holds are not predicted again, and the rows predicted so far are written to it as the chunks finish;
-    ``memo``: the job's :class:`~chorustic.evaluation.checkpoints.KeptPairMemo`, written as the chunks finish."""
+    ``memos``: the job's :class:`~chorustic.evaluation.checkpoints.KeptMemo` files, written as the chunks finish."""
     from chorustic.evaluation.checkpoints import SAVE_EVERY_S
 
     n = len(X_test)
@@ -388,7 +388,7 @@ def _predict_in_chunks(estimator: Any, X_test: Any, chunk: int, n_classes: int, 
             name += f" (test series {start}..{min(start + step, n) - 1})"
         parts.append(_align_proba(estimator.predict_proba(part), estimator.classes_, n_classes, name))
         done = min(start + step, n)
-        if memo is not None:
+        for memo in memos:
             _save_memo(memo, log, tag)
         if partial is not None and done < n and time.monotonic() - saved >= SAVE_EVERY_S:
             spent = dict(partial.spent)
@@ -403,14 +403,19 @@ def _predict_in_chunks(estimator: Any, X_test: Any, chunk: int, n_classes: int, 
 
 
 def _save_memo(memo: Any, log, tag: str, *, force: bool = False) -> None:
-    """:meth:`KeptPairMemo.save`, saying once (in the job's log, ``tag`` first) when the memo file had to be
+    """:meth:`KeptMemo.save`, saying once (in the job's log, ``tag`` first) when the memo file had to be
     given up."""
     if memo.given_up:
         return
     memo.save(force=force)
     if memo.given_up and log is not None:
-        log(f"{tag} the pair memo cannot be written ({memo.given_up}): the job goes on without keeping it "
-            "(a stopped job will compute its pairs again)")
+        log(f"{tag} the {memo.name} cannot be written ({memo.given_up}): the job goes on without keeping it "
+            "(a stopped job will compute its entries again)")
+
+
+def _memo_write_times(memos: Any) -> tuple[float, float]:
+    """The seconds and CPU seconds the job's memo files took to write so far."""
+    return sum(m.write_s for m in memos), sum(m.write_cpu_s for m in memos)
 
 
 def run_record(context: Any, **fields: Any) -> dict[str, Any]:
@@ -531,14 +536,19 @@ def run_job(spec: JobSpec, *, resume: bool = False, log=None) -> dict[str, Any]:
     # the work an earlier attempt kept is used when made from the same inputs, here and in the same environment
     kept_inputs = {"method": spec.method, "plugin": spec.plugin, "params": params, "fingerprint": spec.fingerprint,
                    "source_sha256": ds.source_sha256, "device": device, "environment": environment}
-    # the distances an earlier attempt of this job computed (its memo file)
-    kept_memo = KeptPairMemo(memo_path(results_dir, spec.method, spec.dataset), kept_inputs, PAIR_MEMO)
-    n_kept = kept_memo.load()
-    if kept_memo.discarded:
-        log(f"[{spec.method}/{spec.dataset}] the pair memo of an earlier attempt was {kept_memo.discarded}")
-    if n_kept:
-        log(f"[{spec.method}/{spec.dataset}] {n_kept} distances computed by an earlier attempt are kept "
-            f"({kept_memo.path.name})")
+    # the distances and embeddings an earlier attempt of this job computed (its memo files)
+    kept_memos = (
+        KeptMemo(memo_path(results_dir, spec.method, spec.dataset, "pair"), kept_inputs, PAIR_MEMO, "pair memo"),
+        KeptMemo(memo_path(results_dir, spec.method, spec.dataset, "embedding"), kept_inputs, EMBEDDING_MEMO,
+                 "embedding memo"),
+    )
+    for kept_memo, what in zip(kept_memos, ("distances", "embeddings")):
+        n_kept = kept_memo.load()
+        if kept_memo.discarded:
+            log(f"[{spec.method}/{spec.dataset}] the {kept_memo.name} of an earlier attempt was {kept_memo.discarded}")
+        if n_kept:
+            log(f"[{spec.method}/{spec.dataset}] {n_kept} {what} computed by an earlier attempt are kept "
+                f"({kept_memo.path.name})")
     if ds.standin is not None:  # random data of the dataset's shape: recorded, never collected as a result
         manifest["standin"] = ds.standin
     if ds.archive != spec.archive:
@@ -580,10 +590,11 @@ def run_job(spec: JobSpec, *, resume: bool = False, log=None) -> dict[str, Any]:
                 partial_path(results_dir, spec.method, spec.dataset, ctx.protocol, ctx.seed),
                 {**kept_inputs, "protocol": ctx.protocol, "seed": int(ctx.seed), "context": context_digest(idx),
                  "n_test": len(ds.y_test), "n_classes": n_classes, "chunk": int(chunk)})
-            memo_s, memo_cpu_s = kept_memo.write_s, kept_memo.write_cpu_s
-            proba, resumed = _predict_in_chunks(estimator, X_test, chunk, n_classes, tag, partial, log, kept_memo)
-            # the memo's writes are the harness's, not the method's: recorded apart from its times
-            memo_s, memo_cpu_s = kept_memo.write_s - memo_s, kept_memo.write_cpu_s - memo_cpu_s
+            memo_s, memo_cpu_s = _memo_write_times(kept_memos)
+            proba, resumed = _predict_in_chunks(estimator, X_test, chunk, n_classes, tag, partial, log, kept_memos)
+            # the memos' writes are the harness's, not the method's: recorded apart from its times
+            memo_s, memo_cpu_s = (now - before for now, before in zip(_memo_write_times(kept_memos),
+                                                                        (memo_s, memo_cpu_s)))
             t2, c2 = time.perf_counter() - memo_s, time.process_time() - memo_cpu_s
             extra = dict(getattr(estimator, "run_info_", {}) or {})
             if memo_s > 0:
@@ -633,7 +644,8 @@ def run_job(spec: JobSpec, *, resume: bool = False, log=None) -> dict[str, Any]:
             gc.collect()
         manifest["runs"].append(rec)
         atomic_write_json(prog, manifest)
-        _save_memo(kept_memo, log, f"[{spec.method}/{spec.dataset}]")
+        for kept_memo in kept_memos:
+            _save_memo(kept_memo, log, f"[{spec.method}/{spec.dataset}]")
 
     manifest["versions"] = _versions()
     manifest["numerics"] = numerics_record(device, requested=spec.portable_numerics)
@@ -641,10 +653,11 @@ def run_job(spec: JobSpec, *, resume: bool = False, log=None) -> dict[str, Any]:
     write_finished(results_dir, manifest)
     if prog.exists():
         prog.unlink()
-    if all(r["status"] in FINISHED_STATUSES for r in manifest["runs"]):
-        kept_memo.remove()
-    else:  # kept whole for the retry of a job with failed runs
-        _save_memo(kept_memo, log, f"[{spec.method}/{spec.dataset}]", force=True)
+    for kept_memo in kept_memos:
+        if all(r["status"] in FINISHED_STATUSES for r in manifest["runs"]):
+            kept_memo.remove()
+        else:  # kept whole for the retry of a job with failed runs
+            _save_memo(kept_memo, log, f"[{spec.method}/{spec.dataset}]", force=True)
     return manifest
 
 

@@ -93,7 +93,7 @@ def resumable_state(spec: JobSpec, record: Path) -> dict[str, Any] | None:
 
 def _kept_message(results_dir: Path, spec: JobSpec) -> str:
     """What an interrupted attempt of ``spec`` leaves for the next one (its finished runs, its partial
-    predictions, its pair memo)."""
+    predictions, its memos)."""
     prog = progress_path(results_dir, spec.method, spec.dataset)
     partials = partial_files(results_dir, spec.method, spec.dataset)
     try:
@@ -104,9 +104,10 @@ def _kept_message(results_dir: Path, spec: JobSpec) -> str:
     if partials:
         kept.append(f"the predictions of {len(partials)} unfinished context(s) stay in {partials[0].parent}"
                     + (f" ({partials[0].name})" if len(partials) == 1 else ""))
-    memo = memo_path(results_dir, spec.method, spec.dataset)
-    if memo.is_file():
-        kept.append(f"the distances its pair memo computed stay in {memo}")
+    for kind, what in (("pair", "distances its pair memo"), ("embedding", "embeddings its embedding memo")):
+        memo = memo_path(results_dir, spec.method, spec.dataset, kind)
+        if memo.is_file():
+            kept.append(f"the {what} computed stay in {memo}")
     if not kept:
         return "nothing recorded"
     return " and ".join(kept) + "; the next run of this job continues from them"

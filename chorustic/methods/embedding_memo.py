@@ -17,19 +17,23 @@ on the others of its batch. With a batch of another size it can differ in the la
 The memo is bounded (:data:`chorustic.methods.cost.EMBEDDING_MEMO_MB`, a constant like the pair memo's, so a
 job's cost does not depend on the machine): an embedding beyond the bound is computed each time it is needed,
 as without a memo. It lives in the evaluation worker's process and holds one job's embeddings (the job clears
-it when it starts).
+it when it starts), and is written to the job's memo file as it grows (:meth:`EmbeddingMemo.write`,
+:class:`chorustic.evaluation.checkpoints.KeptMemo`, as the pair memo is), so a job stopped and started again
+embeds again only the series its earlier attempt embedded after the file's last write.
 """
 
 from __future__ import annotations
 
 import threading
+import zipfile
 from collections.abc import Callable, Hashable
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 
 from chorustic.methods.cost import EMBEDDING_MEMO_MB
 from chorustic.methods.inputs import series_digests, take_series
+from chorustic.methods.pair_memo import _digest_array, _read_header, _read_member, _readable_key
 
 __all__ = ["EMBEDDING_MEMO", "ENTRY_OVERHEAD_BYTES", "EmbeddingMemo"]
 
@@ -54,6 +58,7 @@ class EmbeddingMemo:
         self.computed = 0
         self.reused = 0
         self.padding = 0
+        self.changes = 0  # embeddings kept since the memo was made or read (what its file may lack)
 
     @property
     def nbytes(self) -> int:
@@ -67,6 +72,72 @@ class EmbeddingMemo:
         with self._lock:
             self._tables.clear()
             self._bytes = 0
+            self.changes = 0
+
+    def write(self, fh: IO[bytes], **strings: str) -> None:
+        """Write the memo to ``fh`` as an uncompressed ``.npz`` (with ``strings``: members holding text), one
+        embedding at a time. Per table ``i``: ``key{i}`` (the key's ``repr``), ``rows{i}`` (the series digests,
+        uint8 ``(n, digest bytes)``) and ``e{i}`` (float32 ``(n, D)``). A table whose key does not read back
+        from its ``repr``, or whose digests or embeddings differ in length, is not written."""
+        with self._lock:
+            tables = [(key, list(table.items())) for key, table in self._tables.items()]
+        with zipfile.ZipFile(fh, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
+            def member(name: str, arr: np.ndarray) -> None:
+                with zf.open(f"{name}.npy", "w", force_zip64=True) as f:
+                    np.lib.format.write_array(f, arr, allow_pickle=False)
+
+            for name, text in strings.items():
+                member(name, np.array(text))
+            i = 0
+            for key, items in tables:
+                if (not items or _readable_key(key) is None or len({len(d) for d, _ in items}) != 1
+                        or len({row.shape for _, row in items}) != 1 or items[0][1].ndim != 1):
+                    continue
+                member(f"key{i}", np.array(repr(key)))
+                member(f"rows{i}", _digest_array([d for d, _ in items]))
+                with zf.open(f"e{i}.npy", "w", force_zip64=True) as f:
+                    np.lib.format.write_array_header_2_0(
+                        f, {"descr": np.lib.format.dtype_to_descr(np.dtype("<f4")), "fortran_order": False,
+                            "shape": (len(items), items[0][1].size)})
+                    for _, row in items:
+                        f.write(np.ascontiguousarray(row, dtype="<f4").tobytes())
+                i += 1
+            member("n_tables", np.array(i))
+
+    def read(self, zf: zipfile.ZipFile) -> int:
+        """Take the tables of a memo :meth:`write` wrote (``zf``: the file, open) in place of those held; return
+        the embeddings taken. Every member's header is checked before its data is read (within this memo's
+        bound) and each embedding is read on its own. Raises ValueError (held tables unchanged) when the file
+        is not such a memo or holds more than the bound."""
+        tables: dict[Hashable, dict[bytes, np.ndarray]] = {}
+        total = 0
+        for i in range(int(_read_member(zf, "n_tables", 0, np.dtype(np.int64), self.max_bytes))):
+            key = _readable_key(str(_read_member(zf, f"key{i}", 0, None, self.max_bytes)), parsed=True)
+            if key is None or key in tables:
+                raise ValueError(f"table {i}'s key is not an embedding memo's")
+            names = [bytes(r) for r in _read_member(zf, f"rows{i}", 2, np.dtype(np.uint8), self.max_bytes)]
+            if len(set(names)) != len(names):
+                raise ValueError(f"table {i} names a series twice")
+            with zf.open(f"e{i}.npy") as f:
+                shape, dtype = _read_header(f)
+                if len(shape) != 2 or shape[0] != len(names) or dtype != np.dtype("<f4"):
+                    raise ValueError(f"table {i}'s embeddings are {dtype} {shape}, not float32 ({len(names)}, D)")
+                total += len(names) * (shape[1] * 4 + ENTRY_OVERHEAD_BYTES)
+                if total > self.max_bytes:
+                    raise ValueError(f"holds more than the memo's bound ({self.max_bytes / 2**20:.0f} MB)")
+                width = shape[1] * 4
+                table = {}
+                for name in names:
+                    buf = f.read(width)
+                    if len(buf) != width:
+                        raise ValueError(f"table {i}'s embeddings end early")
+                    row = np.frombuffer(buf, dtype="<f4").astype(np.float32)
+                    row.setflags(write=False)
+                    table[name] = row
+            tables[key] = table
+        with self._lock:
+            self._tables, self._bytes, self.changes = tables, total, 0
+        return sum(len(t) for t in tables.values())
 
     def take_counts(self) -> dict[str, int]:
         """The series computed and reused, and the padding, since the last call (a context's run record)."""
@@ -131,6 +202,7 @@ class EmbeddingMemo:
                 row.setflags(write=False)
                 table[d] = row
                 self._bytes += size
+                self.changes += 1
 
 
 #: The worker process's memo (one job's embeddings: the evaluation job clears it when it starts).

@@ -14,7 +14,7 @@ float64 distances in one row per query series and is bounded (:data:`chorustic.m
 a constant like the query chunks, so a job's cost does not depend on the machine): a pair beyond the bound is
 computed each time it is needed, as without a memo. It lives in the evaluation worker's process, one job's
 contexts long, and is written to the job's memo file as it grows (:meth:`PairMemo.write`,
-:class:`chorustic.evaluation.checkpoints.KeptPairMemo`), so a job stopped and started again computes again
+:class:`chorustic.evaluation.checkpoints.KeptMemo`), so a job stopped and started again computes again
 only the pairs its earlier attempt computed after the file's last write.
 """
 
