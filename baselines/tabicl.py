@@ -32,7 +32,8 @@ constant, so that the batches, and with them the float rounding, are the same on
 smallest pass needs more than the budget runs at that pass (FaceDetection: one member and all 3,524 queries, ~80 GB).
 If it does not fit the memory available to the job (the machine's or cgroup's, or the job's limit the harness
 exports; on a GPU also half its free memory), a ``MemoryError`` names the dataset size and the fixes (more
-memory, ``disk_offload_dir`` for tabicl's disk offloading). The harness records that as a failed run, never as
+memory; on a GPU, ``disk_offload_dir`` for tabicl's disk offloading, which it does not do on a CPU). The harness
+records that as a failed run, never as
 a number. The plugins' cost models add the same plan's memory and its passes' time
 (:meth:`TabICLBase.job_cost`), so a job asks for what its passes hold.
 """
@@ -60,7 +61,8 @@ REPO_ID = "jingang/TabICL"
 #: to it, the same on every machine.
 WORK_MB = 2048.0
 #: The working memory of one stage of a forward pass on a CPU (MB): the column embedding runs on batches of
-#: columns and the row interaction and ICL on batches of rows sized to it by tabicl's own memory estimator
+#: columns, the row interaction on batches of rows and the ICL on batches of tables sized to it by tabicl's own
+#: memory estimator
 #: (:func:`budget_stages`). Measured with random weights of v1.1 (300 + 100 rows of 1,024 features, one member,
 #: one thread): 512 MB took 237 CPU-s and ~0.6x the budget above what the pass holds, 2,048 MB 343 CPU-s, the
 #: whole stage at once 332 CPU-s and 2.6 GB.
@@ -181,7 +183,8 @@ def _stage_budget_manager_class():
     (FaceDetection flattened: 5,890 rows x 8,928 features, ~130 GB for one member). This one splits a CPU
     stage the same way, sized to :attr:`budget_mb` (a constant, so the batches, and with them the float
     rounding, are the same on every machine). A stage that fits runs at once as before; a batch is a subset of
-    columns (column embedding) or of rows (row interaction, ICL), which the stages treat independently."""
+    columns (column embedding), of rows (row interaction) or of tables (ICL: the ensemble members), which the
+    stages treat independently."""
     import math
 
     import torch
@@ -307,7 +310,7 @@ class FlattenedTabICLClassifier(ContractClassifier):
         or :data:`WORK_MB`, within the memory available to the job. The same on every machine where the job
         has ``WORK_MB / 0.8`` free (its request covers it); less free memory cuts the passes further, and a
         table whose smallest pass does not fit what is available is refused with the fixes."""
-        if self.disk_offload_dir:
+        if self.disk_offload_dir and str(self.device).startswith("cuda"):  # tabicl offloads only from a GPU
             return int(self.batch_size), int(self.query_chunk_size or n_query)
         n_feat = int(self.n_features_)
         cell = self._cell_bytes()
@@ -323,8 +326,8 @@ class FlattenedTabICLClassifier(ContractClassifier):
                 f"TabICL on {self.n_context_} context rows x {n_feat} features (channels x length, flattened) "
                 f"needs about {held / 1024:.1f} GiB for the column embeddings of one forward pass ({members} "
                 f"ensemble member(s), {chunk} query rows; {cell / 1024:.1f} KB per row and feature); "
-                f"{have / 1024:.1f} GiB are available. Run this job with more memory (resources mem_mb) or on a "
-                f"GPU, or set params.disk_offload_dir to let tabicl offload column embeddings to disk."
+                f"{have / 1024:.1f} GiB are available. Run this job with more memory (resources mem_mb), or on a "
+                f"GPU with params.disk_offload_dir set to let tabicl offload column embeddings to disk."
             )
         return members, min(chunk, n_query)
 

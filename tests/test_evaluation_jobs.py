@@ -244,9 +244,14 @@ PLUGINS = {
         halting = import_plugin_module("halting", __file__)
 
         def embed(part):
-            """A frozen 'encoder': 8 values per series (one series per call); each call goes to $EMBED_LOG."""
+            """A frozen 'encoder': 8 values per series (one series per call); each call goes to $EMBED_LOG, and the
+            call number $EMBED_HALT_AT of an attempt stops it (a killed fit)."""
             with open(os.environ["EMBED_LOG"], "a") as fh:
                 fh.write("1\\n")
+            if os.environ.get("EMBED_HALT_AT"):
+                embed.calls = getattr(embed, "calls", 0) + 1
+                if embed.calls == int(os.environ["EMBED_HALT_AT"]):
+                    raise RuntimeError("stopped in the middle of the fit")
             return np.asarray(part, dtype=np.float64).reshape(len(part), -1)[:, ::19][:, :8] * 2.0
 
         class MemoEmbed(halting.Halting):
@@ -560,6 +565,30 @@ def test_a_stopped_job_keeps_its_embedding_memo_and_embeds_each_series_once_over
     assert again["runs"][0]["extra"]["resumed_at_query"] == 80
     np.testing.assert_array_equal(read_result_file(whole["runs"][0]["result_file"]).proba,
                                   read_result_file(again["runs"][0]["result_file"]).proba)
+
+
+def test_a_job_stopped_in_its_fit_keeps_the_embeddings_its_batches_made(gunpoint, plugin_dir, tmp_path, monkeypatch,
+                                                                       capsys):
+    """A frozen encoder's fit can embed for hours: the memo file is written as its batches finish (spaced like the
+    chunks' writes), so a job stopped in its first fit (here at its 20th series) keeps the 19 embedded before."""
+    from chorustic.evaluation.checkpoints import memo_path
+
+    monkeypatch.setenv("SPY_LOG", str(tmp_path / "calls.jsonl"))
+    monkeypatch.setenv("EMBED_LOG", str(tmp_path / "embed.txt"))
+    monkeypatch.setattr("chorustic.evaluation.checkpoints.SAVE_EVERY_S", 0.0)
+    monkeypatch.setattr("chorustic.evaluation.checkpoints.MEMO_WRITE_SHARE", 0.0)  # every batch written
+    spec = dataclasses.replace(_spec(gunpoint, plugin_dir, tmp_path / "res", "memo_embed", ["full"]),
+                               fingerprint='{"code_sha256":"a"}')
+    monkeypatch.setenv("EMBED_HALT_AT", "20")
+    first = run_job(spec)
+    assert first["runs"][0]["status"] == "failed" and "middle of the fit" in first["runs"][0]["error"]
+    assert memo_path(tmp_path / "res", "memo_embed", "GunPoint", "embedding").is_file()
+    monkeypatch.delenv("EMBED_HALT_AT")
+    (tmp_path / "embed.txt").unlink()
+    capsys.readouterr()
+    again = run_job(spec)
+    assert "19 embeddings computed by an earlier attempt are kept" in capsys.readouterr().err
+    assert again["runs"][0]["status"] == "ok" and len((tmp_path / "embed.txt").read_text().split()) == 181
 
 
 @pytest.mark.slow

@@ -18,7 +18,8 @@ Guarantees
   library versions and numerics; prediction files as recorded) and runs the others. Within a context, the predictions of the chunks an
   earlier attempt finished are kept too (:mod:`chorustic.evaluation.checkpoints`), so a long context
   continues where it stopped, and so are the distances of its pair memo (a nearest-neighbour method computes
-  again only the pairs of its last minute or so before the stop).
+  again only the pairs of its last minute or so before the stop) and the embeddings of its embedding memo (a
+  frozen encoder's, written as its batches finish, in a fit too).
 * A job with a failed run is not finished: its manifest goes to ``<dataset>.failed.json`` instead of
   ``<dataset>.json`` (aggregation lists its runs, the workflow retries the job). Every prediction file is
   recorded in the manifest with its SHA-256 (:mod:`chorustic.evaluation.integrity`), and the manifest
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import functools
 import gc
 import json
 import os
@@ -440,6 +442,16 @@ def run_job(spec: JobSpec, *, resume: bool = False, log=None) -> dict[str, Any]:
     are kept and their contexts skipped; this is how the supervisor continues a job whose worker
     died (out of memory, time limit) after recording the context that killed it.
     """
+    from chorustic.methods.embedding_memo import EMBEDDING_MEMO
+
+    try:
+        return _run_job(spec, resume=resume, log=log)
+    finally:
+        EMBEDDING_MEMO.after_batch = None  # the job's memo file is written by this job only
+
+
+def _run_job(spec: JobSpec, *, resume: bool, log) -> dict[str, Any]:
+    """:func:`run_job`'s work."""
     from chorustic.methods import MethodNotReady, ReportedMethod, discover
     from chorustic.protocols import ContextSpec, parse_protocol_id
     from chorustic.protocols.contexts import iter_contexts, read_contexts
@@ -549,6 +561,9 @@ def run_job(spec: JobSpec, *, resume: bool = False, log=None) -> dict[str, Any]:
         if n_kept:
             log(f"[{spec.method}/{spec.dataset}] {n_kept} {what} computed by an earlier attempt are kept "
                 f"({kept_memo.path.name})")
+    # a frozen encoder's fit can embed for hours: its memo file is written as its batches finish, not only
+    # between prediction chunks (at most every SAVE_EVERY_S, as the chunks' writes)
+    EMBEDDING_MEMO.after_batch = functools.partial(_save_memo, kept_memos[1], log, f"[{spec.method}/{spec.dataset}]")
     if ds.standin is not None:  # random data of the dataset's shape: recorded, never collected as a result
         manifest["standin"] = ds.standin
     if ds.archive != spec.archive:

@@ -59,6 +59,9 @@ class EmbeddingMemo:
         self.reused = 0
         self.padding = 0
         self.changes = 0  # embeddings kept since the memo was made or read (what its file may lack)
+        #: Called after each batch an :meth:`embed` computed, its embeddings kept (the evaluation job writes
+        #: the memo file from it); None: nothing.
+        self.after_batch: Callable[[], Any] | None = None
 
     @property
     def nbytes(self) -> int:
@@ -115,12 +118,15 @@ class EmbeddingMemo:
             key = _readable_key(str(_read_member(zf, f"key{i}", 0, None, self.max_bytes)), parsed=True)
             if key is None or key in tables:
                 raise ValueError(f"table {i}'s key is not an embedding memo's")
-            names = [bytes(r) for r in _read_member(zf, f"rows{i}", 2, np.dtype(np.uint8), self.max_bytes)]
+            digests = _read_member(zf, f"rows{i}", 2, np.dtype(np.uint8), self.max_bytes)
+            if digests.shape[1] == 0:
+                raise ValueError(f"table {i}'s digests are empty")
+            names = [bytes(r) for r in digests]
             if len(set(names)) != len(names):
                 raise ValueError(f"table {i} names a series twice")
             with zf.open(f"e{i}.npy") as f:
                 shape, dtype = _read_header(f)
-                if len(shape) != 2 or shape[0] != len(names) or dtype != np.dtype("<f4"):
+                if len(shape) != 2 or shape[0] != len(names) or shape[1] == 0 or dtype != np.dtype("<f4"):
                     raise ValueError(f"table {i}'s embeddings are {dtype} {shape}, not float32 ({len(names)}, D)")
                 total += len(names) * (shape[1] * 4 + ENTRY_OVERHEAD_BYTES)
                 if total > self.max_bytes:
@@ -174,15 +180,17 @@ class EmbeddingMemo:
             block = np.asarray(compute(take_series(series, filled)), dtype=np.float32)
             if block.ndim != 2 or block.shape[0] != batch:
                 raise ValueError(f"EmbeddingMemo: compute returned {block.shape} for {batch} series")
-            for j, i in enumerate(part):
-                made[digests[i]] = block[j].copy()
+            fresh = {digests[i]: block[j].copy() for j, i in enumerate(part)}
+            made.update(fresh)
             padding += batch - len(part)
+            self._keep(table, fresh)
+            with self._lock:
+                self.computed += len(part)
+            if self.after_batch is not None:
+                self.after_batch()
         with self._lock:
-            self.computed += len(todo)
             self.reused += sum(row is not None for row in found)
             self.padding += padding
-        if made:
-            self._keep(table, made)
         rows = [row if row is not None else made[d] for d, row in zip(digests, found)]
         if not rows:
             return np.zeros((0, 0), dtype=np.float32)
