@@ -2,14 +2,14 @@
 context's fit and prediction, by number of classes and ensemble batch.
 
 ChorusTIC decodes at most K_max = 10 classes per in-context pass; more run its in-context stage once per node
-of a class tree (:mod:`chorustic.class_tree`: 7 passes for 60 classes), every query in each. TabICL holds
-about ``cell_tensors`` float32 tensors of its embedding size per (ensemble member, row, feature) in a forward
-pass (``baselines/tabicl.py``). Each case here runs in a fresh process under the evaluation workers' pinned
+of a class tree (:mod:`chorustic.class_tree`: 7 passes for 60 classes), every query in each. TabICL's time grows
+with the square of a row's flattened features (``baselines/tabicl.py``; its memory per pass is measured by
+``benchmarks/tabicl_memory.py``). Each case here runs in a fresh process under the evaluation workers' pinned
 numerics (``chorustic.evaluation.numerics.portable_numerics_env``, one thread), with random weights of the
 real architectures (``benchmarks/archive_scale.py``'s assets), on random series of ``--context`` context and
 ``--queries`` query rows of one channel of ``--length`` points; it prints the CPU time of fit + predict and
 the process's peak resident memory above its start (after the imports). The cost models' terms
-``time_ns_per_tree_query`` (chorustic) and ``cell_tensors`` (tabicl) are set from these figures.
+``time_ns_per_tree_query`` (chorustic) and ``time_ns_per_feature_pair`` (tabicl) are set from these figures.
 
     python benchmarks/many_classes.py [--methods chorustic_paper chorustic_small tabicl tabicl_v2] \\
         [--classes 10 60] [--context 60] [--queries 60] [--length 512] [--members 1 8] [--workdir /tmp/archive-scale]

@@ -4,14 +4,15 @@ tabicl embeds every cell of a table (row, feature) as ``embed_dim`` float32 per 
 each stage of the model (column embedding, row interaction, ICL) on all its inputs at once. The plugin splits each
 stage into batches of columns or rows within ``STAGE_MB`` (``budget_stages``), as tabicl does on a GPU. This runs one
 table per fresh process with random weights of the released architectures (``chorustic.testing.checkpoints``), as
-the plugin runs it (``budget``) and as tabicl does (``whole``), and prints its peak resident memory above the process
-before the fit, its CPU time, and what the plugin's cost model adds to its base for it (the pass's column embeddings,
-one stage's working memory and 128 bytes per value: ``TabICLBase.job_cost``).
+the plugin runs it (``budget``) and as tabicl does (``whole``), and prints its CPU time, the process's memory after
+its imports and its peak resident memory, against the memory the plugin's cost model gives the table (its base, the
+pass's column embeddings, one stage's working memory and 128 bytes per value: ``TabICLBase.job_cost``).
 
     python benchmarks/tabicl_memory.py [--tables v1:300+100x1024:1 v1:300+100x1024:8 v2:300+100x1024:8]
                                        [--modes budget whole]
 
-A table is ``version:context+queries x features:ensemble batch``. One thread; each table takes minutes.
+A table is ``version:context+queries x features:ensemble batch``. One thread under the evaluation workers' pinned
+numerics (``chorustic.evaluation.numerics.portable_numerics_env``); each table takes minutes.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 t = time.process_time()
 est.fit(X.astype(np.float32), np.arange(n_ctx) % 5)
 est.predict_proba(Q.astype(np.float32))
-print(json.dumps({"peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 - before,
+print(json.dumps({"peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "before_mb": before,
                   "cpu_s": time.process_time() - t, "ensemble_batch": est.run_info_["ensemble_batch"]}))
 """
 
@@ -59,7 +60,8 @@ def checkpoint(version: str, folder: Path) -> Path:
 
 
 def modelled_mb(version: str, n_ctx: int, n_q: int, features: int, members: int, mode: str) -> float:
-    """What ``TabICLBase.job_cost`` adds to the cost model's base for this table (one context, every query)."""
+    """The memory ``TabICLBase.job_cost`` gives this table (one context, every query): the cost model's base (the
+    worker with its imports and the model's weights) and values, the pass's column embeddings and one stage."""
     from chorustic.methods import discover
 
     method = discover().get("tabicl_v2" if version == "v2" else "tabicl")
@@ -67,12 +69,17 @@ def modelled_mb(version: str, n_ctx: int, n_q: int, features: int, members: int,
     _, _, held = plugin.forward_plan(n_ctx, n_q, features, plugin.cell_bytes(), min(members, 8), 1e9,
                                      method.shared_tensors)
     stage = plugin.STAGE_MB if mode == "budget" else float("nan")
-    return held + stage + method.cost.mem_bytes_per_value * (n_ctx + n_q) * features / 2**20
+    values = method.cost.mem_bytes_per_value * (n_ctx + n_q) * features / 2**20
+    return method.cost.mem_base_mb + values + held + stage
 
 
 def measure(ckpt: Path, n_ctx: int, n_q: int, features: int, members: int, mode: str) -> dict:
+    from chorustic.evaluation.numerics import portable_numerics_env
+    from chorustic.evaluation.supervisor import thread_env
+
     args = [str(ckpt), str(n_ctx), str(n_q), str(features), str(members), mode]
-    out = subprocess.run([sys.executable, "-c", _CHILD, *args], capture_output=True, text=True, check=True)
+    env = {**thread_env(1), **portable_numerics_env()}  # one thread, the evaluation workers' pinned numerics
+    out = subprocess.run([sys.executable, "-c", _CHILD, *args], env=env, capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -89,9 +96,9 @@ def main(argv: list[str] | None = None) -> int:
                                                     "v2:300+100x1024:8"])
     ap.add_argument("--modes", nargs="+", default=["budget"], choices=["budget", "whole"])
     args = ap.parse_args(argv)
-    print("| version | context + queries x features | ensemble batch | stages | CPU s | peak above start MB "
+    print("| version | context + queries x features | ensemble batch | stages | CPU s | imports MB | peak MB "
           "| model MB | peak / model |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         for table in args.tables:
             version, n_ctx, n_q, features, members = parse(table)
@@ -101,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
                 model = modelled_mb(version, n_ctx, n_q, features, members, mode)
                 ratio = r["peak_mb"] / model if model == model else float("nan")
                 print(f"| {version} | {n_ctx} + {n_q} x {features} | {r['ensemble_batch']} | {mode} | {r['cpu_s']:.0f} "
-                      f"| {r['peak_mb']:.0f} | {model:.0f} | {ratio:.2f} |", flush=True)
+                      f"| {r['before_mb']:.0f} | {r['peak_mb']:.0f} | {model:.0f} | {ratio:.2f} |", flush=True)
     return 0
 
 
