@@ -24,6 +24,7 @@ embeds again only the series its earlier attempt embedded after the file's last 
 
 from __future__ import annotations
 
+import functools
 import threading
 import zipfile
 from collections.abc import Callable, Hashable
@@ -33,7 +34,7 @@ import numpy as np
 
 from chorustic.methods.cost import EMBEDDING_MEMO_MB
 from chorustic.methods.inputs import series_digests, take_series
-from chorustic.methods.pair_memo import _digest_array, _read_header, _read_member, _readable_key
+from chorustic.methods.pair_memo import _digest_array, _read_header, _read_member, _readable_key, _write_member
 
 __all__ = ["EMBEDDING_MEMO", "ENTRY_OVERHEAD_BYTES", "EmbeddingMemo"]
 
@@ -85,10 +86,7 @@ class EmbeddingMemo:
         with self._lock:
             tables = [(key, list(table.items())) for key, table in self._tables.items()]
         with zipfile.ZipFile(fh, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
-            def member(name: str, arr: np.ndarray) -> None:
-                with zf.open(f"{name}.npy", "w", force_zip64=True) as f:
-                    np.lib.format.write_array(f, arr, allow_pickle=False)
-
+            member = functools.partial(_write_member, zf)
             for name, text in strings.items():
                 member(name, np.array(text))
             i = 0

@@ -21,6 +21,7 @@ only the pairs its earlier attempt computed after the file's last write.
 from __future__ import annotations
 
 import ast
+import functools
 import zipfile
 from collections.abc import Callable, Hashable, Sequence
 from typing import IO
@@ -81,10 +82,7 @@ class PairMemo:
         ``d{i}`` (float64 ``(rows, cols)``, NaN where not kept). A table whose key does not read back from
         its ``repr`` (:func:`ast.literal_eval`), or whose digests differ in length, is not written."""
         with zipfile.ZipFile(fh, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
-            def member(name: str, arr: np.ndarray) -> None:
-                with zf.open(f"{name}.npy", "w", force_zip64=True) as f:
-                    np.lib.format.write_array(f, arr, allow_pickle=False)
-
+            member = functools.partial(_write_member, zf)
             for name, text in strings.items():
                 member(name, np.array(text))
             i = 0
@@ -207,6 +205,12 @@ class PairMemo:
                 row = table.rows[d] = np.concatenate([row, np.full(n_cols - row.size, np.nan)])
             row[col[known]] = block[i, known]
         self.changes += 1
+
+
+def _write_member(zf: zipfile.ZipFile, name: str, arr: np.ndarray) -> None:
+    """Write ``arr`` as member ``name.npy`` of the memo file open for writing in ``zf``."""
+    with zf.open(f"{name}.npy", "w", force_zip64=True) as f:
+        np.lib.format.write_array(f, arr, allow_pickle=False)
 
 
 def _readable_key(key, *, parsed: bool = False):
