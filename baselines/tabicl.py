@@ -101,13 +101,6 @@ def forward_plan(n_context: int, n_query: int, n_features: int, cell_bytes: floa
     return members, chunk, held(members, chunk)
 
 
-@functools.lru_cache(maxsize=4096)
-def _plan_rows(n_context: int, *, n_query: int, n_features: int, members: int, budget_mb: float,
-               shared: float) -> tuple[int, int, float]:
-    """:func:`forward_plan` with :func:`cell_bytes` at ``embed_dim`` 128, cached (the bill plans many contexts)."""
-    return forward_plan(n_context, n_query, n_features, cell_bytes(), members, budget_mb, shared)
-
-
 def query_passes(n_query: int, chunk: int) -> int:
     """The forward passes (per ensemble batch) over ``n_query`` query rows at ``chunk`` per pass."""
     return max(1, math.ceil(max(1, int(n_query)) / max(1, int(chunk))))
@@ -420,19 +413,16 @@ class TabICLBase(HubMethod):
         return {**super().resolve(params), "checkpoint_version": self.checkpoint_file,
                 "shared_tensors": self.shared_tensors}
 
-    def _pass_plan(self, size, n_train: int, **params: Any) -> tuple[int, int, float]:
-        """:func:`forward_plan` for a context of ``n_train`` rows of ``size``'s flattened features and the
-        harness's chunk of its queries, as :meth:`FlattenedTabICLClassifier._plan` makes it."""
-        return self._pass_planner(size, **params)(n_train)
-
     def _pass_planner(self, size, **params: Any):
-        """:meth:`_pass_plan` of ``size`` as a function of the context's rows (the parameters merged once)."""
+        """:func:`forward_plan` as :meth:`FlattenedTabICLClassifier._plan` makes it for ``size``'s flattened features
+        and the harness's chunk of its queries (``embed_dim`` 128), a function of the context's rows."""
         p = self.params(params)
         chunk = min(int(p.get("query_chunk_size") or self.cost_model(**params).query_chunk(size)), size.n_test)
         members = min(int(p.get("batch_size", 8)), int(p.get("n_estimators", 8)))
         budget = float(p.get("max_memory_mb") or WORK_MB)
-        return functools.partial(_plan_rows, n_query=chunk, n_features=size.n_channels * size.length,
-                                 members=members, budget_mb=budget, shared=self.shared_tensors)
+        return functools.partial(forward_plan, n_query=chunk, n_features=size.n_channels * size.length,
+                                 cell_bytes=cell_bytes(), members=members, budget_mb=budget,
+                                 shared=self.shared_tensors)
 
     def job_cost(self, size, **params: Any) -> tuple[float, float]:
         """The cost model's memory and time, plus what the forward passes hold and the passes' repeated

@@ -282,7 +282,7 @@ def test_tabicl_cost_charges_each_pass_its_context_again(discovery):
 
     method = discovery.get("tabicl")
     size = JobSize(n_train=100, n_test=1000, n_channels=1, length=4096)
-    assert method._pass_plan(size, 100)[:2] == (1, 412)
+    assert method._pass_planner(size)(100)[:2] == (1, 412)
     _, seconds = method.job_cost(size)
     one, more = method.cost.estimate(size)[1], method.cost.estimate(dataclasses.replace(size, n_test=1200))[1]
     assert seconds == pytest.approx(one + (more - one))

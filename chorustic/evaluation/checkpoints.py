@@ -69,14 +69,15 @@ def partial_path(results_dir: str | os.PathLike, method: str, dataset: str, prot
 MEMO_WRITE_SHARE = 20.0
 
 
-#: The memos a job keeps in files: the pair memo (distances) and the embedding memo (frozen encoders' embeddings).
-MEMO_KINDS = ("pair", "embedding")
+#: The memos a job keeps in files, by kind, with what each keeps: the pair memo (a nearest-neighbour method's
+#: distances) and the embedding memo (a frozen encoder's embeddings).
+MEMO_KINDS = {"pair": "distances", "embedding": "embeddings"}
 
 
 def memo_path(results_dir: str | os.PathLike, method: str, dataset: str, kind: str = "pair") -> Path:
     """The memo file of a job (beside the job's progress file): ``kind`` one of :data:`MEMO_KINDS`."""
     if kind not in MEMO_KINDS:
-        raise ValueError(f"memo kind {kind!r}: one of {MEMO_KINDS}")
+        raise ValueError(f"memo kind {kind!r}: one of {tuple(MEMO_KINDS)}")
     return Path(results_dir) / "runs" / method / f".{dataset}.{kind}memo.npz"
 
 
@@ -138,9 +139,9 @@ class PartialPredictions:
 
 
 class KeptMemo:
-    """A job's memo (``memo``: a :class:`~chorustic.methods.pair_memo.PairMemo` or an
-    :class:`~chorustic.methods.embedding_memo.EmbeddingMemo`, named ``name`` in messages) kept in its memo file,
-    made from the inputs ``key`` (a JSON-able dict).
+    """A job's memo of ``kind`` (one of :data:`MEMO_KINDS`; ``memo``: a
+    :class:`~chorustic.methods.pair_memo.PairMemo` or an :class:`~chorustic.methods.embedding_memo.EmbeddingMemo`)
+    kept in its memo file ``path``, made from the inputs ``key`` (a JSON-able dict).
 
     :meth:`load` fills the memo from the file (the entries taken; 0 and the reason in :attr:`discarded` when
     the file was made from other inputs or cannot be read, and then removed); :meth:`save` writes the memo
@@ -148,9 +149,11 @@ class KeptMemo:
     (:attr:`given_up`: why) when it cannot be written; :meth:`remove` drops it. :attr:`write_s` and
     :attr:`write_cpu_s` add up the seconds spent writing."""
 
-    def __init__(self, path: str | os.PathLike, key: dict[str, Any], memo: Any, name: str = "pair memo"):
+    def __init__(self, path: str | os.PathLike, key: dict[str, Any], memo: Any, kind: str = "pair"):
         self.path = Path(path)
-        self.name = name
+        self.kind = kind
+        self.name = f"{kind} memo"  # how messages name it
+        self.keeps = MEMO_KINDS[kind]  # what it keeps: "distances", "embeddings"
         self.key = json.dumps(key, sort_keys=True, default=str, separators=(",", ":"))
         self.memo = memo
         self.discarded: str | None = None

@@ -420,6 +420,12 @@ def _memo_write_times(memos: Any) -> tuple[float, float]:
     return sum(m.write_s for m in memos), sum(m.write_cpu_s for m in memos)
 
 
+def _method_clocks(memos: Any) -> tuple[float, float]:
+    """(wall, CPU) clocks that stand still while the job's memo files are written: the method's times."""
+    write_s, write_cpu_s = _memo_write_times(memos)
+    return time.perf_counter() - write_s, time.process_time() - write_cpu_s
+
+
 def run_record(context: Any, **fields: Any) -> dict[str, Any]:
     """One run (one context) of a manifest, every field of :data:`RUN_FIELDS`: the context's protocol,
     family, budget and seed (``context``: a :class:`~chorustic.protocols.ContextSpec` or a dict with
@@ -549,21 +555,20 @@ def _run_job(spec: JobSpec, *, resume: bool, log) -> dict[str, Any]:
     kept_inputs = {"method": spec.method, "plugin": spec.plugin, "params": params, "fingerprint": spec.fingerprint,
                    "source_sha256": ds.source_sha256, "device": device, "environment": environment}
     # the distances and embeddings an earlier attempt of this job computed (its memo files)
-    kept_memos = (
-        KeptMemo(memo_path(results_dir, spec.method, spec.dataset, "pair"), kept_inputs, PAIR_MEMO, "pair memo"),
-        KeptMemo(memo_path(results_dir, spec.method, spec.dataset, "embedding"), kept_inputs, EMBEDDING_MEMO,
-                 "embedding memo"),
-    )
-    for kept_memo, what in zip(kept_memos, ("distances", "embeddings")):
+    memos = {"pair": PAIR_MEMO, "embedding": EMBEDDING_MEMO}
+    kept = {kind: KeptMemo(memo_path(results_dir, spec.method, spec.dataset, kind), kept_inputs, memo, kind)
+            for kind, memo in memos.items()}
+    kept_memos = tuple(kept.values())
+    for kept_memo in kept_memos:
         n_kept = kept_memo.load()
         if kept_memo.discarded:
             log(f"[{spec.method}/{spec.dataset}] the {kept_memo.name} of an earlier attempt was {kept_memo.discarded}")
         if n_kept:
-            log(f"[{spec.method}/{spec.dataset}] {n_kept} {what} computed by an earlier attempt are kept "
+            log(f"[{spec.method}/{spec.dataset}] {n_kept} {kept_memo.keeps} computed by an earlier attempt are kept "
                 f"({kept_memo.path.name})")
     # a frozen encoder's fit can embed for hours: its memo file is written as its batches finish, not only
     # between prediction chunks (at most every SAVE_EVERY_S, as the chunks' writes)
-    EMBEDDING_MEMO.after_batch = functools.partial(_save_memo, kept_memos[1], log, f"[{spec.method}/{spec.dataset}]")
+    EMBEDDING_MEMO.after_batch = functools.partial(_save_memo, kept["embedding"], log, f"[{spec.method}/{spec.dataset}]")
     if ds.standin is not None:  # random data of the dataset's shape: recorded, never collected as a result
         manifest["standin"] = ds.standin
     if ds.archive != spec.archive:
@@ -597,20 +602,19 @@ def _run_job(spec: JobSpec, *, resume: bool, log) -> dict[str, Any]:
         tag = f"[{spec.method}/{spec.dataset}/{ctx.protocol}/seed{ctx.seed}]"
         try:
             estimator = method.build(seed=int(ctx.seed), device=device, n_jobs=int(spec.n_jobs), **params)
-            c0, t0 = time.process_time(), time.perf_counter()
+            # the memos' writes (in a fit too) are the harness's, not the method's: recorded apart from its times
+            written = _memo_write_times(kept_memos)
+            t0, c0 = _method_clocks(kept_memos)
             estimator.fit(take_series(X_train, idx), ds.y_train[idx])
-            t1 = time.perf_counter()
+            t1, _ = _method_clocks(kept_memos)
             chunk = method.query_chunk(_job_size(X_train, idx, X_test), **params)
             partial = PartialPredictions(
                 partial_path(results_dir, spec.method, spec.dataset, ctx.protocol, ctx.seed),
                 {**kept_inputs, "protocol": ctx.protocol, "seed": int(ctx.seed), "context": context_digest(idx),
                  "n_test": len(ds.y_test), "n_classes": n_classes, "chunk": int(chunk)})
-            memo_s, memo_cpu_s = _memo_write_times(kept_memos)
             proba, resumed = _predict_in_chunks(estimator, X_test, chunk, n_classes, tag, partial, log, kept_memos)
-            # the memos' writes are the harness's, not the method's: recorded apart from its times
-            memo_s, memo_cpu_s = (now - before for now, before in zip(_memo_write_times(kept_memos),
-                                                                        (memo_s, memo_cpu_s)))
-            t2, c2 = time.perf_counter() - memo_s, time.process_time() - memo_cpu_s
+            t2, c2 = _method_clocks(kept_memos)
+            memo_s = _memo_write_times(kept_memos)[0] - written[0]
             extra = dict(getattr(estimator, "run_info_", {}) or {})
             if memo_s > 0:
                 extra["memo_write_s"] = round(memo_s, 3)

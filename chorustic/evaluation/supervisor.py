@@ -40,7 +40,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from chorustic.evaluation.checkpoints import memo_path, partial_files
+from chorustic.evaluation.checkpoints import MEMO_KINDS, memo_path, partial_files
 from chorustic.evaluation.job import (
     MANIFEST_FORMAT,
     JobFailed,
@@ -104,10 +104,10 @@ def _kept_message(results_dir: Path, spec: JobSpec) -> str:
     if partials:
         kept.append(f"the predictions of {len(partials)} unfinished context(s) stay in {partials[0].parent}"
                     + (f" ({partials[0].name})" if len(partials) == 1 else ""))
-    for kind, what in (("pair", "distances its pair memo"), ("embedding", "embeddings its embedding memo")):
+    for kind, keeps in MEMO_KINDS.items():
         memo = memo_path(results_dir, spec.method, spec.dataset, kind)
         if memo.is_file():
-            kept.append(f"the {what} computed stay in {memo}")
+            kept.append(f"the {keeps} its {kind} memo computed stay in {memo}")
     if not kept:
         return "nothing recorded"
     return " and ".join(kept) + "; the next run of this job continues from them"
