@@ -24,12 +24,16 @@ and keeps the embeddings on the host beyond half of it; on a CPU it runs each st
 column embeddings and one stage's working memory: ``(members + shared_tensors) x rows x features x 512``
 bytes, ``shared_tensors`` 1 for v1.1 (it embeds the first member's table once and reorders a copy for each
 member) (measured: the 300 + 100 rows of 1,024 features took 1.4 GB above the process and 237 CPU-s instead
-of 332; benchmarks/results/archive_scale.md). :func:`forward_plan` sizes each pass to :data:`WORK_MB` (a
+of 332; benchmarks/results/archive_scale.md); ``members`` at most 4 of the 8, tabicl running the members of one
+normalisation together (:func:`ensemble_batch`). :func:`forward_plan` sizes each pass to :data:`WORK_MB` (a
 constant, so that the batches, and with them the float rounding, are the same on every machine;
 ``max_memory_mb`` sets another budget): the ensemble batch is halved first, then the query rows per pass are cut
 (query rows never attend to each other in TabICL, and the members are independent), but a pass keeps at least
 :data:`MIN_QUERY_FRACTION` of its context rows as queries (each pass embeds the context again). A table whose
-smallest pass needs more than the budget runs at that pass (FaceDetection: one member and all 3,524 queries, ~80 GB).
+smallest pass needs more than the budget runs at that pass (FaceDetection: one member and all 3,524 queries, ~80 GB),
+and the job's other contexts plan theirs within that pass's memory, which the job holds anyway (the harness sets
+``job_pass_mb`` from the job's largest context, :meth:`TabICLBase.job_params`; a fixed-shot or proportional
+context of FaceDetection then runs its queries in one pass, not two).
 If it does not fit the memory available to the job (the machine's or cgroup's, or the job's limit the harness
 exports; on a GPU also half its free memory), a ``MemoryError`` names the dataset size and the fixes (more
 memory; on a GPU, ``disk_offload_dir`` for tabicl's disk offloading, which it does not do on a CPU). The harness
@@ -71,10 +75,13 @@ STAGE_MB = 512.0
 #: every query is over :data:`WORK_MB`): each pass embeds its context again, through every stage (the row
 #: interaction's attention over a row's features included), so a pass of fewer queries than context rows costs
 #: more time than the memory it saves (DuckDuckGeese, 50 + 50 rows of 363,150 features: 7 queries per pass would
-#: hold half the memory and take 4.5x the time). At one, the passes of a job take at most twice the time of a
+#: hold half the memory and take 4.5x the time). At one, the passes of a context take at most twice the time of a
 #: single pass (the cost model charges each, :meth:`TabICLBase.job_cost`) and hold at most twice what its
 #: context alone needs.
 MIN_QUERY_FRACTION = 1.0
+#: tabicl's normalisations of the ensemble (``TabICLClassifier(norm_methods=None)``, its default): each member
+#: uses one, and the members of one normalisation run together (:func:`ensemble_batch`).
+NORM_METHODS = ("none", "power")
 
 
 def forward_plan(n_context: int, n_query: int, n_features: int, cell_bytes: float, members: int,
@@ -99,6 +106,15 @@ def forward_plan(n_context: int, n_query: int, n_features: int, cell_bytes: floa
         fits = int(budget_mb / max((members + shared) * per_row_mb, 1e-12)) - n_context
         chunk = min(n_query, max(least, fits))
     return members, chunk, held(members, chunk)
+
+
+def ensemble_batch(n_estimators: int, batch_size: int, n_norm_methods: int = len(NORM_METHODS)) -> int:
+    """The ensemble members one forward pass runs: tabicl groups the ``n_estimators`` members by their
+    normalisation (:data:`NORM_METHODS`, one after the other) and runs a group ``batch_size`` at a time, so a pass
+    holds at most ``ceil(n_estimators / n_norm_methods)`` of them (8 members: 4 with ``none``, then 4 with
+    ``power``)."""
+    per_group = math.ceil(max(1, int(n_estimators)) / max(1, int(n_norm_methods)))
+    return max(1, min(int(batch_size), per_group))
 
 
 def query_passes(n_query: int, chunk: int) -> int:
@@ -243,9 +259,12 @@ class FlattenedTabICLClassifier(ContractClassifier):
 
     ``checkpoint``: a local checkpoint file or folder (None: the Hugging Face cache); ``query_chunk_size``
     None: as many query rows per forward as the budget allows; ``max_memory_mb``: the budget of a forward
-    pass in MB (None: :data:`WORK_MB`; a table whose smallest pass needs more is refused). A pass never
-    plans beyond the memory available to the job (on a GPU: the device's free memory).
-    ``checkpoint_version`` (the checkpoint's file name) is fixed by each plugin.
+    pass in MB (None: :data:`WORK_MB`, or ``job_pass_mb`` where that is more; a table whose smallest pass
+    needs more is refused). A pass never plans beyond the memory available to the job (on a GPU: the device's
+    free memory). ``checkpoint_version`` (the checkpoint's file name) and ``shared_tensors`` are fixed by each
+    plugin; ``job_pass_mb``, what the pass of the job's largest context holds, is set by the harness from the
+    job's contexts (:meth:`TabICLBase.job_params`): the job asks for that memory anyway, so its smaller contexts
+    plan their passes within it too instead of within :data:`WORK_MB`.
     """
 
     def __init__(
@@ -264,6 +283,7 @@ class FlattenedTabICLClassifier(ContractClassifier):
         n_jobs: int = 1,
         verbose: bool = False,
         shared_tensors: float = 1.0,
+        job_pass_mb: float | None = None,
     ):
         self.checkpoint = checkpoint
         self.checkpoint_version = checkpoint_version
@@ -279,6 +299,7 @@ class FlattenedTabICLClassifier(ContractClassifier):
         self.n_jobs = n_jobs
         self.verbose = verbose
         self.shared_tensors = shared_tensors
+        self.job_pass_mb = job_pass_mb
 
     def _rows(self, X) -> np.ndarray:
         return flatten_channels(to_fixed_length(X, self.length_))
@@ -299,19 +320,22 @@ class FlattenedTabICLClassifier(ContractClassifier):
         return available
 
     def _plan(self, n_query: int) -> tuple[int, int]:
-        """(ensemble members per forward, query rows per forward): :func:`forward_plan` at ``max_memory_mb``
-        or :data:`WORK_MB`, within the memory available to the job. The same on every machine where the job
-        has ``WORK_MB / 0.8`` free (its request covers it); less free memory cuts the passes further, and a
-        table whose smallest pass does not fit what is available is refused with the fixes."""
+        """(ensemble members per forward, query rows per forward): :func:`forward_plan` at ``max_memory_mb``,
+        else at :data:`WORK_MB` or ``job_pass_mb`` whichever is more, within the memory available to the job
+        less one stage's working memory (:data:`STAGE_MB`). The same on every machine where the job has what it
+        asked for (:meth:`TabICLBase.job_cost`: the largest pass, the stage and the preprocessing); less free
+        memory cuts the passes further, and a table whose smallest pass does not fit what is available is
+        refused with the fixes."""
         if self.disk_offload_dir and str(self.device).startswith("cuda"):  # tabicl offloads only from a GPU
             return int(self.batch_size), int(self.query_chunk_size or n_query)
         n_feat = int(self.n_features_)
         cell = self._cell_bytes()
         available = self._available_mb()
         have = min(available, float(self.max_memory_mb)) if self.max_memory_mb else available
-        budget = min(float(self.max_memory_mb or WORK_MB), 0.8 * available)
+        target = float(self.max_memory_mb or max(WORK_MB, float(self.job_pass_mb or 0.0)))
+        budget = min(target, max(0.0, available - STAGE_MB))
         queries = min(n_query, int(self.query_chunk_size)) if self.query_chunk_size else n_query
-        members = min(int(self.batch_size), int(self.n_estimators))
+        members = ensemble_batch(self.n_estimators, self.batch_size)
         members, chunk, held = forward_plan(self.n_context_, queries, n_feat, cell, members, budget,
                                             float(self.shared_tensors))
         if held > have:
@@ -332,6 +356,7 @@ class FlattenedTabICLClassifier(ContractClassifier):
         cls = _tabicl_classifier_class()
         self.model_ = cls(
             n_estimators=self.n_estimators,
+            norm_methods=list(NORM_METHODS),
             batch_size=self.batch_size,
             model_path=str(self.checkpoint),
             allow_auto_download=False,
@@ -361,7 +386,7 @@ class FlattenedTabICLClassifier(ContractClassifier):
         self.model_.batch_size = members
         budget_stages(self.model_.model_, STAGE_MB)
         self.run_info_.update({"ensemble_batch": members, "query_chunk": chunk, "stage_mb": STAGE_MB,
-                               "query_passes": query_passes(F.shape[0], chunk)})
+                               "query_passes": query_passes(F.shape[0], chunk), "job_pass_mb": self.job_pass_mb})
         out = [self.model_.predict_proba(F[s : s + chunk]) for s in range(0, F.shape[0], chunk)]
         proba = np.concatenate(out, axis=0)
         cols = np.asarray(self.model_.classes_, dtype=np.int64)
@@ -376,7 +401,8 @@ class TabICLBase(HubMethod):
     checkpoint_file: ClassVar[str]
     estimator = FlattenedTabICLClassifier
     fixed_params: ClassVar[dict[str, Any]] = {"checkpoint_version": None,  # the plugin's checkpoint_file
-                                              "shared_tensors": None}  # and its shared_tensors
+                                              "shared_tensors": None,  # and its shared_tensors
+                                              "job_pass_mb": None}  # the harness's (job_params)
     #: The column embeddings a forward pass holds besides one per ensemble member (module docstring): v1.1
     #: embeds the first member's table once and reorders a copy of it for each member of the pass.
     shared_tensors: ClassVar[float] = 1.0
@@ -413,31 +439,44 @@ class TabICLBase(HubMethod):
         return {**super().resolve(params), "checkpoint_version": self.checkpoint_file,
                 "shared_tensors": self.shared_tensors}
 
-    def _pass_planner(self, size, **params: Any):
-        """:func:`forward_plan` as :meth:`FlattenedTabICLClassifier._plan` makes it for ``size``'s flattened features
-        and the harness's chunk of its queries (``embed_dim`` 128), a function of the context's rows."""
+    def _pass_plan(self, context, budget_mb: float | None = None, **params: Any) -> tuple[int, int, float]:
+        """:func:`forward_plan` as :meth:`FlattenedTabICLClassifier._plan` makes it for one ``context`` (a
+        :class:`~chorustic.methods.cost.JobSize` of one context) and the harness's chunk of its queries
+        (``embed_dim`` 128), within ``budget_mb`` (None: ``max_memory_mb`` or :data:`WORK_MB`)."""
         p = self.params(params)
-        chunk = min(int(p.get("query_chunk_size") or self.cost_model(**params).query_chunk(size)), size.n_test)
-        members = min(int(p.get("batch_size", 8)), int(p.get("n_estimators", 8)))
-        budget = float(p.get("max_memory_mb") or WORK_MB)
-        return functools.partial(forward_plan, n_query=chunk, n_features=size.n_channels * size.length,
-                                 cell_bytes=cell_bytes(), members=members, budget_mb=budget,
-                                 shared=self.shared_tensors)
+        chunk = min(int(p.get("query_chunk_size") or self.query_chunk(context, **params)), context.n_test)
+        members = ensemble_batch(int(p.get("n_estimators", 8)), int(p.get("batch_size", 8)))
+        budget = float(budget_mb or p.get("max_memory_mb") or WORK_MB)
+        return forward_plan(context.n_train, chunk, context.n_channels * context.length, cell_bytes(), members,
+                            budget, self.shared_tensors)
+
+    def _job_pass_mb(self, size, **params: Any) -> float:
+        """What the pass of the job's largest context holds (MB; 0 without a context)."""
+        largest = max((c for c in size.contexts() if c.n_train > 0), key=lambda c: c.n_train, default=None)
+        return self._pass_plan(largest, **params)[2] if largest is not None else 0.0
+
+    def job_params(self, size, **params: Any) -> dict[str, Any]:
+        """``job_pass_mb``: what the pass of the job's largest context holds, within which its smaller contexts
+        plan theirs (none where ``max_memory_mb`` sets the budget)."""
+        if self.params(params).get("max_memory_mb"):
+            return {}
+        return {"job_pass_mb": round(self._job_pass_mb(size, **params), 3)}
 
     def job_cost(self, size, **params: Any) -> tuple[float, float]:
         """The cost model's memory and time, plus what the forward passes hold and the passes' repeated
         contexts: the column embeddings of the largest context's pass (:func:`forward_plan`, ``embed_dim`` 128)
-        and one stage's working memory (:data:`STAGE_MB`); and where a context's queries take several passes,
-        each pass after the first embeds the context again, costed as that many more query rows."""
+        and one stage's working memory (:data:`STAGE_MB`); and where a context's queries take several passes
+        (each context plans within the largest one's, :meth:`job_params`), each pass after the first embeds the
+        context again, costed as that many more query rows."""
         model = self.cost_model(**params)
         mem, seconds = super().job_cost(size, **params)
-        plan = self._pass_planner(size, **params)
-        held = plan(size.n_train)[2]
+        held = self._job_pass_mb(size, **params)
+        budget = float(self.params(params).get("max_memory_mb") or max(WORK_MB, held))
         band = self.cost_band(size, **params)
         for c in size.contexts():
             if c.n_train == 0:
                 continue
-            again = (query_passes(c.n_test, plan(c.n_train)[1]) - 1) * c.n_train
+            again = (query_passes(c.n_test, self._pass_plan(c, budget, **params)[1]) - 1) * c.n_train
             if again:
                 seconds += (model.estimate(dataclasses.replace(c, n_test=c.n_test + again), band=band)[1]
                             - model.estimate(c, band=band)[1])

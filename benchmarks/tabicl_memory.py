@@ -6,7 +6,8 @@ stage into batches of columns or rows within ``STAGE_MB`` (``budget_stages``), a
 table per fresh process with random weights of the released architectures (``chorustic.testing.checkpoints``), as
 the plugin runs it (``budget``) and as tabicl does (``whole``), and prints its CPU time, the process's memory after
 its imports and its peak resident memory, against the memory the plugin's cost model gives the table (its base, the
-pass's column embeddings, one stage's working memory and 128 bytes per value: ``TabICLBase.job_cost``).
+pass's column embeddings, one stage's working memory and 128 bytes per value: ``TabICLBase.job_cost``), and its CPU
+time against the cost model's (the per-context terms of one thread).
 
     python benchmarks/tabicl_memory.py [--tables v1:300+100x1024:1 v1:300+100x1024:8 v2:300+100x1024:8]
                                        [--modes budget whole]
@@ -66,11 +67,22 @@ def modelled_mb(version: str, n_ctx: int, n_q: int, features: int, members: int,
 
     method = discover().get("tabicl_v2" if version == "v2" else "tabicl")
     plugin = sys.modules[type(discover().get("tabicl")).__module__]  # the module with the pass plan
-    _, _, held = plugin.forward_plan(n_ctx, n_q, features, plugin.cell_bytes(), min(members, 8), 1e9,
-                                     method.shared_tensors)
+    _, _, held = plugin.forward_plan(n_ctx, n_q, features, plugin.cell_bytes(), plugin.ensemble_batch(8, members),
+                                     1e9, method.shared_tensors)
     stage = plugin.STAGE_MB if mode == "budget" else float("nan")
     values = method.cost.mem_bytes_per_value * (n_ctx + n_q) * features / 2**20
     return method.cost.mem_base_mb + values + held + stage
+
+
+def modelled_s(version: str, n_ctx: int, n_q: int, features: int) -> float:
+    """The CPU seconds of one thread the plugin's cost model gives this table's fit and prediction (one context,
+    every query, one pass): its per-context terms, without the job's start and its reading of the data."""
+    from chorustic.methods import CostModel, discover
+    from chorustic.methods.cost import JobSize
+
+    model = discover().get("tabicl_v2" if version == "v2" else "tabicl").cost
+    terms = model.time_terms(JobSize(n_ctx, n_q, 1, features, n_classes=min(n_ctx, 5)))
+    return float(sum(getattr(model, k) * t for k, t in zip(CostModel.TIME_COEFFICIENTS[2:], terms[2:])))
 
 
 def measure(ckpt: Path, n_ctx: int, n_q: int, features: int, members: int, mode: str) -> dict:
@@ -96,9 +108,9 @@ def main(argv: list[str] | None = None) -> int:
                                                     "v2:300+100x1024:8"])
     ap.add_argument("--modes", nargs="+", default=["budget"], choices=["budget", "whole"])
     args = ap.parse_args(argv)
-    print("| version | context + queries x features | ensemble batch | stages | CPU s | imports MB | peak MB "
-          "| model MB | peak / model |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| version | context + queries x features | ensemble batch | stages | CPU s | model s | CPU / model "
+          "| imports MB | peak MB | model MB | peak / model |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         for table in args.tables:
             version, n_ctx, n_q, features, members = parse(table)
@@ -107,8 +119,10 @@ def main(argv: list[str] | None = None) -> int:
                 r = measure(ckpt, n_ctx, n_q, features, members, mode)
                 model = modelled_mb(version, n_ctx, n_q, features, members, mode)
                 ratio = r["peak_mb"] / model if model == model else float("nan")
+                seconds = modelled_s(version, n_ctx, n_q, features)
                 print(f"| {version} | {n_ctx} + {n_q} x {features} | {r['ensemble_batch']} | {mode} | {r['cpu_s']:.0f} "
-                      f"| {r['before_mb']:.0f} | {r['peak_mb']:.0f} | {model:.0f} | {ratio:.2f} |", flush=True)
+                      f"| {seconds:.0f} | {r['cpu_s'] / seconds:.2f} | {r['before_mb']:.0f} | {r['peak_mb']:.0f} "
+                      f"| {model:.0f} | {ratio:.2f} |", flush=True)
     return 0
 
 

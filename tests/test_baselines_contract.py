@@ -203,13 +203,34 @@ def test_tabicl_sizes_its_passes_to_a_fixed_budget_not_to_the_machine(discovery,
     for free_mb in (4_000, 400_000):
         monkeypatch.setitem(tabicl, "available_memory_mb", lambda free_mb=free_mb: free_mb)
         plans.append(est._plan(30))
-    assert plans[0] == plans[1] == (4, 30)  # every member (n_estimators 4) and query: 2 MB, under any budget
+    assert plans[0] == plans[1] == (2, 30)  # the members of a normalisation (4 / 2) and every query: 1.2 MB
     monkeypatch.setitem(tabicl, "WORK_MB", 0.7)  # rows of 8 KiB x 2 tables: one member, 24 queries per pass
     cut = []
     for free_mb in (4_000, 400_000):
         monkeypatch.setitem(tabicl, "available_memory_mb", lambda free_mb=free_mb: free_mb)
         cut.append(est._plan(30))
     assert cut == [(1, 24), (1, 24)]
+    est.set_params(job_pass_mb=1.5)  # the job's largest context holds 1.5 MB anyway: this one plans within it
+    assert est._plan(30) == (2, 30)
+
+
+def test_tabicl_runs_the_ensemble_members_of_one_normalisation_per_pass(discovery, assets, monkeypatch):
+    """tabicl groups its 8 members by normalisation (none, power) and runs a group at a time: a pass holds 4
+    members, which is what the plan (and the job's memory) counts."""
+    method = discovery.get("tabicl")
+    X, y = make_data("native", 20, 3, seed=10)
+    est = method.build(seed=0, **method.params({**assets["tabicl"], "n_estimators": 8})).fit(X, y)
+    tabicl = type(est)._plan.__globals__
+    groups = []
+    original = type(est.model_)._batch_forward
+
+    def spy(self, Xs, *args, **kwargs):
+        groups.append(Xs.shape[0])
+        return original(self, Xs, *args, **kwargs)
+
+    monkeypatch.setattr(type(est.model_), "_batch_forward", spy)
+    est.predict_proba(X[:5])
+    assert groups == [4, 4] and est.run_info_["ensemble_batch"] == tabicl["ensemble_batch"](8, 8) == 4
 
 
 def test_forward_plan_halves_the_ensemble_then_cuts_the_queries_but_not_below_the_context(discovery):
@@ -256,9 +277,10 @@ def test_tabicl_stages_batch_on_a_cpu_within_their_budget_and_predict_the_same(d
 
 
 def test_tabicl_cost_asks_for_what_its_passes_hold(discovery):
-    """ShapesAll's 60 + 60 rows of 512 features: the eight members' pass holds 9 tables of 120 x 512 column
-    embeddings of 512 bytes (v1.1's shared table included) and one stage's working memory (STAGE_MB), which the
-    job's memory adds to the model's base; Crop's 46 features likewise; Crop in full is cut to WORK_MB."""
+    """ShapesAll's 60 + 60 rows of 512 features: a pass of four members (eight, four per normalisation) holds 5
+    tables of 120 x 512 column embeddings of 512 bytes (v1.1's shared table included) and one stage's working
+    memory (STAGE_MB), which the job's memory adds to the model's base; Crop's 46 features likewise; Crop in full
+    is cut to WORK_MB."""
     from chorustic.methods.cost import JobSize
 
     method = discovery.get("tabicl")
@@ -266,10 +288,10 @@ def test_tabicl_cost_asks_for_what_its_passes_hold(discovery):
     shapes = JobSize(n_train=60, n_test=60, n_channels=1, length=512, n_classes=60)
     mem, _ = method.job_cost(shapes)
     base, _ = method.cost.estimate(shapes)
-    assert mem - base == pytest.approx(9 * 120 * 512 * 512 / 2**20 + tabicl.STAGE_MB)
+    assert mem - base == pytest.approx(5 * 120 * 512 * 512 / 2**20 + tabicl.STAGE_MB)
     crop = JobSize(n_train=72, n_test=168, n_channels=1, length=46)
     assert method.job_cost(crop)[0] - method.cost.estimate(crop)[0] == pytest.approx(
-        9 * 240 * 46 * 512 / 2**20 + tabicl.STAGE_MB)
+        5 * 240 * 46 * 512 / 2**20 + tabicl.STAGE_MB)
     big = JobSize(n_train=7200, n_test=16800, n_channels=1, length=46)  # passes cut to WORK_MB
     assert method.job_cost(big)[0] - method.cost.estimate(big)[0] <= tabicl.WORK_MB + tabicl.STAGE_MB
 
@@ -282,10 +304,27 @@ def test_tabicl_cost_charges_each_pass_its_context_again(discovery):
 
     method = discovery.get("tabicl")
     size = JobSize(n_train=100, n_test=1000, n_channels=1, length=4096)
-    assert method._pass_planner(size)(100)[:2] == (1, 412)
+    assert method._pass_plan(size)[:2] == (1, 412)
     _, seconds = method.job_cost(size)
     one, more = method.cost.estimate(size)[1], method.cost.estimate(dataclasses.replace(size, n_test=1200))[1]
     assert seconds == pytest.approx(one + (more - one))
+
+
+def test_tabicl_smaller_contexts_plan_within_the_largest_contexts_pass(discovery):
+    """1,000 context rows of 4,096 features and 1,000 queries: one member's pass holds 8,000 MB (2 tables x 2,000
+    rows x 2 MB; the queries are not cut below the context). The job asks for that memory, so its 500-row
+    context runs its queries in one pass within it (6,000 MB) instead of two within WORK_MB, and the job's time
+    charges no context twice; at max_memory_mb=2,048 it does."""
+    from chorustic.methods.cost import JobSize
+
+    method = discovery.get("tabicl")
+    size = JobSize(n_train=1000, n_test=1000, n_channels=1, length=4096, context_train=(1000, 500))
+    half = JobSize(n_train=500, n_test=1000, n_channels=1, length=4096)
+    assert method.job_params(size) == {"job_pass_mb": 8000.0}
+    assert method._pass_plan(half, 8000.0) == (1, 1000, 6000.0) and method._pass_plan(half)[:2] == (1, 500)
+    assert method.job_cost(size)[1] == pytest.approx(method.cost.estimate(size)[1])
+    assert method.job_cost(size, max_memory_mb=2048)[1] > method.job_cost(size)[1]
+    assert method.job_params(size, max_memory_mb=2048) == {}
 
 
 def test_tabicl_respects_the_job_memory_limit_exported_by_the_harness(discovery, assets, monkeypatch):

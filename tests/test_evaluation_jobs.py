@@ -14,7 +14,8 @@ import pandas as pd
 import pytest
 
 from chorustic.evaluation.aggregate import COLUMNS, aggregate_manifests
-from chorustic.evaluation.job import JobSpec, clear_job_outputs, failure_record_path, manifest_path, run_job
+from chorustic.evaluation.job import (JobSpec, clear_job_outputs, failure_record_path, manifest_path,
+                                      progress_path, run_job)
 from chorustic.evaluation.results import read_result_file, result_path
 from chorustic.evaluation.supervisor import run_supervised
 from chorustic.io import sha256_file
@@ -145,6 +146,29 @@ PLUGINS = {
             info = MethodInfo(name="sleepy", display_name="Sleepy", group="Classical", fits_on_target=True)
             def build(self, *, seed, device="cpu", n_jobs=1, **params):
                 return Sleepy(seed)
+    ''',
+    "jobwide.py": '''
+        from chorustic.methods import Method, MethodInfo, register
+        from chorustic_plugins.centroid import Centroid
+
+        class Jobwide(Centroid):
+            """Centroid that records the job-wide parameter the harness set on it."""
+            largest = None
+            def set_params(self, **params):
+                for k, v in params.items():
+                    setattr(self, k, v)
+                return self
+            def fit(self, X, y):
+                self.run_info_ = {"largest": self.largest, "own": len(y)}
+                return super().fit(X, y)
+
+        @register
+        class JobwideMethod(Method):
+            info = MethodInfo(name="jobwide", display_name="Jobwide", group="Classical", fits_on_target=True)
+            def build(self, *, seed, device="cpu", n_jobs=1, **params):
+                return Jobwide(seed)
+            def job_params(self, size, **params):
+                return {"largest": max(c.n_train for c in size.contexts())}
     ''',
     "chunky.py": '''
         import json, os
@@ -363,6 +387,24 @@ def test_large_test_splits_are_predicted_in_chunks_with_the_same_predictions(gun
     assert "query_chunk" not in whole["runs"][0]["extra"]
     a, b = (read_result_file(m["runs"][0]["result_file"]) for m in (chunked, whole))
     np.testing.assert_array_equal(a.proba, b.proba)
+
+
+def test_job_params_come_from_every_context_of_the_job(gunpoint, plugin_dir, tmp_path):
+    """Method.job_params sees the whole job: each context's estimator gets the largest context of the job's
+    protocols (fixed10: 20 series), the 10-series contexts too, and again when a resumed job runs only the
+    contexts an earlier attempt left."""
+    spec = _spec(gunpoint, plugin_dir, tmp_path, "jobwide", ["fixed5", "fixed10"])
+    runs = run_job(spec)["runs"]
+    assert {r["extra"]["own"] for r in runs} == {10, 20}
+    assert {r["extra"]["largest"] for r in runs} == {20}
+    manifest = json.loads(manifest_path(tmp_path, "jobwide", "GunPoint").read_text())
+    manifest["runs"] = [r for r in manifest["runs"] if r["protocol"] == "fixed10"]  # the fixed5 ones left undone
+    manifest.pop("finished", None)
+    progress_path(tmp_path, "jobwide", "GunPoint").write_text(json.dumps(manifest))
+    again = run_job(spec, resume=True)["runs"]
+    assert [r for r in again if r["protocol"] == "fixed10"] == manifest["runs"]  # kept, not run again
+    resumed = [r for r in again if r["protocol"] == "fixed5"]
+    assert len(resumed) == 5 and {r["extra"]["largest"] for r in resumed} == {20}
 
 
 def test_the_query_chunk_bounds_a_jobs_memory_at_any_test_size():

@@ -353,13 +353,15 @@ def _align_proba(proba: np.ndarray, est_classes: np.ndarray, n_classes: int, nam
     return full
 
 
-def _job_size(X_train: Any, idx: np.ndarray, X_test: Any):
-    """The :class:`~chorustic.methods.cost.JobSize` of one context: its series, the test split, channels and
+def _job_size(n_context: int, X_test: Any, context_train: tuple[int, ...] = ()):
+    """The :class:`~chorustic.methods.cost.JobSize` of a context of ``n_context`` series (with
+    ``context_train``, the sizes of every context of a job: the whole job), the test split, channels and
     (maximum) length as the method receives them."""
     from chorustic.methods.cost import JobSize
 
     lengths = [s.shape[-1] for s in X_test] if isinstance(X_test, list) else [X_test.shape[-1]]
-    return JobSize(int(len(idx)), int(len(X_test)), int(X_test[0].shape[0]), int(max(lengths)))
+    return JobSize(int(n_context), int(len(X_test)), int(X_test[0].shape[0]), int(max(lengths)),
+                   context_train=tuple(int(k) for k in context_train))
 
 
 def _predict_in_chunks(estimator: Any, X_test: Any, chunk: int, n_classes: int, tag: str,
@@ -577,6 +579,10 @@ def _run_job(spec: JobSpec, *, resume: bool, log) -> dict[str, Any]:
     X_train = ds.X_train_native if native else ds.X_train
     X_test = ds.X_test_native if native else ds.X_test
     n_classes = int(ds.n_classes)
+    # every context of the job, done or not (Method.job_params: what a resumed job sets is the same)
+    sizes = tuple(len(entry["indices"]) for _, entry in iter_contexts(contexts, spec.protocols)
+                  if entry["status"] != "ineligible")
+    whole_job = _job_size(max(sizes, default=0), X_test, sizes)
 
     not_ready: str | None = None
     try:
@@ -602,12 +608,15 @@ def _run_job(spec: JobSpec, *, resume: bool, log) -> dict[str, Any]:
         tag = f"[{spec.method}/{spec.dataset}/{ctx.protocol}/seed{ctx.seed}]"
         try:
             estimator = method.build(seed=int(ctx.seed), device=device, n_jobs=int(spec.n_jobs), **params)
+            job_params = method.job_params(whole_job, **params)
+            if job_params:
+                estimator.set_params(**job_params)
             # the memos' writes (in a fit too) are the harness's, not the method's: recorded apart from its times
             written = _memo_write_times(kept_memos)
             t0, c0 = _method_clocks(kept_memos)
             estimator.fit(take_series(X_train, idx), ds.y_train[idx])
             t1, _ = _method_clocks(kept_memos)
-            chunk = method.query_chunk(_job_size(X_train, idx, X_test), **params)
+            chunk = method.query_chunk(_job_size(len(idx), X_test), **params)
             partial = PartialPredictions(
                 partial_path(results_dir, spec.method, spec.dataset, ctx.protocol, ctx.seed),
                 {**kept_inputs, "protocol": ctx.protocol, "seed": int(ctx.seed), "context": context_digest(idx),

@@ -242,6 +242,14 @@ class Method(_Parametrised, abc.ABC):
         :meth:`cost_model` at ``size`` with the :meth:`cost_band`."""
         return self.cost_model(**params).estimate(size, band=self.cost_band(size, **params))
 
+    def job_params(self, size: JobSize, **params: Any) -> dict[str, Any]:
+        """Estimator parameters that follow from the whole job, not from one context: ``size`` holds every
+        context the job evaluates (``context_train``, done or not, so that a resumed job sets the same). The
+        harness sets them on each context's estimator (``set_params``) after :meth:`build`. They must be a
+        function of ``size`` and ``params`` only, the same on every machine (TabICL: the memory of its largest
+        context's forward pass, within which the smaller contexts plan theirs). Default: none."""
+        return {}
+
     def query_chunk(self, size: JobSize, **params: Any) -> int:
         """How many test series the harness predicts at once for a context of ``size`` (the cost model's
         :meth:`~chorustic.methods.cost.CostModel.checkpoint_chunk`): a large test split is predicted in
