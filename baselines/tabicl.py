@@ -410,21 +410,22 @@ class TabICLBase(HubMethod):
     #: Ceilings: the column embeddings of the largest flattened tables on the host of a GPU job (v1.1 on
     #: FaceDetection holds ~80 GB and asks for 138 GB with the safety margin, MotorImagery 120 GB; job_cost; the
     #: paper's machine had 251 GiB for its four GPUs); and two days, a cluster's usual longest partition, for the
-    #: feature-heavy tables on one GPU (tabicl_v2/DuckDuckGeese ~35 h by the estimated GPU speed-ups).
+    #: feature-heavy tables on one GPU (tabicl_v2/DuckDuckGeese ~29 h by the estimated GPU speed-ups).
     resources: ClassVar[dict[str, Any]] = {"threads": 4, "mem_mb": 144000, "runtime": 2880, "gpu": 1}
     #: Set from jobs on stand-ins with random weights of TabICL v1.1's architecture (benchmarks/archive_scale.py,
     #: one CPU thread under the pinned numerics; benchmarks/results/archive_scale.md): Crop at 1 % took 84 CPU-s,
     #: ShapesAll's shape at 10 % (60 + 60 rows of 512 features, 60 classes) 452; and one context of 20 + 20 rows of
     #: 128-1,024 features (7-72 s) and of 7 + 7 rows of 1,024-4,096 (42, 109, 283 s; benchmarks/many_classes.py),
-    #: fitted by least squares within 0.96-1.09: ~0.52 ms per value (the members' column embeddings), ~25 ms per
-    #: feature whatever the rows (per-column work), ~0.65 us per row and pair of its features (the row
-    #: interaction attends over every feature of a row: the square of the features, which decides the flattened
-    #: UEA datasets: PEMS-SF's 138,672 features, DuckDuckGeese's 363,150) and ~0.9 ms per (context row, row)
-    #: pair (ICL). Memory: the forward passes' (job_cost) on top of ~950 MB and 128 bytes per value (tabicl's
-    #: preprocessing: 4,000 rows of 1,024 features took 92 bytes per value to fit and 140 with the ensemble's
-    #: views of every row, model weights included; the 2 KB per value before came from one-shot passes). Too few
-    #: finished jobs to fit by --fit. On a GPU: the estimated gpu_speedup (and for the attention over features,
-    #: half-precision flash attention on a GPU's matrix units against ~27 GFLOP/s on a CPU thread,
+    #: fitted by least squares within 0.96-1.09 (with the stages batched, within 0.76-1.04 of every table of
+    #: 256-8,192 features, benchmarks/results/tabicl_memory.csv): ~0.52 ms per value (the members' column
+    #: embeddings), ~25 ms per feature whatever the rows (per-column work), ~0.65 us per row and pair of its
+    #: features (the row interaction attends over every feature of a row: the square of the features, which decides
+    #: the flattened UEA datasets: PEMS-SF's 138,672 features, DuckDuckGeese's 363,150) and ~0.9 ms per (context
+    #: row, row) pair (ICL). Memory: the forward passes' (job_cost) on top of ~950 MB and 128 bytes per value
+    #: (tabicl's preprocessing: 4,000 rows of 1,024 features took 92 bytes per value to fit and 140 with the
+    #: ensemble's views of every row, model weights included; the 2 KB per value before came from one-shot passes).
+    #: Too few finished jobs to fit by --fit. On a GPU: the estimated gpu_speedup (and for the attention over
+    #: features, half-precision flash attention on a GPU's matrix units against ~27 GFLOP/s on a CPU thread,
     #: gpu_speedup_feature_pairs) until one is measured.
     cost: ClassVar[CostModel] = CostModel(time_job_s=20, time_base_s=2, time_ns_per_value=520_000,
                                           time_ns_per_series_pair=900_000, time_ns_per_feature_pair=650,

@@ -10,16 +10,24 @@ pass's column embeddings, one stage's working memory and 128 bytes per value: ``
 time against the cost model's (the per-context terms of one thread).
 
     python benchmarks/tabicl_memory.py [--tables v1:300+100x1024:1 v1:300+100x1024:8 v2:300+100x1024:8]
-                                       [--modes budget whole]
+                                       [--modes budget whole] [--out benchmarks/results/tabicl_memory.csv]
+    python benchmarks/tabicl_memory.py --fit benchmarks/results/tabicl_memory.csv
 
 A table is ``version:context+queries x features:ensemble batch``. One thread under the evaluation workers' pinned
-numerics (``chorustic.evaluation.numerics.portable_numerics_env``); each table takes minutes.
+numerics (``chorustic.evaluation.numerics.portable_numerics_env``); each table takes minutes. ``--out`` appends
+each measured table to a CSV. ``--fit`` runs nothing: it refits the per-context time coefficients of each
+version's cost model on the tables of a CSV measured with the stages batched (``archive_scale.py``'s fit: non-negative
+least squares on the relative error over the terms the model uses, centred, then scaled so that ``TIME_SAFETY``
+times the model covers every table) and prints them with every table's CPU / model before and after.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
+import datetime as _dt
 import json
+import platform
 import subprocess
 import sys
 import tempfile
@@ -74,15 +82,52 @@ def modelled_mb(version: str, n_ctx: int, n_q: int, features: int, members: int,
     return method.cost.mem_base_mb + values + held + stage
 
 
-def modelled_s(version: str, n_ctx: int, n_q: int, features: int) -> float:
-    """The CPU seconds of one thread the plugin's cost model gives this table's fit and prediction (one context,
-    every query, one pass): its per-context terms, without the job's start and its reading of the data."""
+def _context_terms(version: str, n_ctx: int, n_q: int, features: int):
+    """(the version's cost model, the names and values of its per-context time terms at this table: without the
+    job's start and its reading of the data; the child's labels have 5 classes)."""
     from chorustic.methods import CostModel, discover
     from chorustic.methods.cost import JobSize
 
     model = discover().get("tabicl_v2" if version == "v2" else "tabicl").cost
     terms = model.time_terms(JobSize(n_ctx, n_q, 1, features, n_classes=min(n_ctx, 5)))
-    return float(sum(getattr(model, k) * t for k, t in zip(CostModel.TIME_COEFFICIENTS[2:], terms[2:])))
+    return model, CostModel.TIME_COEFFICIENTS[2:], tuple(terms[2:])
+
+
+def modelled_s(version: str, n_ctx: int, n_q: int, features: int) -> float:
+    """The CPU seconds of one thread the plugin's cost model gives this table's fit and prediction (one context,
+    every query, one pass): its per-context terms."""
+    model, names, terms = _context_terms(version, n_ctx, n_q, features)
+    return float(sum(getattr(model, k) * t for k, t in zip(names, terms)))
+
+
+def fit(paths: list[str]) -> int:
+    """Refit each version's per-context time coefficients on the batched tables of the CSVs (see the module
+    docstring); a table measured twice counts with its last row."""
+    import numpy as np
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from archive_scale import _fit_one
+
+    from chorustic.resources import TIME_SAFETY
+
+    rows: dict[tuple, dict] = {}
+    for path in paths:
+        with open(path, newline="") as fh:
+            for r in csv.DictReader(fh):
+                if r["mode"] == "budget" and int(r["members"]) == 8:  # the plugin's batch (fewer: more passes)
+                    rows[(r["version"], int(r["n_context"]), int(r["n_query"]), int(r["features"]))] = r
+    for version in dict.fromkeys(k[0] for k in rows):
+        keys = [k for k in rows if k[0] == version]
+        model, names, _ = _context_terms(*keys[0])
+        terms = np.array([_context_terms(*k)[2] for k in keys])
+        measured = np.array([float(rows[k]["cpu_s"]) for k in keys])
+        now = {k: float(getattr(model, k)) for k in names}
+        new = _fit_one(terms, measured, names, now, TIME_SAFETY)
+        print(f"{version}: " + ", ".join(f"{k} {now[k]:g} -> {new[k]:.4g}" for k in names if now[k] or new[k]))
+        for k, t, m in zip(keys, terms, measured):
+            before, after = m / (t @ np.array([now[n] for n in names])), m / (t @ np.array([new[n] for n in names]))
+            print(f"  {k[1]} + {k[2]} x {k[3]}: {m:.0f} CPU-s, {before:.2f} of the model, {after:.2f} refitted")
+    return 0
 
 
 def measure(ckpt: Path, n_ctx: int, n_q: int, features: int, members: int, mode: str) -> dict:
@@ -93,6 +138,23 @@ def measure(ckpt: Path, n_ctx: int, n_q: int, features: int, members: int, mode:
     env = {**thread_env(1), **portable_numerics_env()}  # one thread, the evaluation workers' pinned numerics
     out = subprocess.run([sys.executable, "-c", _CHILD, *args], env=env, capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+CSV_COLUMNS = ("date", "cpu", "version", "n_context", "n_query", "features", "members", "mode", "ensemble_batch",
+               "cpu_s", "before_mb", "peak_mb")
+
+
+def append_row(path: str, row: dict) -> None:
+    """Append one measured table to the CSV at ``path`` (its header first where the file is new)."""
+    new = not Path(path).exists()
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), platform.processor()) if Path("/proc/cpuinfo").exists() else ""
+    row = {"date": _dt.date.today().isoformat(), "cpu": cpu, **row}
+    with open(path, "a", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=CSV_COLUMNS, extrasaction="ignore")
+        if new:
+            w.writeheader()
+        w.writerow({k: (f"{v:.1f}" if isinstance(v, float) else v) for k, v in row.items()})
 
 
 def parse(table: str) -> tuple[str, int, int, int, int]:
@@ -107,7 +169,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tables", nargs="+", default=["v1:300+100x1024:1", "v1:300+100x2048:1", "v1:300+100x1024:8",
                                                     "v2:300+100x1024:8"])
     ap.add_argument("--modes", nargs="+", default=["budget"], choices=["budget", "whole"])
+    ap.add_argument("--out", help="append each measured table to this CSV")
+    ap.add_argument("--fit", nargs="+", metavar="CSV", help="refit the time coefficients on these CSVs; run nothing")
     args = ap.parse_args(argv)
+    if args.fit:
+        return fit(args.fit)
     print("| version | context + queries x features | ensemble batch | stages | CPU s | model s | CPU / model "
           "| imports MB | peak MB | model MB | peak / model |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
@@ -123,6 +189,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"| {version} | {n_ctx} + {n_q} x {features} | {r['ensemble_batch']} | {mode} | {r['cpu_s']:.0f} "
                       f"| {seconds:.0f} | {r['cpu_s'] / seconds:.2f} | {r['before_mb']:.0f} | {r['peak_mb']:.0f} "
                       f"| {model:.0f} | {ratio:.2f} |", flush=True)
+                if args.out:
+                    append_row(args.out, {"version": version, "n_context": n_ctx, "n_query": n_q,
+                                          "features": features, "members": members, "mode": mode, **r})
     return 0
 
 
