@@ -327,6 +327,44 @@ def test_tabicl_smaller_contexts_plan_within_the_largest_contexts_pass(discovery
     assert method.job_params(size, max_memory_mb=2048) == {}
 
 
+def test_tabicl_job_plans_its_smaller_contexts_within_its_largest_pass(discovery, assets, monkeypatch, tmp_path):
+    """A TabICL job through the harness on GunPoint (50 + 150 rows of 150 features), with WORK_MB so small that each
+    context alone would cut its queries to its context rows: the harness gives every context the memory of the
+    largest context's pass (job_pass_mb, from the job's contexts), so the 10-series contexts predict their 150
+    queries in one pass, not 15; the probabilities are those of the cut passes up to float rounding."""
+    from chorustic.data import load_dataset
+    from chorustic.evaluation.job import JobSpec, run_job
+    from chorustic.evaluation.results import read_result_file
+    from chorustic.methods.cost import JobSize
+    from chorustic.protocols.contexts import build_contexts, write_contexts
+
+    method = discovery.get("tabicl")
+    tabicl = sys.modules[type(method).__module__]
+    monkeypatch.setitem(vars(tabicl), "WORK_MB", 0.01)
+    monkeypatch.setattr("chorustic.methods.discover", lambda *a, **k: discovery)  # the job runs this module
+    data, cache = tmp_path / "raw", tmp_path / "cache"
+    ds = load_dataset("GunPoint", data, cache_dir=cache, offline=True)
+    ctx = tmp_path / "GunPoint.json"
+    write_contexts(ctx, build_contexts(ds.y_train, dataset="GunPoint", archive="UCR"))
+
+    def job(results):
+        spec = JobSpec(method="tabicl", plugin="tabicl", dataset="GunPoint", archive="UCR", results_dir=str(results),
+                       contexts_file=str(ctx), data_dir=str(data), cache_dir=str(cache), params=assets["tabicl"],
+                       protocols=["full", "fixed5"])
+        return {(r["protocol"], r["seed"]): r for r in run_job(spec)["runs"]}
+
+    whole = job(tmp_path / "job")
+    largest = method._pass_plan(JobSize(50, 150, 1, 150), **assets["tabicl"])[2]  # the full context's pass
+    assert {r["extra"]["job_pass_mb"] for r in whole.values()} == {round(largest, 3)}
+    assert all(r["extra"]["query_passes"] == 1 for r in whole.values())
+    monkeypatch.setattr(type(method), "job_params", lambda self, size, **params: {})  # each context on its own
+    cut = job(tmp_path / "cut")
+    assert cut[("fixed5", 0)]["extra"]["query_passes"] == 15 and cut[("full", 0)]["extra"]["query_passes"] == 3
+    for key in whole:
+        a, b = (read_result_file(r[key]["result_file"]).proba for r in (whole, cut))
+        assert np.allclose(a, b, atol=1e-5), key
+
+
 def test_tabicl_respects_the_job_memory_limit_exported_by_the_harness(discovery, assets, monkeypatch):
     method = discovery.get("tabicl")
     X, y = make_data("native", 20, 2, seed=10)
