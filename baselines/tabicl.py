@@ -32,8 +32,8 @@ constant, so that the batches, and with them the float rounding, are the same on
 :data:`MIN_QUERY_FRACTION` of its context rows as queries (each pass embeds the context again). A table whose
 smallest pass needs more than the budget runs at that pass (FaceDetection: one member and all 3,524 queries, ~80 GB),
 and the job's other contexts plan theirs within that pass's memory, which the job holds anyway (the harness sets
-``job_pass_mb`` from the job's largest context, :meth:`TabICLBase.job_params`; a fixed-shot or proportional
-context of FaceDetection then runs its queries in one pass, not two).
+``job_pass_mb``, the largest pass of the job's contexts, :meth:`TabICLBase.job_params`; a fixed-shot or
+proportional context of FaceDetection then runs its queries in one pass, not 2-17).
 If it does not fit the memory available to the job (the machine's or cgroup's, or the job's limit the harness
 exports; on a GPU also half its free memory), a ``MemoryError`` names the dataset size and the fixes (more
 memory; on a GPU, ``disk_offload_dir`` for tabicl's disk offloading, which it does not do on a CPU). The harness
@@ -109,10 +109,10 @@ def forward_plan(n_context: int, n_query: int, n_features: int, cell_bytes: floa
 
 
 def ensemble_batch(n_estimators: int, batch_size: int, n_norm_methods: int = len(NORM_METHODS)) -> int:
-    """The ensemble members one forward pass runs: tabicl groups the ``n_estimators`` members by their
-    normalisation (:data:`NORM_METHODS`, one after the other) and runs a group ``batch_size`` at a time, so a pass
-    holds at most ``ceil(n_estimators / n_norm_methods)`` of them (8 members: 4 with ``none``, then 4 with
-    ``power``)."""
+    """The ensemble members one forward pass runs: tabicl deals the ``n_estimators`` members out to its
+    normalisations in turn (:data:`NORM_METHODS`), runs one normalisation's members after the other's and each
+    ``batch_size`` at a time, so a pass holds at most ``ceil(n_estimators / n_norm_methods)`` of them (8 members:
+    4 with one normalisation, then 4 with the other)."""
     per_group = math.ceil(max(1, int(n_estimators)) / max(1, int(n_norm_methods)))
     return max(1, min(int(batch_size), per_group))
 
@@ -262,9 +262,9 @@ class FlattenedTabICLClassifier(ContractClassifier):
     pass in MB (None: :data:`WORK_MB`, or ``job_pass_mb`` where that is more; a table whose smallest pass
     needs more is refused). A pass never plans beyond the memory available to the job (on a GPU: the device's
     free memory). ``checkpoint_version`` (the checkpoint's file name) and ``shared_tensors`` are fixed by each
-    plugin; ``job_pass_mb``, what the pass of the job's largest context holds, is set by the harness from the
-    job's contexts (:meth:`TabICLBase.job_params`): the job asks for that memory anyway, so its smaller contexts
-    plan their passes within it too instead of within :data:`WORK_MB`.
+    plugin; ``job_pass_mb``, the largest pass of the job's contexts (usually its largest context's), is set by
+    the harness from the job's contexts (:meth:`TabICLBase.job_params`): the job asks for that memory anyway, so
+    every context plans its passes within it instead of within :data:`WORK_MB`.
     """
 
     def __init__(
@@ -323,9 +323,9 @@ class FlattenedTabICLClassifier(ContractClassifier):
         """(ensemble members per forward, query rows per forward): :func:`forward_plan` at ``max_memory_mb``,
         else at :data:`WORK_MB` or ``job_pass_mb`` whichever is more, within the memory available to the job
         less one stage's working memory (:data:`STAGE_MB`). The same on every machine where the job has what it
-        asked for (:meth:`TabICLBase.job_cost`: the largest pass, the stage and the preprocessing); less free
-        memory cuts the passes further, and a table whose smallest pass does not fit what is available is
-        refused with the fixes."""
+        asked for (:meth:`TabICLBase.job_cost`: the largest pass, the stage and the preprocessing); with less
+        free memory than ``job_pass_mb`` needs, each context plans within :data:`WORK_MB` as it would alone, and
+        a table whose smallest pass does not fit what is available is refused with the fixes."""
         if self.disk_offload_dir and str(self.device).startswith("cuda"):  # tabicl offloads only from a GPU
             return int(self.batch_size), int(self.query_chunk_size or n_query)
         n_feat = int(self.n_features_)
@@ -333,7 +333,10 @@ class FlattenedTabICLClassifier(ContractClassifier):
         available = self._available_mb()
         have = min(available, float(self.max_memory_mb)) if self.max_memory_mb else available
         target = float(self.max_memory_mb or max(WORK_MB, float(self.job_pass_mb or 0.0)))
+        if target > WORK_MB and not self.max_memory_mb and available - STAGE_MB < target:
+            target = WORK_MB  # less free than the job asked for: each context within WORK_MB, as without the job's
         budget = min(target, max(0.0, available - STAGE_MB))
+        self.pass_budget_mb_ = budget
         queries = min(n_query, int(self.query_chunk_size)) if self.query_chunk_size else n_query
         members = ensemble_batch(self.n_estimators, self.batch_size)
         members, chunk, held = forward_plan(self.n_context_, queries, n_feat, cell, members, budget,
@@ -386,7 +389,8 @@ class FlattenedTabICLClassifier(ContractClassifier):
         self.model_.batch_size = members
         budget_stages(self.model_.model_, STAGE_MB)
         self.run_info_.update({"ensemble_batch": members, "query_chunk": chunk, "stage_mb": STAGE_MB,
-                               "query_passes": query_passes(F.shape[0], chunk), "job_pass_mb": self.job_pass_mb})
+                               "query_passes": query_passes(F.shape[0], chunk), "job_pass_mb": self.job_pass_mb,
+                               "pass_budget_mb": round(self.pass_budget_mb_, 3)})
         out = [self.model_.predict_proba(F[s : s + chunk]) for s in range(0, F.shape[0], chunk)]
         proba = np.concatenate(out, axis=0)
         cols = np.asarray(self.model_.classes_, dtype=np.int64)
@@ -416,13 +420,13 @@ class TabICLBase(HubMethod):
     #: one CPU thread under the pinned numerics; benchmarks/results/archive_scale.md): Crop at 1 % took 84 CPU-s,
     #: ShapesAll's shape at 10 % (60 + 60 rows of 512 features, 60 classes) 452; and one context of 20 + 20 rows of
     #: 128-1,024 features (7-72 s) and of 7 + 7 rows of 1,024-4,096 (42, 109, 283 s; benchmarks/many_classes.py),
-    #: fitted by least squares within 0.96-1.09 (with the stages batched, within 0.76-1.04 of every table of
-    #: 256-8,192 features, benchmarks/results/tabicl_memory.csv): ~0.52 ms per value (the members' column
-    #: embeddings), ~25 ms per feature whatever the rows (per-column work), ~0.65 us per row and pair of its
-    #: features (the row interaction attends over every feature of a row: the square of the features, which decides
-    #: the flattened UEA datasets: PEMS-SF's 138,672 features, DuckDuckGeese's 363,150) and ~0.9 ms per (context
-    #: row, row) pair (ICL). Memory: the forward passes' (job_cost) on top of ~950 MB and 128 bytes per value
-    #: (tabicl's preprocessing: 4,000 rows of 1,024 features took 92 bytes per value to fit and 140 with the
+    #: fitted by least squares within 0.96-1.09 (with the stages batched, within 0.76-1.04 of every v1 table of
+    #: 256-8,192 features and v2's 0.67-1.36, benchmarks/results/tabicl_memory.csv): ~0.52 ms per value (the
+    #: members' column embeddings), ~25 ms per feature whatever the rows (per-column work), ~0.65 us per row and
+    #: pair of its features (the row interaction attends over every feature of a row: the square of the features,
+    #: which decides the flattened UEA datasets: PEMS-SF's 138,672 features, DuckDuckGeese's 363,150) and ~0.9 ms
+    #: per (context row, row) pair (ICL). Memory: the forward passes' (job_cost) on top of ~950 MB and 128 bytes per
+    #: value (tabicl's preprocessing: 4,000 rows of 1,024 features took 92 bytes per value to fit and 140 with the
     #: ensemble's views of every row, model weights included; the 2 KB per value before came from one-shot passes).
     #: Too few finished jobs to fit by --fit. On a GPU: the estimated gpu_speedup (and for the attention over
     #: features, half-precision flash attention on a GPU's matrix units against ~27 GFLOP/s on a CPU thread,
@@ -452,13 +456,13 @@ class TabICLBase(HubMethod):
                             budget, self.shared_tensors)
 
     def _job_pass_mb(self, size, **params: Any) -> float:
-        """What the pass of the job's largest context holds (MB; 0 without a context)."""
-        largest = max((c for c in size.contexts() if c.n_train > 0), key=lambda c: c.n_train, default=None)
-        return self._pass_plan(largest, **params)[2] if largest is not None else 0.0
+        """The largest pass of the job's contexts, each planned on its own (MB; 0 without a context): usually the
+        largest context's, but a smaller context can hold more where more of the ensemble fits its pass."""
+        return max((self._pass_plan(c, **params)[2] for c in size.contexts() if c.n_train > 0), default=0.0)
 
     def job_params(self, size, **params: Any) -> dict[str, Any]:
-        """``job_pass_mb``: what the pass of the job's largest context holds, within which its smaller contexts
-        plan theirs (none where ``max_memory_mb`` sets the budget)."""
+        """``job_pass_mb``: the largest pass of the job's contexts (:meth:`_job_pass_mb`), within which every
+        context plans its own (none where ``max_memory_mb`` sets the budget)."""
         if self.params(params).get("max_memory_mb"):
             return {}
         return {"job_pass_mb": round(self._job_pass_mb(size, **params), 3)}
@@ -471,13 +475,16 @@ class TabICLBase(HubMethod):
         context again, costed as that many more query rows."""
         model = self.cost_model(**params)
         mem, seconds = super().job_cost(size, **params)
-        held = self._job_pass_mb(size, **params)
-        budget = float(self.params(params).get("max_memory_mb") or max(WORK_MB, held))
+        cap = self.params(params).get("max_memory_mb")
+        budget = float(cap or max(WORK_MB, round(self._job_pass_mb(size, **params), 3)))
         band = self.cost_band(size, **params)
+        held = 0.0
         for c in size.contexts():
             if c.n_train == 0:
                 continue
-            again = (query_passes(c.n_test, self._pass_plan(c, budget, **params)[1]) - 1) * c.n_train
+            _, chunk, pass_mb = self._pass_plan(c, budget, **params)
+            held = max(held, pass_mb)
+            again = (query_passes(c.n_test, chunk) - 1) * c.n_train
             if again:
                 seconds += (model.estimate(dataclasses.replace(c, n_test=c.n_test + again), band=band)[1]
                             - model.estimate(c, band=band)[1])

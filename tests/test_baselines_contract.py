@@ -211,7 +211,9 @@ def test_tabicl_sizes_its_passes_to_a_fixed_budget_not_to_the_machine(discovery,
         cut.append(est._plan(30))
     assert cut == [(1, 24), (1, 24)]
     est.set_params(job_pass_mb=1.5)  # the job's largest context holds 1.5 MB anyway: this one plans within it
-    assert est._plan(30) == (2, 30)
+    assert est._plan(30) == (2, 30) and est.pass_budget_mb_ == 1.5
+    monkeypatch.setitem(tabicl, "available_memory_mb", lambda: 1.5 + tabicl["STAGE_MB"] - 0.1)  # less than it asked
+    assert est._plan(30) == (1, 24) and est.pass_budget_mb_ == 0.7  # each context within WORK_MB, as alone
 
 
 def test_tabicl_runs_the_ensemble_members_of_one_normalisation_per_pass(discovery, assets, monkeypatch):
@@ -318,6 +320,7 @@ def test_tabicl_smaller_contexts_plan_within_the_largest_contexts_pass(discovery
     from chorustic.methods.cost import JobSize
 
     method = discovery.get("tabicl")
+    tabicl = sys.modules[type(method).__module__]
     size = JobSize(n_train=1000, n_test=1000, n_channels=1, length=4096, context_train=(1000, 500))
     half = JobSize(n_train=500, n_test=1000, n_channels=1, length=4096)
     assert method.job_params(size) == {"job_pass_mb": 8000.0}
@@ -325,6 +328,10 @@ def test_tabicl_smaller_contexts_plan_within_the_largest_contexts_pass(discovery
     assert method.job_cost(size)[1] == pytest.approx(method.cost.estimate(size)[1])
     assert method.job_cost(size, max_memory_mb=2048)[1] > method.job_cost(size)[1]
     assert method.job_params(size, max_memory_mb=2048) == {}
+    # the largest context's pass is not always the job's largest: 700 rows fit 4 members where 1,000 fit 2
+    mixed = JobSize(n_train=1000, n_test=100, n_channels=1, length=1024, context_train=(1000, 700))
+    assert method.job_params(mixed) == {"job_pass_mb": 2000.0}  # 5 tables x 800 rows x 0.5 MB
+    assert method.job_cost(mixed)[0] - method.cost.estimate(mixed)[0] == pytest.approx(2000.0 + tabicl.STAGE_MB)
 
 
 def test_tabicl_job_plans_its_smaller_contexts_within_its_largest_pass(discovery, assets, monkeypatch, tmp_path):
@@ -339,8 +346,8 @@ def test_tabicl_job_plans_its_smaller_contexts_within_its_largest_pass(discovery
     from chorustic.protocols.contexts import build_contexts, write_contexts
 
     method = discovery.get("tabicl")
-    tabicl = sys.modules[type(method).__module__]
-    monkeypatch.setitem(vars(tabicl), "WORK_MB", 0.01)
+    tabicl = type(method).estimator._plan.__globals__  # the plugin module this method's code reads
+    monkeypatch.setitem(tabicl, "WORK_MB", 0.01)
     monkeypatch.setattr("chorustic.methods.discover", lambda *a, **k: discovery)  # the job runs this module
     data, cache = tmp_path / "raw", tmp_path / "cache"
     ds = load_dataset("GunPoint", data, cache_dir=cache, offline=True)

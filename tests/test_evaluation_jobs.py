@@ -392,7 +392,8 @@ def test_large_test_splits_are_predicted_in_chunks_with_the_same_predictions(gun
 def test_job_params_come_from_every_context_of_the_job(gunpoint, plugin_dir, tmp_path):
     """Method.job_params sees the whole job: each context's estimator gets the largest context of the job's
     protocols (fixed10: 20 series), the 10-series contexts too, and again when a resumed job runs only the
-    contexts an earlier attempt left."""
+    contexts an earlier attempt left; a job whose parameters differ from an earlier attempt's runs every context
+    again."""
     spec = _spec(gunpoint, plugin_dir, tmp_path, "jobwide", ["fixed5", "fixed10"])
     runs = run_job(spec)["runs"]
     assert {r["extra"]["own"] for r in runs} == {10, 20}
@@ -405,6 +406,13 @@ def test_job_params_come_from_every_context_of_the_job(gunpoint, plugin_dir, tmp
     assert [r for r in again if r["protocol"] == "fixed10"] == manifest["runs"]  # kept, not run again
     resumed = [r for r in again if r["protocol"] == "fixed5"]
     assert len(resumed) == 5 and {r["extra"]["largest"] for r in resumed} == {20}
+    # the same contexts in a job of fixed5 alone get other job parameters: the kept runs are not reused
+    manifest = json.loads(manifest_path(tmp_path, "jobwide", "GunPoint").read_text())
+    manifest.pop("finished", None)
+    progress_path(tmp_path, "jobwide", "GunPoint").write_text(json.dumps(manifest))
+    alone = run_job(_spec(gunpoint, plugin_dir, tmp_path, "jobwide", ["fixed5"]), resume=True)
+    assert alone["inputs"]["job_params"] == {"largest": 10}
+    assert len(alone["runs"]) == 5 and {r["extra"]["largest"] for r in alone["runs"]} == {10}
 
 
 def test_the_query_chunk_bounds_a_jobs_memory_at_any_test_size():

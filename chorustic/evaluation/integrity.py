@@ -55,7 +55,8 @@ __all__ = [
 ]
 
 #: Harness modules every plugin uses for its declaration only (not for computing results). The cost model
-#: sizes a job's resources and its query chunks, and a query's prediction does not depend on its chunk.
+#: sizes a job's resources and its query chunks, and a query's prediction does not depend on its chunk (but for
+#: float rounding: a chunk of other shape can sum in another order).
 _DECLARATION_MODULES = {"chorustic.methods", "chorustic.methods.base", "chorustic.methods.registry",
                         "chorustic.methods.cost"}
 
@@ -117,6 +118,7 @@ def method_code_files(method: Any, plugin_file: str | os.PathLike | None = None)
 
 
 #: A method's costing hooks (:class:`chorustic.methods.Method`): they size a job, they compute no prediction.
+#: ``job_params`` is not one: what it sets on the estimator (TabICL's passes) is part of how a result is computed.
 COST_HOOKS = ("cost_model", "cost_band", "job_cost", "query_chunk")
 
 

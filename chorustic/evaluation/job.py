@@ -231,12 +231,14 @@ def no_contexts_error(spec: "JobSpec") -> JobFailed:
 
 
 def job_inputs(contexts_file: str | os.PathLike, source_sha256: dict[str, str] | None,
-               environment: dict[str, Any] | None = None) -> dict[str, Any]:
+               environment: dict[str, Any] | None = None, job_params: dict[str, Any] | None = None) -> dict[str, Any]:
     """What a job's runs were made from, besides the method's fingerprint: the SHA-256 of its context file
-    and of its dataset's files, and the environment that computed them (:func:`_kept_work_environment`: the
-    libraries' versions and the numerics). A run recorded with other inputs is never resumed."""
+    and of its dataset's files, the environment that computed them (:func:`_kept_work_environment`: the
+    libraries' versions and the numerics) and the parameters the method set from the whole job
+    (``Method.job_params``: they follow from the job's protocol selection). A run recorded with other inputs
+    is never resumed."""
     return {"contexts_sha256": sha256_file(contexts_file), "source_sha256": source_sha256,
-            "environment": environment}
+            "environment": environment, "job_params": job_params or {}}
 
 
 def clear_job_outputs(
@@ -353,15 +355,15 @@ def _align_proba(proba: np.ndarray, est_classes: np.ndarray, n_classes: int, nam
     return full
 
 
-def _job_size(n_context: int, X_test: Any, context_train: tuple[int, ...] = ()):
+def _job_size(n_context: int, X_test: Any, n_classes: int = 2, context_train: tuple[int, ...] = ()):
     """The :class:`~chorustic.methods.cost.JobSize` of a context of ``n_context`` series (with
     ``context_train``, the sizes of every context of a job: the whole job), the test split, channels and
-    (maximum) length as the method receives them."""
+    (maximum) length as the method receives them, and the dataset's classes."""
     from chorustic.methods.cost import JobSize
 
     lengths = [s.shape[-1] for s in X_test] if isinstance(X_test, list) else [X_test.shape[-1]]
     return JobSize(int(n_context), int(len(X_test)), int(X_test[0].shape[0]), int(max(lengths)),
-                   context_train=tuple(int(k) for k in context_train))
+                   context_train=tuple(int(k) for k in context_train), n_classes=int(n_classes))
 
 
 def _predict_in_chunks(estimator: Any, X_test: Any, chunk: int, n_classes: int, tag: str,
@@ -544,7 +546,16 @@ def _run_job(spec: JobSpec, *, resume: bool, log) -> dict[str, Any]:
                       series="native" if native else "resampled")
     manifest["data_modifications"] = list(ds.modifications)
     environment = _kept_work_environment(device, spec.portable_numerics)
-    manifest["inputs"] = job_inputs(spec.contexts_file, ds.source_sha256, environment)
+    contexts = read_contexts(spec.contexts_file, ds.y_train)
+    X_train = ds.X_train_native if native else ds.X_train
+    X_test = ds.X_test_native if native else ds.X_test
+    n_classes = int(ds.n_classes)
+    # the parameters that follow from the whole job (Method.job_params): from every context it evaluates, done or
+    # not, so that each attempt sets the same
+    sizes = tuple(len(entry["indices"]) for _, entry in iter_contexts(contexts, spec.protocols)
+                  if entry["status"] != "ineligible")
+    job_params = method.job_params(_job_size(max(sizes, default=0), X_test, n_classes, sizes), **params)
+    manifest["inputs"] = job_inputs(spec.contexts_file, ds.source_sha256, environment, job_params)
     if prior_inputs is not None and prior_inputs != manifest["inputs"]:
         # an interrupted run of this job on other data, contexts, libraries or numerics: none of its runs counts
         log(f"[{spec.method}/{spec.dataset}] the {len(prior_runs)} run(s) recorded by an earlier attempt were made "
@@ -575,14 +586,6 @@ def _run_job(spec: JobSpec, *, resume: bool, log) -> dict[str, Any]:
         manifest["standin"] = ds.standin
     if ds.archive != spec.archive:
         log(f"[{spec.method}/{spec.dataset}] archive {ds.archive!r} differs from job archive {spec.archive!r}")
-    contexts = read_contexts(spec.contexts_file, ds.y_train)
-    X_train = ds.X_train_native if native else ds.X_train
-    X_test = ds.X_test_native if native else ds.X_test
-    n_classes = int(ds.n_classes)
-    # every context of the job, done or not (Method.job_params: what a resumed job sets is the same)
-    sizes = tuple(len(entry["indices"]) for _, entry in iter_contexts(contexts, spec.protocols)
-                  if entry["status"] != "ineligible")
-    whole_job = _job_size(max(sizes, default=0), X_test, sizes)
 
     not_ready: str | None = None
     try:
@@ -608,7 +611,6 @@ def _run_job(spec: JobSpec, *, resume: bool, log) -> dict[str, Any]:
         tag = f"[{spec.method}/{spec.dataset}/{ctx.protocol}/seed{ctx.seed}]"
         try:
             estimator = method.build(seed=int(ctx.seed), device=device, n_jobs=int(spec.n_jobs), **params)
-            job_params = method.job_params(whole_job, **params)
             if job_params:
                 estimator.set_params(**job_params)
             # the memos' writes (in a fit too) are the harness's, not the method's: recorded apart from its times
@@ -616,7 +618,7 @@ def _run_job(spec: JobSpec, *, resume: bool, log) -> dict[str, Any]:
             t0, c0 = _method_clocks(kept_memos)
             estimator.fit(take_series(X_train, idx), ds.y_train[idx])
             t1, _ = _method_clocks(kept_memos)
-            chunk = method.query_chunk(_job_size(len(idx), X_test), **params)
+            chunk = method.query_chunk(_job_size(len(idx), X_test, n_classes), **params)
             partial = PartialPredictions(
                 partial_path(results_dir, spec.method, spec.dataset, ctx.protocol, ctx.seed),
                 {**kept_inputs, "protocol": ctx.protocol, "seed": int(ctx.seed), "context": context_digest(idx),
