@@ -372,6 +372,32 @@ def test_tabicl_job_plans_its_smaller_contexts_within_its_largest_pass(discovery
         assert np.allclose(a, b, atol=1e-5), key
 
 
+def test_tabicl_jobs_predict_the_same_whatever_the_hash_seed_of_the_caller(assets, monkeypatch, tmp_path):
+    """tabicl orders its normalisation groups by a set of strings, and sums its members in that order: two
+    processes with other string-hash salts give probabilities ~3e-8 apart. The supervisor starts its workers with
+    one hash seed, so the same job run from two shells with other PYTHONHASHSEED writes the same bits."""
+    from chorustic.data import load_dataset
+    from chorustic.evaluation.job import JobSpec
+    from chorustic.evaluation.results import read_result_file
+    from chorustic.evaluation.supervisor import run_supervised
+    from chorustic.protocols.contexts import build_contexts, write_contexts
+
+    data, cache = tmp_path / "raw", tmp_path / "cache"
+    ds = load_dataset("GunPoint", data, cache_dir=cache, offline=True)
+    ctx = tmp_path / "GunPoint.json"
+    write_contexts(ctx, build_contexts(ds.y_train, dataset="GunPoint", archive="UCR"))
+    probas = []
+    for salt in ("1", "4", "random"):  # 1 and 4 order {"none", "power"} differently
+        monkeypatch.setenv("PYTHONHASHSEED", salt)
+        spec = JobSpec(method="tabicl", plugin="tabicl", dataset="GunPoint", archive="UCR",
+                       results_dir=str(tmp_path / salt), contexts_file=str(ctx), data_dir=str(data),
+                       cache_dir=str(cache), params={**assets["tabicl"], "n_estimators": 8}, protocols=["full"])
+        run = run_supervised(spec)["runs"][0]
+        assert run["status"] == "ok", run
+        probas.append(read_result_file(run["result_file"]).proba)
+    assert all(np.array_equal(probas[0], p) for p in probas[1:])
+
+
 def test_tabicl_respects_the_job_memory_limit_exported_by_the_harness(discovery, assets, monkeypatch):
     method = discovery.get("tabicl")
     X, y = make_data("native", 20, 2, seed=10)

@@ -290,7 +290,8 @@ KEPT_WORK_LIBRARIES = ("numpy", "scipy", "numba", "scikit-learn", "aeon", "torch
 
 def _kept_work_environment(device: str, portable_numerics: bool) -> dict[str, Any]:
     """What, besides the method, its parameters and the data, decides the numbers of a job's kept work: the
-    installed versions of :data:`KEPT_WORK_LIBRARIES` and the numerics (:func:`numerics_key`)."""
+    installed versions of :data:`KEPT_WORK_LIBRARIES`, the numerics (:func:`numerics_key`) and the process's
+    string-hash seed (the order of sets of strings; the supervisor fixes it, ``WORKER_HASH_SEED``)."""
     from importlib import metadata
 
     from chorustic.evaluation.numerics import numerics_key
@@ -301,7 +302,8 @@ def _kept_work_environment(device: str, portable_numerics: bool) -> dict[str, An
             versions[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             pass
-    return {"libraries": versions, "numerics": numerics_key(device, portable_numerics)}
+    return {"libraries": versions, "numerics": numerics_key(device, portable_numerics),
+            "hash_seed": os.environ.get("PYTHONHASHSEED", "random")}
 
 
 def _versions() -> dict[str, str]:

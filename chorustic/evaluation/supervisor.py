@@ -113,6 +113,12 @@ def _kept_message(results_dir: Path, spec: JobSpec) -> str:
     return " and ".join(kept) + "; the next run of this job continues from them"
 
 
+#: The evaluation workers' ``PYTHONHASHSEED`` (whatever the caller's): Python salts the hashes of strings per
+#: process, so the iteration order of a set of strings, and any sum taken in that order, would differ between
+#: two runs of the same job (TabICL's probabilities by ~3e-8 with tabicl 2.2.0).
+WORKER_HASH_SEED = "0"
+
+
 def thread_env(threads: int, base: dict[str, str] | None = None) -> dict[str, str]:
     env = dict(os.environ if base is None else base)
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMBA_NUM_THREADS",
@@ -229,6 +235,9 @@ def run_supervised(
     Path(spec_file).write_text(json.dumps(spec.__dict__))
     error_file = Path(spec_file + ".error")  # the worker's reason when it fails outside a context
     env = thread_env(threads)
+    # the order of a set of strings in the worker (tabicl's ensemble: its normalisations; the sums over members
+    # follow it) is the same in every attempt and every run, whatever the caller's: str hashes are salted per process
+    env["PYTHONHASHSEED"] = WORKER_HASH_SEED
     if getattr(spec, "portable_numerics", True):
         from chorustic.evaluation.numerics import portable_numerics_env
 
