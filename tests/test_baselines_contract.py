@@ -334,30 +334,37 @@ def test_tabicl_smaller_contexts_plan_within_the_largest_contexts_pass(discovery
     assert method.job_cost(mixed)[0] - method.cost.estimate(mixed)[0] == pytest.approx(2000.0 + tabicl.STAGE_MB)
 
 
+def _gunpoint_job(folder, results, params, protocols):
+    """A TabICL job on GunPoint (from aeon's copy, with its contexts) writing to ``results``."""
+    from chorustic.data import load_dataset
+    from chorustic.evaluation.job import JobSpec
+    from chorustic.protocols.contexts import build_contexts, write_contexts
+
+    data, cache, ctx = folder / "raw", folder / "cache", folder / "GunPoint.json"
+    if not ctx.exists():
+        ds = load_dataset("GunPoint", data, cache_dir=cache, offline=True)
+        write_contexts(ctx, build_contexts(ds.y_train, dataset="GunPoint", archive="UCR"))
+    return JobSpec(method="tabicl", plugin="tabicl", dataset="GunPoint", archive="UCR", results_dir=str(results),
+                   contexts_file=str(ctx), data_dir=str(data), cache_dir=str(cache), params=params,
+                   protocols=protocols)
+
+
 def test_tabicl_job_plans_its_smaller_contexts_within_its_largest_pass(discovery, assets, monkeypatch, tmp_path):
     """A TabICL job through the harness on GunPoint (50 + 150 rows of 150 features), with WORK_MB so small that each
     context alone would cut its queries to its context rows: the harness gives every context the memory of the
     largest context's pass (job_pass_mb, from the job's contexts), so the 10-series contexts predict their 150
     queries in one pass, not 15; the probabilities are those of the cut passes up to float rounding."""
-    from chorustic.data import load_dataset
-    from chorustic.evaluation.job import JobSpec, run_job
+    from chorustic.evaluation.job import run_job
     from chorustic.evaluation.results import read_result_file
     from chorustic.methods.cost import JobSize
-    from chorustic.protocols.contexts import build_contexts, write_contexts
 
     method = discovery.get("tabicl")
     tabicl = type(method).estimator._plan.__globals__  # the plugin module this method's code reads
     monkeypatch.setitem(tabicl, "WORK_MB", 0.01)
     monkeypatch.setattr("chorustic.methods.discover", lambda *a, **k: discovery)  # the job runs this module
-    data, cache = tmp_path / "raw", tmp_path / "cache"
-    ds = load_dataset("GunPoint", data, cache_dir=cache, offline=True)
-    ctx = tmp_path / "GunPoint.json"
-    write_contexts(ctx, build_contexts(ds.y_train, dataset="GunPoint", archive="UCR"))
 
     def job(results):
-        spec = JobSpec(method="tabicl", plugin="tabicl", dataset="GunPoint", archive="UCR", results_dir=str(results),
-                       contexts_file=str(ctx), data_dir=str(data), cache_dir=str(cache), params=assets["tabicl"],
-                       protocols=["full", "fixed5"])
+        spec = _gunpoint_job(tmp_path, results, assets["tabicl"], ["full", "fixed5"])
         return {(r["protocol"], r["seed"]): r for r in run_job(spec)["runs"]}
 
     whole = job(tmp_path / "job")
@@ -376,22 +383,13 @@ def test_tabicl_jobs_predict_the_same_whatever_the_hash_seed_of_the_caller(asset
     """tabicl orders its normalisation groups by a set of strings, and sums its members in that order: two
     processes with other string-hash salts give probabilities ~3e-8 apart. The supervisor starts its workers with
     one hash seed, so the same job run from two shells with other PYTHONHASHSEED writes the same bits."""
-    from chorustic.data import load_dataset
-    from chorustic.evaluation.job import JobSpec
     from chorustic.evaluation.results import read_result_file
     from chorustic.evaluation.supervisor import run_supervised
-    from chorustic.protocols.contexts import build_contexts, write_contexts
 
-    data, cache = tmp_path / "raw", tmp_path / "cache"
-    ds = load_dataset("GunPoint", data, cache_dir=cache, offline=True)
-    ctx = tmp_path / "GunPoint.json"
-    write_contexts(ctx, build_contexts(ds.y_train, dataset="GunPoint", archive="UCR"))
     probas = []
     for salt in ("1", "4", "random"):  # 1 and 4 order {"none", "power"} differently
         monkeypatch.setenv("PYTHONHASHSEED", salt)
-        spec = JobSpec(method="tabicl", plugin="tabicl", dataset="GunPoint", archive="UCR",
-                       results_dir=str(tmp_path / salt), contexts_file=str(ctx), data_dir=str(data),
-                       cache_dir=str(cache), params={**assets["tabicl"], "n_estimators": 8}, protocols=["full"])
+        spec = _gunpoint_job(tmp_path, tmp_path / salt, {**assets["tabicl"], "n_estimators": 8}, ["full"])
         run = run_supervised(spec)["runs"][0]
         assert run["status"] == "ok", run
         probas.append(read_result_file(run["result_file"]).proba)
