@@ -167,8 +167,8 @@ PLUGINS = {
             info = MethodInfo(name="jobwide", display_name="Jobwide", group="Classical", fits_on_target=True)
             def build(self, *, seed, device="cpu", n_jobs=1, **params):
                 return Jobwide(seed)
-            def job_params(self, size, **params):
-                return {"largest": max(c.n_train for c in size.contexts())}
+            def job_params(self, size, **params):  # a tuple too: JSON reads it back as a list
+                return {"largest": max(c.n_train for c in size.contexts()), "split": (size.n_test, size.n_classes)}
     ''',
     "chunky.py": '''
         import json, os
@@ -411,7 +411,7 @@ def test_job_params_come_from_every_context_of_the_job(gunpoint, plugin_dir, tmp
     manifest.pop("finished", None)
     progress_path(tmp_path, "jobwide", "GunPoint").write_text(json.dumps(manifest))
     alone = run_job(_spec(gunpoint, plugin_dir, tmp_path, "jobwide", ["fixed5"]), resume=True)
-    assert alone["inputs"]["job_params"] == {"largest": 10}
+    assert alone["inputs"]["job_params"] == {"largest": 10, "split": [150, 2]}
     assert len(alone["runs"]) == 5 and {r["extra"]["largest"] for r in alone["runs"]} == {10}
 
 

@@ -238,7 +238,7 @@ def job_inputs(contexts_file: str | os.PathLike, source_sha256: dict[str, str] |
     (``Method.job_params``: they follow from the job's protocol selection). A run recorded with other inputs
     is never resumed."""
     return {"contexts_sha256": sha256_file(contexts_file), "source_sha256": source_sha256,
-            "environment": environment, "job_params": job_params or {}}
+            "environment": environment, "job_params": json.loads(json.dumps(job_params or {}))}  # as read back
 
 
 def clear_job_outputs(
