@@ -421,7 +421,7 @@ class TabICLBase(HubMethod):
     #: ShapesAll's shape at 10 % (60 + 60 rows of 512 features, 60 classes) 452; and one context of 20 + 20 rows of
     #: 128-1,024 features (7-72 s) and of 7 + 7 rows of 1,024-4,096 (42, 109, 283 s; benchmarks/many_classes.py),
     #: fitted by least squares within 0.96-1.09 (with the stages batched, within 0.76-1.04 of every v1 table of
-    #: 256-8,192 features and v2's 0.67-1.36, benchmarks/results/tabicl_memory.csv): ~0.52 ms per value (the
+    #: 256-16,384 features and v2's 0.67-1.36, benchmarks/results/tabicl_memory.csv): ~0.52 ms per value (the
     #: members' column embeddings), ~25 ms per feature whatever the rows (per-column work), ~0.65 us per row and
     #: pair of its features (the row interaction attends over every feature of a row: the square of the features,
     #: which decides the flattened UEA datasets: PEMS-SF's 138,672 features, DuckDuckGeese's 363,150) and ~0.9 ms
