@@ -117,6 +117,12 @@ def ensemble_batch(n_estimators: int, batch_size: int, n_norm_methods: int = len
     return max(1, min(int(batch_size), per_group))
 
 
+def pass_budget(max_memory_mb: float | None, job_pass_mb: float | None) -> float:
+    """The memory (MB) a context's forward passes are planned within: ``max_memory_mb`` where set, else
+    :data:`WORK_MB` or the job's largest pass (``job_pass_mb``, :meth:`TabICLBase.job_params`) whichever is more."""
+    return float(max_memory_mb or max(WORK_MB, float(job_pass_mb or 0.0)))
+
+
 def query_passes(n_query: int, chunk: int) -> int:
     """The forward passes (per ensemble batch) over ``n_query`` query rows at ``chunk`` per pass."""
     return max(1, math.ceil(max(1, int(n_query)) / max(1, int(chunk))))
@@ -332,7 +338,7 @@ class FlattenedTabICLClassifier(ContractClassifier):
         cell = self._cell_bytes()
         available = self._available_mb()
         have = min(available, float(self.max_memory_mb)) if self.max_memory_mb else available
-        target = float(self.max_memory_mb or max(WORK_MB, float(self.job_pass_mb or 0.0)))
+        target = pass_budget(self.max_memory_mb, self.job_pass_mb)
         if target > WORK_MB and not self.max_memory_mb and available - STAGE_MB < target:
             target = WORK_MB  # less free than the job asked for: each context within WORK_MB, as without the job's
         budget = min(target, max(0.0, available - STAGE_MB))
@@ -475,8 +481,8 @@ class TabICLBase(HubMethod):
         context again, costed as that many more query rows."""
         model = self.cost_model(**params)
         mem, seconds = super().job_cost(size, **params)
-        cap = self.params(params).get("max_memory_mb")
-        budget = float(cap or max(WORK_MB, round(self._job_pass_mb(size, **params), 3)))
+        budget = pass_budget(self.params(params).get("max_memory_mb"),
+                             self.job_params(size, **params).get("job_pass_mb"))
         band = self.cost_band(size, **params)
         held = 0.0
         for c in size.contexts():

@@ -27,7 +27,6 @@ import argparse
 import csv
 import datetime as _dt
 import json
-import platform
 import subprocess
 import sys
 import tempfile
@@ -96,8 +95,10 @@ def _context_terms(version: str, n_ctx: int, n_q: int, features: int):
 def modelled_s(version: str, n_ctx: int, n_q: int, features: int) -> float:
     """The CPU seconds of one thread the plugin's cost model gives this table's fit and prediction (one context,
     every query, one pass): its per-context terms."""
-    model, names, terms = _context_terms(version, n_ctx, n_q, features)
-    return float(sum(getattr(model, k) * t for k, t in zip(names, terms)))
+    from chorustic.methods.cost import JobSize
+
+    model = _context_terms(version, n_ctx, n_q, features)[0]
+    return model.context_seconds(JobSize(n_ctx, n_q, 1, features, n_classes=min(n_ctx, 5)))
 
 
 def fit(paths: list[str]) -> int:
@@ -146,10 +147,10 @@ CSV_COLUMNS = ("date", "cpu", "version", "n_context", "n_query", "features", "me
 
 def append_row(path: str, row: dict) -> None:
     """Append one measured table to the CSV at ``path`` (its header first where the file is new)."""
+    from chorustic.evaluation.numerics import cpu_model
+
     new = not Path(path).exists()
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), platform.processor()) if Path("/proc/cpuinfo").exists() else ""
-    row = {"date": _dt.date.today().isoformat(), "cpu": cpu, **row}
+    row = {"date": _dt.date.today().isoformat(), "cpu": cpu_model(), **row}
     with open(path, "a", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=CSV_COLUMNS, extrasaction="ignore")
         if new:

@@ -343,6 +343,12 @@ class CostModel:
             return max(1, size.n_test)
         return max(1, min(size.n_test, int(QUERY_MEMORY_MB * 2**20 / per_query + 1e-9)))
 
+    def context_seconds(self, size: JobSize, *, band: float | None = None) -> float:
+        """The per-context time of ``size`` on one thread (s): every time term but the job's start and its
+        reading of the data, fit included (``band`` as in :meth:`estimate`)."""
+        terms = self.time_terms(size, band=band)
+        return float(sum(getattr(self, k) * t for k, t in zip(self.TIME_COEFFICIENTS[2:], terms[2:])))
+
     def checkpoint_chunk(self, size: JobSize, *, band: float | None = None) -> int:
         """How many queries the harness predicts between two checkpoints in a context of ``size`` (one
         context): the :meth:`query_chunk`, cut so that each chunk takes at most :data:`CHECKPOINT_S` by this
@@ -352,9 +358,7 @@ class CostModel:
         chunk = self.query_chunk(size)
         if self.context_per_call or size.n_test <= 1:
             return chunk
-        one = dataclasses.replace(size, n_contexts=1, context_train=())
-        terms = self.time_terms(one, band=band)
-        seconds = sum(getattr(self, k) * t for k, t in zip(self.TIME_COEFFICIENTS[2:], terms[2:]))
+        seconds = self.context_seconds(dataclasses.replace(size, n_contexts=1, context_train=()), band=band)
         pieces = max(1, math.ceil(seconds / CHECKPOINT_S - 1e-9))
         return max(1, min(chunk, max(CHECKPOINT_MIN_QUERIES, math.ceil(size.n_test / pieces))))
 
