@@ -208,6 +208,8 @@ PLUGINS = {
 
         class Halting(Chunky):
             """Chunky, stopping in its call number $HALT_AT (counted in $HALT_COUNT) as a killed worker would."""
+            def set_params(self, **params):  # the job's parameters, where a test gives the method some
+                return self
             def predict_proba(self, X):
                 if os.environ.get("HALT_AT"):
                     count = os.environ["HALT_COUNT"]
@@ -509,7 +511,7 @@ def test_a_context_stopped_mid_prediction_continues_from_its_kept_chunks(gunpoin
     np.testing.assert_array_equal(a.proba, b.proba)
 
 
-@pytest.mark.parametrize("change", ["fingerprint", "chunk", "a damaged file"])
+@pytest.mark.parametrize("change", ["fingerprint", "chunk", "job parameters", "a damaged file"])
 def test_partial_predictions_are_kept_only_when_made_from_the_same_inputs(gunpoint, plugin_dir, tmp_path,
                                                                           monkeypatch, change, capsys):
     log = tmp_path / "calls.jsonl"
@@ -525,6 +527,8 @@ def test_partial_predictions_are_kept_only_when_made_from_the_same_inputs(gunpoi
     if change == "chunk":  # half the memory per query: chunks of 80
         monkeypatch.setattr("chorustic.methods.cost.QUERY_MEMORY_MB", 2048.0)
         expected = [80, 70]
+    if change == "job parameters":  # another protocol selection gave the job another plan (Method.job_params)
+        monkeypatch.setattr("chorustic.methods.base.Method.job_params", lambda self, size, **params: {"passes": 2})
     if change == "a damaged file":
         part.write_bytes(part.read_bytes()[:200])
     run = run_job(spec)["runs"][0]

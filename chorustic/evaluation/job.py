@@ -566,9 +566,11 @@ def _run_job(spec: JobSpec, *, resume: bool, log) -> dict[str, Any]:
             "running every context again")
         _remove_predictions(results_dir, spec.method, spec.dataset, sorted(done))
         manifest["runs"], done = [], set()
-    # the work an earlier attempt kept is used when made from the same inputs, here and in the same environment
+    # the work an earlier attempt kept is used when made from the same inputs, here and in the same environment,
+    # with the same job parameters (they set how the estimator computes: a chunk of another plan is not kept)
     kept_inputs = {"method": spec.method, "plugin": spec.plugin, "params": params, "fingerprint": spec.fingerprint,
-                   "source_sha256": ds.source_sha256, "device": device, "environment": environment}
+                   "source_sha256": ds.source_sha256, "device": device, "environment": environment,
+                   "job_params": manifest["inputs"]["job_params"]}
     # the distances and embeddings an earlier attempt of this job computed (its memo files)
     memos = {"pair": PAIR_MEMO, "embedding": EMBEDDING_MEMO}
     kept = {kind: KeptMemo(memo_path(results_dir, spec.method, spec.dataset, kind), kept_inputs, memo, kind)
