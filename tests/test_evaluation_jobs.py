@@ -168,7 +168,8 @@ PLUGINS = {
             def build(self, *, seed, device="cpu", n_jobs=1, **params):
                 return Jobwide(seed)
             def job_params(self, size, **params):  # a tuple too: JSON reads it back as a list
-                return {"largest": max(c.n_train for c in size.contexts()), "split": (size.n_test, size.n_classes)}
+                return {"largest": max(c.n_train for c in size.contexts()), "split": (size.n_test, size.n_classes),
+                        "length": size.length}
     ''',
     "chunky.py": '''
         import json, os
@@ -413,8 +414,23 @@ def test_job_params_come_from_every_context_of_the_job(gunpoint, plugin_dir, tmp
     manifest.pop("finished", None)
     progress_path(tmp_path, "jobwide", "GunPoint").write_text(json.dumps(manifest))
     alone = run_job(_spec(gunpoint, plugin_dir, tmp_path, "jobwide", ["fixed5"]), resume=True)
-    assert alone["inputs"]["job_params"] == {"largest": 10, "split": [150, 2]}
+    assert alone["inputs"]["job_params"] == {"largest": 10, "split": [150, 2], "length": 512}  # resampled
     assert len(alone["runs"]) == 5 and {r["extra"]["largest"] for r in alone["runs"]} == {10}
+
+
+def test_a_jobs_size_has_the_longest_series_of_its_contexts_and_test_split():
+    """On a variable-length dataset a context's longest series can be longer than the test split's (a method
+    that resamples to its context's longest, as TabICL, gets that length): the size the harness gives the
+    costing hooks and Method.job_params has the longer of the two."""
+    from chorustic.evaluation.job import _job_size
+
+    test = [np.zeros((3, n), np.float32) for n in (7, 20, 12)]
+    assert _job_size(5, test, 4).length == 20
+    assert _job_size(5, test, 4, context_length=29).length == 29
+    size = _job_size(9, test, 4, (5, 9), context_length=29)
+    assert (size.n_train, size.n_test, size.n_channels, size.n_classes) == (9, 3, 3, 4)
+    assert [(c.n_train, c.length) for c in size.contexts()] == [(5, 29), (9, 29)]
+    assert _job_size(5, np.zeros((6, 2, 40), np.float32), context_length=0).length == 40
 
 
 def test_the_query_chunk_bounds_a_jobs_memory_at_any_test_size():

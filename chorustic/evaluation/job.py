@@ -52,7 +52,7 @@ from chorustic.evaluation.numerics import numerics_record
 from chorustic.evaluation.results import result_path, write_result_file
 from chorustic.io import atomic_write_json, sha256_file
 from chorustic.methods.base import PROBA_ADVICE, probability_rows_problem
-from chorustic.methods.inputs import take_series
+from chorustic.methods.inputs import series_lengths, take_series
 
 __all__ = [
     "FINISHED_STATUSES",
@@ -357,14 +357,16 @@ def _align_proba(proba: np.ndarray, est_classes: np.ndarray, n_classes: int, nam
     return full
 
 
-def _job_size(n_context: int, X_test: Any, n_classes: int = 2, context_train: tuple[int, ...] = ()):
+def _job_size(n_context: int, X_test: Any, n_classes: int = 2, context_train: tuple[int, ...] = (),
+              context_length: int = 0):
     """The :class:`~chorustic.methods.cost.JobSize` of a context of ``n_context`` series (with
     ``context_train``, the sizes of every context of a job: the whole job), the test split, channels and
-    (maximum) length as the method receives them, and the dataset's classes."""
+    maximum length as the method receives them (of the test split and of the context's series,
+    ``context_length``: they differ on a variable-length dataset), and the dataset's classes."""
     from chorustic.methods.cost import JobSize
 
-    lengths = [s.shape[-1] for s in X_test] if isinstance(X_test, list) else [X_test.shape[-1]]
-    return JobSize(int(n_context), int(len(X_test)), int(X_test[0].shape[0]), int(max(lengths)),
+    length = max(int(series_lengths(X_test).max()), int(context_length))
+    return JobSize(int(n_context), int(len(X_test)), int(X_test[0].shape[0]), length,
                    context_train=tuple(int(k) for k in context_train), n_classes=int(n_classes))
 
 
@@ -554,9 +556,12 @@ def _run_job(spec: JobSpec, *, resume: bool, log) -> dict[str, Any]:
     n_classes = int(ds.n_classes)
     # the parameters that follow from the whole job (Method.job_params): from every context it evaluates, done or
     # not, so that each attempt sets the same
-    sizes = tuple(len(entry["indices"]) for _, entry in iter_contexts(contexts, spec.protocols)
-                  if entry["status"] != "ineligible")
-    job_params = method.job_params(_job_size(max(sizes, default=0), X_test, n_classes, sizes), **params)
+    eligible = [np.asarray(entry["indices"], dtype=np.int64) for _, entry in iter_contexts(contexts, spec.protocols)
+                if entry["status"] != "ineligible"]
+    sizes = tuple(len(idx) for idx in eligible)
+    train_lengths = series_lengths(X_train)
+    longest = max((int(train_lengths[idx].max()) for idx in eligible if len(idx)), default=0)
+    job_params = method.job_params(_job_size(max(sizes, default=0), X_test, n_classes, sizes, longest), **params)
     manifest["inputs"] = job_inputs(spec.contexts_file, ds.source_sha256, environment, job_params)
     if prior_inputs is not None and prior_inputs != manifest["inputs"]:
         # an interrupted run of this job on other data, contexts, libraries or numerics: none of its runs counts
@@ -622,7 +627,8 @@ def _run_job(spec: JobSpec, *, resume: bool, log) -> dict[str, Any]:
             t0, c0 = _method_clocks(kept_memos)
             estimator.fit(take_series(X_train, idx), ds.y_train[idx])
             t1, _ = _method_clocks(kept_memos)
-            chunk = method.query_chunk(_job_size(len(idx), X_test, n_classes), **params)
+            chunk = method.query_chunk(_job_size(len(idx), X_test, n_classes, context_length=int(
+                train_lengths[idx].max(initial=0))), **params)
             partial = PartialPredictions(
                 partial_path(results_dir, spec.method, spec.dataset, ctx.protocol, ctx.seed),
                 {**kept_inputs, "protocol": ctx.protocol, "seed": int(ctx.seed), "context": context_digest(idx),
