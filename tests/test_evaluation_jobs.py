@@ -149,6 +149,7 @@ PLUGINS = {
     ''',
     "jobwide.py": '''
         from chorustic.methods import Method, MethodInfo, register
+        from chorustic.methods.inputs import to_fixed_length
         from chorustic_plugins.centroid import Centroid
 
         class Jobwide(Centroid):
@@ -170,6 +171,22 @@ PLUGINS = {
             def job_params(self, size, **params):  # a tuple too: JSON reads it back as a list
                 return {"largest": max(c.n_train for c in size.contexts()), "split": (size.n_test, size.n_classes),
                         "length": size.length}
+
+        class JobwideNative(Jobwide):
+            """Jobwide on the series as they come (a variable-length list: each resampled to 32 points)."""
+            def fit(self, X, y):
+                return super().fit(to_fixed_length(X, 32), y)
+            def predict_proba(self, X):
+                return super().predict_proba(to_fixed_length(X, 32))
+
+        @register
+        class JobwideNativeMethod(JobwideMethod):
+            info = MethodInfo(name="jobwide_native", display_name="Jobwide native", group="Classical",
+                              fits_on_target=True, input_kind="native")
+            def build(self, *, seed, device="cpu", n_jobs=1, **params):
+                return JobwideNative(seed)
+            def query_chunk(self, size, **params):  # the length it is given as its chunk: a run records its chunk
+                return size.length
     ''',
     "chunky.py": '''
         import json, os
@@ -431,6 +448,42 @@ def test_a_jobs_size_has_the_longest_series_of_its_contexts_and_test_split():
     assert (size.n_train, size.n_test, size.n_channels, size.n_classes) == (9, 3, 3, 4)
     assert [(c.n_train, c.length) for c in size.contexts()] == [(5, 29), (9, 29)]
     assert _job_size(5, np.zeros((6, 2, 40), np.float32), context_length=0).length == 40
+
+
+def test_a_variable_length_job_is_sized_by_the_longest_series_of_its_contexts(plugin_dir, tmp_path, monkeypatch):
+    """A JapaneseVowels stand-in (series of 7-29 points) whose test series are cut to at most 12 points: the job
+    parameters get the longest series of the job's contexts (its training series, longer than any test series),
+    and each context's query chunk the longest of its own."""
+    import chorustic.data
+    from chorustic.data.standin import write_standin
+    from chorustic.methods.inputs import series_lengths
+
+    write_standin("JapaneseVowels", tmp_path / "raw")
+    load = chorustic.data.load_dataset
+
+    def short_test_series(*args, **kwargs):
+        ds = load(*args, **kwargs)
+        return dataclasses.replace(ds, X_test_native=[s[:, :12] for s in ds.X_test_native])
+
+    monkeypatch.setattr(chorustic.data, "load_dataset", short_test_series)
+    ds = short_test_series("JapaneseVowels", tmp_path / "raw", cache_dir=tmp_path / "cache", offline=True,
+                           series="native")
+    one_shot = {"full": False, "fixed_shot": {"shots": [1], "seeds": [0, 1, 2, 3, 4]},
+                "proportional": {"percents": [], "seeds": []}}  # 9 series a context: their longest differ
+    contexts = build_contexts(ds.y_train, dataset="JapaneseVowels", archive="UEA", protocols=one_shot)
+    write_contexts(tmp_path / "JapaneseVowels.json", contexts)
+    spec = JobSpec(method="jobwide_native", plugin="jobwide_native", dataset="JapaneseVowels", archive="UEA",
+                   results_dir=str(tmp_path / "res"), contexts_file=str(tmp_path / "JapaneseVowels.json"),
+                   data_dir=str(tmp_path / "raw"), cache_dir=str(tmp_path / "cache"), protocols=["fixed1"],
+                   plugin_dir=str(plugin_dir))
+    manifest = run_job(spec)
+    train = series_lengths(ds.X_train_native)
+    own = {int(e["seed"]): int(train[e["indices"]].max()) for e in contexts["contexts"] if e["protocol"] == "fixed1"}
+    assert max(series_lengths(ds.X_test_native)) == 12 < max(own.values())
+    assert manifest["inputs"]["job_params"]["length"] == max(own.values())
+    runs = manifest["runs"]
+    assert len(runs) == 5 and all(r["status"] == "ok" for r in runs)
+    assert {r["seed"]: r["extra"]["query_chunk"] for r in runs} == {s: max(n, 12) for s, n in own.items()}
 
 
 def test_the_query_chunk_bounds_a_jobs_memory_at_any_test_size():

@@ -572,10 +572,11 @@ def _run_job(spec: JobSpec, *, resume: bool, log) -> dict[str, Any]:
         _remove_predictions(results_dir, spec.method, spec.dataset, sorted(done))
         manifest["runs"], done = [], set()
     # the work an earlier attempt kept is used when made from the same inputs, here and in the same environment,
-    # with the same job parameters (they set how the estimator computes: a chunk of another plan is not kept)
+    # with the same job parameters where the method has some (they set how the estimator computes: a chunk of
+    # another plan is not kept; a method without any keeps the key it had before job parameters existed)
     kept_inputs = {"method": spec.method, "plugin": spec.plugin, "params": params, "fingerprint": spec.fingerprint,
                    "source_sha256": ds.source_sha256, "device": device, "environment": environment,
-                   "job_params": manifest["inputs"]["job_params"]}
+                   **({"job_params": manifest["inputs"]["job_params"]} if job_params else {})}
     # the distances and embeddings an earlier attempt of this job computed (its memo files)
     memos = {"pair": PAIR_MEMO, "embedding": EMBEDDING_MEMO}
     kept = {kind: KeptMemo(memo_path(results_dir, spec.method, spec.dataset, kind), kept_inputs, memo, kind)

@@ -87,7 +87,10 @@ class JobSize:
     length: int
     """The series length the method receives: 512 for ``resampled`` methods, the native (maximum) length otherwise.
     A variable-length dataset is costed at its maximum length (the registry records only that): an upper bound
-    for a method that compares series at their own lengths (1NN-DTW), exact for one that pads them."""
+    for a method that compares series at their own lengths (1NN-DTW), exact for one that pads them. A running job
+    gives its costing hooks and ``Method.job_params`` the longest series of its test split and of its contexts
+    (a context resampled to its own longest, as TabICL's, can be longer than the test split's): at most the
+    registry's maximum."""
     n_contexts: int = 1
     """Protocol contexts the job evaluates (each is one fit on at most ``n_train`` series and one
     prediction of the ``n_test`` series)."""
