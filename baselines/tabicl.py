@@ -71,6 +71,13 @@ WORK_MB = 2048.0
 #: one thread): 512 MB took 237 CPU-s and ~0.6x the budget above what the pass holds, 2,048 MB 343 CPU-s, the
 #: whole stage at once 332 CPU-s and 2.6 GB.
 STAGE_MB = 512.0
+#: The row interaction's working memory per feature of a row (bytes), its input included: its batches are whole
+#: rows (it attends over every feature of a row), so on a table of more than ~95,000 features one row alone holds
+#: more than :data:`STAGE_MB` (:func:`stage_mb`). Measured with random weights on one row
+#: (``benchmarks/tabicl_memory.py --row-stage``): v1.1 held 84, 144, 272, 380 and 680 MB at 8,192, 16,384, 32,768,
+#: 65,536 and 131,072 features (~73 MB and 4.7 KB per feature beyond 65,536), v2 372 MB at 65,536; 5.5 KB per
+#: feature covers 131,072 (704 MB) and that line's 1.74 GB at DuckDuckGeese's 363,150 (1.95 GB).
+ROW_STAGE_BYTES_PER_FEATURE = 5632.0
 #: The fewest query rows a pass carries, as a fraction of its context rows (where even one member's pass with
 #: every query is over :data:`WORK_MB`): each pass embeds its context again, through every stage (the row
 #: interaction's attention over a row's features included), so a pass of fewer queries than context rows costs
@@ -106,6 +113,13 @@ def forward_plan(n_context: int, n_query: int, n_features: int, cell_bytes: floa
         fits = int(budget_mb / max((members + shared) * per_row_mb, 1e-12)) - n_context
         chunk = min(n_query, max(least, fits))
     return members, chunk, held(members, chunk)
+
+
+def stage_mb(n_features: int) -> float:
+    """The working memory of one stage of a forward pass over rows of ``n_features`` features (MB):
+    :data:`STAGE_MB`, or one row of the row interaction where a row alone holds more (PEMS-SF's 138,672 flattened
+    features, DuckDuckGeese's 363,150)."""
+    return max(STAGE_MB, float(n_features) * ROW_STAGE_BYTES_PER_FEATURE / 2**20)
 
 
 def ensemble_batch(n_estimators: int, batch_size: int, n_norm_methods: int = len(NORM_METHODS)) -> int:
@@ -328,7 +342,7 @@ class FlattenedTabICLClassifier(ContractClassifier):
     def _plan(self, n_query: int) -> tuple[int, int]:
         """(ensemble members per forward, query rows per forward): :func:`forward_plan` at ``max_memory_mb``,
         else at :data:`WORK_MB` or ``job_pass_mb`` whichever is more, within the memory available to the job
-        less one stage's working memory (:data:`STAGE_MB`). The same on every machine where the job has what it
+        less one stage's working memory (:func:`stage_mb`). The same on every machine where the job has what it
         asked for (:meth:`TabICLBase.job_cost`: the largest pass, the stage and the preprocessing); with less
         free memory than ``job_pass_mb`` needs, each context plans within :data:`WORK_MB` as it would alone, and
         a table whose smallest pass does not fit what is available is refused with the fixes."""
@@ -339,9 +353,10 @@ class FlattenedTabICLClassifier(ContractClassifier):
         available = self._available_mb()
         have = min(available, float(self.max_memory_mb)) if self.max_memory_mb else available
         target = pass_budget(self.max_memory_mb, self.job_pass_mb)
-        if target > WORK_MB and not self.max_memory_mb and available - STAGE_MB < target:
+        stage = stage_mb(n_feat)
+        if target > WORK_MB and not self.max_memory_mb and available - stage < target:
             target = WORK_MB  # less free than the job asked for: each context within WORK_MB, as without the job's
-        budget = min(target, max(0.0, available - STAGE_MB))
+        budget = min(target, max(0.0, available - stage))
         self.pass_budget_mb_ = budget
         queries = min(n_query, int(self.query_chunk_size)) if self.query_chunk_size else n_query
         members = ensemble_batch(self.n_estimators, self.batch_size)
@@ -394,7 +409,8 @@ class FlattenedTabICLClassifier(ContractClassifier):
         members, chunk = self._plan(F.shape[0])
         self.model_.batch_size = members
         budget_stages(self.model_.model_, STAGE_MB)
-        self.run_info_.update({"ensemble_batch": members, "query_chunk": chunk, "stage_mb": STAGE_MB,
+        self.run_info_.update({"ensemble_batch": members, "query_chunk": chunk,
+                               "stage_mb": round(stage_mb(self.n_features_), 3),
                                "query_passes": query_passes(F.shape[0], chunk), "job_pass_mb": self.job_pass_mb,
                                "pass_budget_mb": round(self.pass_budget_mb_, 3)})
         out = [self.model_.predict_proba(F[s : s + chunk]) for s in range(0, F.shape[0], chunk)]
@@ -430,7 +446,9 @@ class TabICLBase(HubMethod):
     #: 256-16,384 features and v2's 0.67-1.36, benchmarks/results/tabicl_memory.csv): ~0.52 ms per value (the
     #: members' column embeddings), ~25 ms per feature whatever the rows (per-column work), ~0.65 us per row and
     #: pair of its features (the row interaction attends over every feature of a row: the square of the features,
-    #: which decides the flattened UEA datasets: PEMS-SF's 138,672 features, DuckDuckGeese's 363,150) and ~0.9 ms
+    #: which decides the flattened UEA datasets: PEMS-SF's 138,672 features, DuckDuckGeese's 363,150; that stage
+    #: alone took 60-67 ns per member, row and feature pair, 0.74-0.83 of this term's 81 per member, on one row of
+    #: 8,192 to 131,072 features, flat from 32,768: benchmarks/tabicl_memory.py --row-stage) and ~0.9 ms
     #: per (context row, row) pair (ICL). Memory: the forward passes' (job_cost) on top of ~950 MB and 128 bytes per
     #: value (tabicl's preprocessing: 4,000 rows of 1,024 features took 92 bytes per value to fit and 140 with the
     #: ensemble's views of every row, model weights included; the 2 KB per value before came from one-shot passes).
@@ -476,7 +494,7 @@ class TabICLBase(HubMethod):
     def job_cost(self, size, **params: Any) -> tuple[float, float]:
         """The cost model's memory and time, plus what the forward passes hold and the passes' repeated
         contexts: the column embeddings of the largest context's pass (:func:`forward_plan`, ``embed_dim`` 128)
-        and one stage's working memory (:data:`STAGE_MB`); and where a context's queries take several passes
+        and one stage's working memory (:func:`stage_mb`); and where a context's queries take several passes
         (each context plans within the largest one's, :meth:`job_params`), each pass after the first embeds the
         context again, costed as that many more query rows."""
         model = self.cost_model(**params)
@@ -494,7 +512,7 @@ class TabICLBase(HubMethod):
             if again:
                 seconds += (model.estimate(dataclasses.replace(c, n_test=c.n_test + again), band=band)[1]
                             - model.estimate(c, band=band)[1])
-        return mem + held + STAGE_MB, seconds
+        return mem + held + stage_mb(size.n_channels * size.length), seconds
 
     def load(self, params: dict[str, Any], resolved: dict[str, Any]) -> None:
         load_tabicl_model(resolved["checkpoint"], label=self.label, expected=self.checkpoint_file)

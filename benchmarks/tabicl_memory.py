@@ -12,10 +12,13 @@ time against the cost model's (the per-context terms of one thread).
     python benchmarks/tabicl_memory.py [--tables v1:300+100x1024:1 v1:300+100x1024:8 v2:300+100x1024:8]
                                        [--modes budget whole] [--out benchmarks/results/tabicl_memory.csv]
     python benchmarks/tabicl_memory.py --fit benchmarks/results/tabicl_memory.csv
+    python benchmarks/tabicl_memory.py --row-stage 8192 16384 32768 65536 131072 [--versions v1 v2] [--out ...]
 
 A table is ``version:context+queries x features:ensemble batch``. One thread under the evaluation workers' pinned
 numerics (``chorustic.evaluation.numerics.portable_numerics_env``); each table takes minutes. ``--out`` appends
-each measured table to a CSV. ``--fit`` runs nothing: it refits the per-context time coefficients of each
+each measured table to a CSV. ``--row-stage`` times the row interaction alone on one row of each feature count
+(the attention over a row's features, the cost model's square term, on tables too wide to run whole here) and
+reads its working memory (Linux's peak resident memory, reset before the stage). ``--fit`` runs nothing: it refits the per-context time coefficients of each
 version's cost model on the tables of a CSV measured with the stages batched (``archive_scale.py``'s fit: non-negative
 least squares on the relative error over the terms the model uses, centred, then scaled so that ``TIME_SAFETY``
 times the model covers every table) and prints them with every table's CPU / model before and after.
@@ -55,6 +58,33 @@ print(json.dumps({"peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss 
 """
 
 
+_ROW_CHILD = """
+import json, os, sys, time
+import torch
+torch.set_num_threads(1)
+from chorustic.methods import discover
+ckpt, features, rows = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+plugin = sys.modules[type(discover().get("tabicl")).__module__]  # the module that loads a checkpoint
+model, _ = plugin.load_tabicl_model(ckpt, label="TabICL", expected=os.path.basename(ckpt))
+stage = model.row_interactor.eval()
+x = torch.randn(1, rows, stage.num_cls + features, stage.embed_dim, generator=torch.Generator().manual_seed(0))
+
+def status_mb(key):
+    with open("/proc/self/status") as fh:
+        return next(int(line.split()[1]) for line in fh if line.startswith(key + ":")) / 1024
+
+with open("/proc/self/clear_refs", "w") as fh:  # the peak from here on, not the checkpoint's loading (Linux)
+    fh.write("5")
+before = status_mb("VmRSS")
+t = time.process_time()
+with torch.inference_mode():
+    out = stage._aggregate_embeddings(x)  # every block over the row's features, the last one from its CLS tokens
+print(json.dumps({"peak_mb": status_mb("VmHWM"), "before_mb": before,
+                  "cpu_s": time.process_time() - t, "input_mb": x.numel() * 4 / 2**20,
+                  "blocks": len(stage.tf_row.blocks), "finite": bool(torch.isfinite(out).all())}))
+"""
+
+
 def checkpoint(version: str, folder: Path) -> Path:
     """A random-weight checkpoint of the released architecture of ``version`` (v1 or v2), named as the plugin
     expects."""
@@ -76,7 +106,7 @@ def modelled_mb(version: str, n_ctx: int, n_q: int, features: int, members: int,
     plugin = sys.modules[type(discover().get("tabicl")).__module__]  # the module with the pass plan
     _, _, held = plugin.forward_plan(n_ctx, n_q, features, plugin.cell_bytes(), plugin.ensemble_batch(8, members),
                                      1e9, method.shared_tensors)
-    stage = plugin.STAGE_MB if mode == "budget" else float("nan")
+    stage = plugin.stage_mb(features) if mode == "budget" else float("nan")
     values = method.cost.mem_bytes_per_value * (n_ctx + n_q) * features / 2**20
     return method.cost.mem_base_mb + values + held + stage
 
@@ -141,6 +171,44 @@ def measure(ckpt: Path, n_ctx: int, n_q: int, features: int, members: int, mode:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def measure_row_stage(ckpt: Path, features: int, rows: int) -> dict:
+    """The row interaction alone (one ensemble member's rows of ``features`` feature embeddings each, random weights
+    of the checkpoint's architecture), in a fresh process under the workers' numerics: the stage whose attention
+    over every feature of a row makes the cost model's square term (``time_ns_per_feature_pair``)."""
+    from chorustic.evaluation.numerics import portable_numerics_env
+    from chorustic.evaluation.supervisor import thread_env
+
+    env = {**thread_env(1), **portable_numerics_env()}
+    out = subprocess.run([sys.executable, "-c", _ROW_CHILD, str(ckpt), str(features), str(rows)], env=env,
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def row_stage(versions: list[str], features: list[int], out: str | None) -> int:
+    """Time the row interaction of one row per feature count (growing) and print its nanoseconds per (member, row,
+    feature pair) against the cost model's square term per member (``time_ns_per_feature_pair / n_estimators``:
+    the term covers the 8 members of the ensemble), and its memory above the input: linear in the features
+    where the attention runs in blocks, as torch's CPU kernel for ``scaled_dot_product_attention`` does."""
+    from chorustic.methods import discover
+
+    print("| version | features | blocks | CPU s | ns per member, row and feature pair | model's term per member "
+          "| stage / model | input MB | working MB (peak above the input) |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    with tempfile.TemporaryDirectory() as tmp:
+        for version in versions:
+            ckpt = checkpoint(version, Path(tmp))
+            coef = discover().get("tabicl_v2" if version == "v2" else "tabicl").cost.time_ns_per_feature_pair / 8
+            for f in sorted(features):
+                r = measure_row_stage(ckpt, f, 1)
+                ns = r["cpu_s"] * 1e9 / f**2
+                print(f"| {version} | {f:,} | {r['blocks']} | {r['cpu_s']:.1f} | {ns:.1f} | {coef:.1f} | "
+                      f"{ns / coef:.2f} | {r['input_mb']:.0f} | {r['peak_mb'] - r['before_mb']:.0f} |", flush=True)
+                if out:
+                    append_row(out, {"version": version, "n_context": 1, "n_query": 0, "features": f, "members": 1,
+                                     "mode": "row_stage", "ensemble_batch": 1, **r})
+    return 0
+
+
 CSV_COLUMNS = ("date", "cpu", "version", "n_context", "n_query", "features", "members", "mode", "ensemble_batch",
                "cpu_s", "before_mb", "peak_mb")
 
@@ -172,9 +240,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--modes", nargs="+", default=["budget"], choices=["budget", "whole"])
     ap.add_argument("--out", help="append each measured table to this CSV")
     ap.add_argument("--fit", nargs="+", metavar="CSV", help="refit the time coefficients on these CSVs; run nothing")
+    ap.add_argument("--row-stage", nargs="+", type=int, metavar="FEATURES",
+                    help="time the row interaction alone on one row of each of these feature counts; run no table")
+    ap.add_argument("--versions", nargs="+", default=["v1", "v2"], choices=["v1", "v2"], help="with --row-stage")
     args = ap.parse_args(argv)
     if args.fit:
         return fit(args.fit)
+    if args.row_stage:
+        return row_stage(args.versions, args.row_stage, args.out)
     print("| version | context + queries x features | ensemble batch | stages | CPU s | model s | CPU / model "
           "| imports MB | peak MB | model MB | peak / model |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")

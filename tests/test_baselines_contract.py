@@ -298,6 +298,24 @@ def test_tabicl_cost_asks_for_what_its_passes_hold(discovery):
     assert method.job_cost(big)[0] - method.cost.estimate(big)[0] <= tabicl.WORK_MB + tabicl.STAGE_MB
 
 
+def test_tabicl_cost_holds_one_row_of_its_row_interaction_beyond_the_stage_budget(discovery, monkeypatch):
+    """The row interaction runs on whole rows: DuckDuckGeese's rows of 363,150 flattened features hold ~1.9 GB
+    each in that stage, beyond STAGE_MB; the job asks for that row instead of STAGE_MB, and a context whose job
+    has less free memory plans its passes within what is left beside it."""
+    from chorustic.methods.cost import JobSize
+
+    method = discovery.get("tabicl")
+    tabicl = sys.modules[type(method).__module__]
+    features = 1345 * 270
+    row = features * tabicl.ROW_STAGE_BYTES_PER_FEATURE / 2**20
+    assert tabicl.stage_mb(features) == pytest.approx(row) and row > 3 * tabicl.STAGE_MB
+    assert tabicl.stage_mb(46) == tabicl.stage_mb(8928) == tabicl.STAGE_MB  # Crop, FaceDetection: the budget
+    ddg = JobSize(n_train=50, n_test=50, n_channels=1345, length=270, n_classes=5)
+    with_row = method.job_cost(ddg)[0]
+    monkeypatch.setattr(tabicl, "ROW_STAGE_BYTES_PER_FEATURE", 0.0)  # the stage budget alone, as before
+    assert with_row - method.job_cost(ddg)[0] == pytest.approx(row - tabicl.STAGE_MB)
+
+
 def test_tabicl_cost_charges_each_pass_its_context_again(discovery):
     """100 context rows of 4,096 features and 1,000 queries: one member's pass over them all would hold 8.6 GB,
     so the queries go 412 per pass (2 tables x 512 rows x 4 MB each = WORK_MB): three passes, and the two after
