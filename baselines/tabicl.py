@@ -75,7 +75,7 @@ STAGE_MB = 512.0
 #: rows (it attends over every feature of a row), so on a table of more than ~95,000 features one row alone holds
 #: more than :data:`STAGE_MB` (:func:`stage_mb`). Measured with random weights on one row
 #: (``benchmarks/tabicl_memory.py --row-stage``): v1.1 held 84, 144, 272, 380 and 680 MB at 8,192, 16,384, 32,768,
-#: 65,536 and 131,072 features (~73 MB and 4.7 KB per feature beyond 65,536), v2 372 MB at 65,536; 5.5 KB per
+#: 65,536 and 131,072 features (~80 MB and 4.7 KB per feature beyond 65,536), v2 372 MB at 65,536; 5.5 KB per
 #: feature covers 131,072 (704 MB) and that line's 1.74 GB at DuckDuckGeese's 363,150 (1.95 GB).
 ROW_STAGE_BYTES_PER_FEATURE = 5632.0
 #: The fewest query rows a pass carries, as a fraction of its context rows (where even one member's pass with
@@ -436,14 +436,14 @@ class TabICLBase(HubMethod):
     #: Ceilings: the column embeddings of the largest flattened tables on the host of a GPU job (v1.1 on
     #: FaceDetection holds ~80 GB and asks for 138 GB with the safety margin, MotorImagery 120 GB; job_cost; the
     #: paper's machine had 251 GiB for its four GPUs); and two days, a cluster's usual longest partition, for the
-    #: feature-heavy tables on one GPU (tabicl_v2/DuckDuckGeese ~29 h by the estimated GPU speed-ups).
+    #: feature-heavy tables on one GPU (tabicl_v2/DuckDuckGeese ~18 h by the estimated GPU speed-ups).
     resources: ClassVar[dict[str, Any]] = {"threads": 4, "mem_mb": 144000, "runtime": 2880, "gpu": 1}
     #: Set from jobs on stand-ins with random weights of TabICL v1.1's architecture (benchmarks/archive_scale.py,
     #: one CPU thread under the pinned numerics; benchmarks/results/archive_scale.md): Crop at 1 % took 84 CPU-s,
     #: ShapesAll's shape at 10 % (60 + 60 rows of 512 features, 60 classes) 452; and one context of 20 + 20 rows of
     #: 128-1,024 features (7-72 s) and of 7 + 7 rows of 1,024-4,096 (42, 109, 283 s; benchmarks/many_classes.py),
     #: fitted by least squares within 0.96-1.09 (with the stages batched, within 0.76-1.04 of every v1 table of
-    #: 256-16,384 features and v2's 0.67-1.36, benchmarks/results/tabicl_memory.csv): ~0.52 ms per value (the
+    #: 256-16,384 features, benchmarks/results/tabicl_memory.csv; v2 has its own terms): ~0.52 ms per value (the
     #: members' column embeddings), ~25 ms per feature whatever the rows (per-column work), ~0.65 us per row and
     #: pair of its features (the row interaction attends over every feature of a row: the square of the features,
     #: which decides the flattened UEA datasets: PEMS-SF's 138,672 features, DuckDuckGeese's 363,150; that stage

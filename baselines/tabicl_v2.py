@@ -36,7 +36,8 @@ class TabICLv2Method(_tabicl.TabICLBase):
     #: 3.5x v1.1's (one context of 7 + 7 rows of 2,048, 4,096 and 8,192 features took 246, 572 and 1,440 CPU-s:
     #: 1.00-1.01 of this model, 0.97-1.36 of v1.1's scaled 1.7x), and its row interaction's attention over every
     #: feature of a row, v1.1's (the same three blocks of 128 dimensions: 65-75 ns per member, row and feature
-    #: pair on one row of 16,384-65,536 features, v1.1 60-67 to 131,072; `--row-stage`), which decides the
+    #: pair on one row of 16,384-65,536 features, 5-15 % more than v1.1's 60-67 and still 0.80-0.92 of the
+    #: term; `--row-stage`), which decides the
     #: widest tables (DuckDuckGeese's 363,150 flattened features). Its own thread scaling
     #: (benchmarks/thread_scaling.py: 1.54x on 2 threads).
     cost: ClassVar[CostModel] = dataclasses.replace(

@@ -200,6 +200,8 @@ def row_stage(versions: list[str], features: list[int], out: str | None) -> int:
             coef = discover().get("tabicl_v2" if version == "v2" else "tabicl").cost.time_ns_per_feature_pair / 8
             for f in sorted(features):
                 r = measure_row_stage(ckpt, f, 1)
+                if not r["finite"]:
+                    raise SystemExit(f"{version} at {f} features: the row interaction gave non-finite outputs")
                 ns = r["cpu_s"] * 1e9 / f**2
                 print(f"| {version} | {f:,} | {r['blocks']} | {r['cpu_s']:.1f} | {ns:.1f} | {coef:.1f} | "
                       f"{ns / coef:.2f} | {r['input_mb']:.0f} | {r['peak_mb'] - r['before_mb']:.0f} |", flush=True)

@@ -214,6 +214,12 @@ def test_tabicl_sizes_its_passes_to_a_fixed_budget_not_to_the_machine(discovery,
     assert est._plan(30) == (2, 30) and est.pass_budget_mb_ == 1.5
     monkeypatch.setitem(tabicl, "available_memory_mb", lambda: 1.5 + tabicl["STAGE_MB"] - 0.1)  # less than it asked
     assert est._plan(30) == (1, 24) and est.pass_budget_mb_ == 0.7  # each context within WORK_MB, as alone
+    # rows so wide that one row of the row interaction holds 100 MB more than STAGE_MB: the passes plan beside it
+    monkeypatch.setitem(tabicl, "ROW_STAGE_BYTES_PER_FEATURE", (tabicl["STAGE_MB"] + 100) * 2**20 / est.n_features_)
+    monkeypatch.setitem(tabicl, "available_memory_mb", lambda: 1.5 + tabicl["STAGE_MB"] + 100 - 0.1)
+    assert est._plan(30) == (1, 24) and est.pass_budget_mb_ == 0.7  # room beside STAGE_MB, not beside the row
+    monkeypatch.setitem(tabicl, "available_memory_mb", lambda: 1.5 + tabicl["STAGE_MB"] + 100.1)
+    assert est._plan(30) == (2, 30) and est.pass_budget_mb_ == 1.5
 
 
 def test_tabicl_runs_the_ensemble_members_of_one_normalisation_per_pass(discovery, assets, monkeypatch):
