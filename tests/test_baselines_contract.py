@@ -311,15 +311,15 @@ def test_tabicl_cost_holds_one_row_of_its_row_interaction_beyond_the_stage_budge
     from chorustic.methods.cost import JobSize
 
     method = discovery.get("tabicl")
-    tabicl = sys.modules[type(method).__module__]
+    tabicl = type(method).job_cost.__globals__  # the plugin module its code reads (another discovery loads another)
     features = 1345 * 270
-    row = features * tabicl.ROW_STAGE_BYTES_PER_FEATURE / 2**20
-    assert tabicl.stage_mb(features) == pytest.approx(row) and row > 3 * tabicl.STAGE_MB
-    assert tabicl.stage_mb(46) == tabicl.stage_mb(8928) == tabicl.STAGE_MB  # Crop, FaceDetection: the budget
+    row = features * tabicl["ROW_STAGE_BYTES_PER_FEATURE"] / 2**20
+    assert tabicl["stage_mb"](features) == pytest.approx(row) and row > 3 * tabicl["STAGE_MB"]
+    assert tabicl["stage_mb"](46) == tabicl["stage_mb"](8928) == tabicl["STAGE_MB"]  # Crop, FaceDetection
     ddg = JobSize(n_train=50, n_test=50, n_channels=1345, length=270, n_classes=5)
     with_row = method.job_cost(ddg)[0]
-    monkeypatch.setattr(tabicl, "ROW_STAGE_BYTES_PER_FEATURE", 0.0)  # the stage budget alone, as before
-    assert with_row - method.job_cost(ddg)[0] == pytest.approx(row - tabicl.STAGE_MB)
+    monkeypatch.setitem(tabicl, "ROW_STAGE_BYTES_PER_FEATURE", 0.0)  # the stage budget alone, as before
+    assert with_row - method.job_cost(ddg)[0] == pytest.approx(row - tabicl["STAGE_MB"])
 
 
 def test_tabicl_cost_charges_each_pass_its_context_again(discovery):
