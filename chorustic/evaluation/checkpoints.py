@@ -116,7 +116,8 @@ class PartialPredictions:
         except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:  # truncated, edited: not trusted
             return self._discard(f"unreadable ({type(exc).__name__})")
         if key != self.key:
-            return self._discard("made from other inputs (method code or parameters, job parameters, data, context or chunk)")
+            return self._discard("made from other inputs (method code or parameters, job parameters, data, context "
+                                 "or chunk)")
         if rows.ndim != 2 or rows.shape[1] != n_classes or len(rows) % max(1, int(chunk)) or not len(rows):
             return self._discard(f"holds {rows.shape} rows, not whole chunks of {chunk} queries")
         self.spent = {k: float(spent.get(k, 0.0)) for k in self.spent}
