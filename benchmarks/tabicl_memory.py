@@ -18,10 +18,11 @@ A table is ``version:context+queries x features:ensemble batch``. One thread und
 numerics (``chorustic.evaluation.numerics.portable_numerics_env``); each table takes minutes. ``--out`` appends
 each measured table to a CSV. ``--row-stage`` times the row interaction alone on one row of each feature count
 (the attention over a row's features, the cost model's square term, on tables too wide to run whole here) and
-reads its working memory (Linux's peak resident memory, reset before the stage). ``--fit`` runs nothing: it refits the per-context time coefficients of each
-version's cost model on the tables of a CSV measured with the stages batched (``archive_scale.py``'s fit: non-negative
-least squares on the relative error over the terms the model uses, centred, then scaled so that ``TIME_SAFETY``
-times the model covers every table) and prints them with every table's CPU / model before and after.
+reads its working memory (Linux's peak resident memory, reset before the stage). ``--fit`` runs nothing: it
+refits the per-context time coefficients of each version's cost model on the tables of a CSV measured with the
+stages batched (``archive_scale.py``'s fit: non-negative least squares on the relative error over the terms the
+model uses, centred, then scaled so that ``TIME_SAFETY`` times the model covers every table) and prints them with
+every table's CPU / model before and after.
 """
 
 from __future__ import annotations
@@ -63,11 +64,11 @@ import json, os, sys, time
 import torch
 torch.set_num_threads(1)
 from chorustic.methods import discover
-ckpt, features, rows = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+ckpt, features = sys.argv[1], int(sys.argv[2])
 plugin = sys.modules[type(discover().get("tabicl")).__module__]  # the module that loads a checkpoint
 model, _ = plugin.load_tabicl_model(ckpt, label="TabICL", expected=os.path.basename(ckpt))
 stage = model.row_interactor.eval()
-x = torch.randn(1, rows, stage.num_cls + features, stage.embed_dim, generator=torch.Generator().manual_seed(0))
+x = torch.randn(1, 1, stage.num_cls + features, stage.embed_dim, generator=torch.Generator().manual_seed(0))  # a row
 
 def status_mb(key):
     with open("/proc/self/status") as fh:
@@ -97,13 +98,26 @@ def checkpoint(version: str, folder: Path) -> Path:
     return path
 
 
+def _method(version: str):
+    """The plugin method of a TabICL version (``v1``: ``tabicl``, ``v2``: ``tabicl_v2``)."""
+    from chorustic.methods import discover
+
+    return discover().get("tabicl_v2" if version == "v2" else "tabicl")
+
+
+def _table_size(n_ctx: int, n_q: int, features: int):
+    """The :class:`~chorustic.methods.cost.JobSize` of one table: one context, its features as one channel's
+    length, the child's labels of at most 5 classes."""
+    from chorustic.methods.cost import JobSize
+
+    return JobSize(n_ctx, n_q, 1, features, n_classes=min(n_ctx, 5))
+
+
 def modelled_mb(version: str, n_ctx: int, n_q: int, features: int, members: int, mode: str) -> float:
     """The memory ``TabICLBase.job_cost`` gives this table (one context, every query): the cost model's base (the
     worker with its imports and the model's weights) and values, the pass's column embeddings and one stage."""
-    from chorustic.methods import discover
-
-    method = discover().get("tabicl_v2" if version == "v2" else "tabicl")
-    plugin = sys.modules[type(discover().get("tabicl")).__module__]  # the module with the pass plan
+    method = _method(version)
+    plugin = sys.modules[type(_method("v1")).__module__]  # the module with the pass plan
     _, _, held = plugin.forward_plan(n_ctx, n_q, features, plugin.cell_bytes(), plugin.ensemble_batch(8, members),
                                      1e9, method.shared_tensors)
     stage = plugin.stage_mb(features) if mode == "budget" else float("nan")
@@ -114,21 +128,17 @@ def modelled_mb(version: str, n_ctx: int, n_q: int, features: int, members: int,
 def _context_terms(version: str, n_ctx: int, n_q: int, features: int):
     """(the version's cost model, the names and values of its per-context time terms at this table: without the
     job's start and its reading of the data; the child's labels have 5 classes)."""
-    from chorustic.methods import CostModel, discover
-    from chorustic.methods.cost import JobSize
+    from chorustic.methods import CostModel
 
-    model = discover().get("tabicl_v2" if version == "v2" else "tabicl").cost
-    terms = model.time_terms(JobSize(n_ctx, n_q, 1, features, n_classes=min(n_ctx, 5)))
+    model = _method(version).cost
+    terms = model.time_terms(_table_size(n_ctx, n_q, features))
     return model, CostModel.TIME_COEFFICIENTS[2:], tuple(terms[2:])
 
 
 def modelled_s(version: str, n_ctx: int, n_q: int, features: int) -> float:
     """The CPU seconds of one thread the plugin's cost model gives this table's fit and prediction (one context,
     every query, one pass): its per-context terms."""
-    from chorustic.methods.cost import JobSize
-
-    model = _context_terms(version, n_ctx, n_q, features)[0]
-    return model.context_seconds(JobSize(n_ctx, n_q, 1, features, n_classes=min(n_ctx, 5)))
+    return _method(version).cost.context_seconds(_table_size(n_ctx, n_q, features))
 
 
 def fit(paths: list[str]) -> int:
@@ -171,15 +181,15 @@ def measure(ckpt: Path, n_ctx: int, n_q: int, features: int, members: int, mode:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def measure_row_stage(ckpt: Path, features: int, rows: int) -> dict:
-    """The row interaction alone (one ensemble member's rows of ``features`` feature embeddings each, random weights
+def measure_row_stage(ckpt: Path, features: int) -> dict:
+    """The row interaction alone (one ensemble member's row of ``features`` feature embeddings, random weights
     of the checkpoint's architecture), in a fresh process under the workers' numerics: the stage whose attention
     over every feature of a row makes the cost model's square term (``time_ns_per_feature_pair``)."""
     from chorustic.evaluation.numerics import portable_numerics_env
     from chorustic.evaluation.supervisor import thread_env
 
     env = {**thread_env(1), **portable_numerics_env()}
-    out = subprocess.run([sys.executable, "-c", _ROW_CHILD, str(ckpt), str(features), str(rows)], env=env,
+    out = subprocess.run([sys.executable, "-c", _ROW_CHILD, str(ckpt), str(features)], env=env,
                          capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -189,17 +199,15 @@ def row_stage(versions: list[str], features: list[int], out: str | None) -> int:
     feature pair) against the cost model's square term per member (``time_ns_per_feature_pair / n_estimators``:
     the term covers the 8 members of the ensemble), and its memory above the input: linear in the features
     where the attention runs in blocks, as torch's CPU kernel for ``scaled_dot_product_attention`` does."""
-    from chorustic.methods import discover
-
     print("| version | features | blocks | CPU s | ns per member, row and feature pair | model's term per member "
           "| stage / model | input MB | working MB (peak above the input) |")
     print("|---|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         for version in versions:
             ckpt = checkpoint(version, Path(tmp))
-            coef = discover().get("tabicl_v2" if version == "v2" else "tabicl").cost.time_ns_per_feature_pair / 8
+            coef = _method(version).cost.time_ns_per_feature_pair / 8
             for f in sorted(features):
-                r = measure_row_stage(ckpt, f, 1)
+                r = measure_row_stage(ckpt, f)
                 if not r["finite"]:
                     raise SystemExit(f"{version} at {f} features: the row interaction gave non-finite outputs")
                 ns = r["cpu_s"] * 1e9 / f**2

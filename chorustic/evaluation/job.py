@@ -560,7 +560,7 @@ def _run_job(spec: JobSpec, *, resume: bool, log) -> dict[str, Any]:
                 if entry["status"] != "ineligible"]
     sizes = tuple(len(idx) for idx in eligible)
     train_lengths = series_lengths(X_train)
-    longest = max((int(train_lengths[idx].max()) for idx in eligible if len(idx)), default=0)
+    longest = max((int(train_lengths[idx].max(initial=0)) for idx in eligible), default=0)
     job_params = method.job_params(_job_size(max(sizes, default=0), X_test, n_classes, sizes, longest), **params)
     manifest["inputs"] = job_inputs(spec.contexts_file, ds.source_sha256, environment, job_params)
     if prior_inputs is not None and prior_inputs != manifest["inputs"]:
