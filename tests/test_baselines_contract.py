@@ -306,8 +306,8 @@ def test_tabicl_cost_asks_for_what_its_passes_hold(discovery):
 
 def test_tabicl_cost_holds_one_row_of_its_row_interaction_beyond_the_stage_budget(discovery, monkeypatch):
     """The row interaction runs on whole rows: DuckDuckGeese's rows of 363,150 flattened features hold ~1.9 GB
-    each in that stage, beyond STAGE_MB; the job asks for that row instead of STAGE_MB, and a context whose job
-    has less free memory plans its passes within what is left beside it."""
+    each in that stage, beyond STAGE_MB; the job asks for that row instead of STAGE_MB (the passes planned beside
+    it: test_tabicl_sizes_its_passes_to_a_fixed_budget_not_to_the_machine)."""
     from chorustic.methods.cost import JobSize
 
     method = discovery.get("tabicl")
