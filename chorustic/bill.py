@@ -3,7 +3,7 @@
 From the run plan (:class:`chorustic.run_plan.RunPlan`: every job with its dataset's shape and its
 method's cost model) the bill lists the jobs per rule, the CPU-hours and GPU-hours per method and per
 rule, the largest job's memory, the expected wall time on this machine and on N cluster nodes, and the
-critical path. How each job's time is estimated:
+critical path, and the disk the run fills (:func:`disk_gb`). How each job's time is estimated:
 
 ``download``
     The dataset's ``.ts`` text (:data:`TEXT_BYTES_PER_VALUE` per value) at ``bandwidth_mb_s``; a dataset
@@ -11,7 +11,9 @@ critical path. How each job's time is estimated:
 ``preprocess``
     Its cost model in :mod:`chorustic.resources` (per native value).
 ``contexts``, ``aggregate``, ``report``
-    :data:`FIXED_S`: measured on the demo.
+    :data:`FIXED_S`: measured on the demo, and ``aggregate`` and ``report`` on the paper profile's whole
+    results (``benchmarks/results_scale.py``); a report that checks the run against reference results
+    (``reports.reference_results``) also reads both prediction files of every run (:data:`RESULT_READ_MB_S`).
 ``pretrain``
     The FLOPs of the run's configuration (the committed plan of ``chorustic pretrain --plan`` in
     ``tools/gpu/plans/``): on a GPU at the FLOP rate ``benchmarks/pretrain_throughput.py`` measured for that
@@ -45,7 +47,7 @@ from typing import Any
 from chorustic.paths import REPO_ROOT
 from chorustic.run_plan import RunPlan
 
-__all__ = ["Machine", "BillJob", "this_machine", "bill_jobs", "schedule", "critical_path", "make_bill",
+__all__ = ["Machine", "BillJob", "this_machine", "bill_jobs", "disk_gb", "schedule", "critical_path", "make_bill",
            "format_bill"]
 
 #: Bytes of ``.ts`` text per value (measured on the development subset's files: 11.1-11.2).
@@ -54,8 +56,18 @@ TEXT_BYTES_PER_VALUE = 11.1
 READ_MB_S = 300.0
 #: A job's process starting: Snakemake's job script, the ``chorustic`` command's imports (s).
 JOB_START_S = 4.0
-#: Jobs whose cost does not grow with the data in practice (s), measured on the demo's 6 datasets.
-FIXED_S = {"contexts": 3.0, "aggregate": 10.0, "report": 120.0}
+#: Jobs whose cost does not grow with the data in practice (s): measured on the demo's 6 datasets (contexts;
+#: aggregate 10, report 120) and on the paper profile's 2,588 jobs (aggregate 14, hashing 8.2 GB of prediction
+#: files; report 138; benchmarks/results_scale.py, 2026-11-29).
+FIXED_S = {"contexts": 3.0, "aggregate": 15.0, "report": 140.0}
+#: Bytes of one prediction file (tsml-eval CSV, :mod:`chorustic.evaluation.results`): its header lines, per
+#: test series and per class probability at full float64 precision (the longest; a nearest neighbour's 0/1
+#: print shorter), and of a job's manifest; fitted on the paper profile's 37,560 files (0.67-1.04 of them,
+#: benchmarks/results_scale.py).
+RESULT_FILE_BYTES = {"file": 825.0, "per_series": 0.27, "per_probability": 20.6, "manifest": 10500.0}
+#: The report's check against reference results parses both prediction files of every run (MB/s of CSV;
+#: the paper profile's 2 x 8.2 GB in 526 s more than the report without it, benchmarks/results_scale.py).
+RESULT_READ_MB_S = 31.0
 #: Pretraining on a CPU (GFLOP/s per core): one process of one thread 39, two processes of one thread 27.5 each
 #: (``benchmarks/pretrain_throughput.py``, ``small`` configuration, 2026-11-25; docs/pretraining.md).
 CPU_TRAIN_GFLOPS = {1: 39.0, "per_core": 27.5}
@@ -135,7 +147,7 @@ class BillJob:
 
 
 # --------------------------------------------------------------------------------------------------
-# one job's time
+# one job's time and the disk
 
 
 def _encoder_trainable(entry: dict[str, Any]) -> bool:
@@ -195,13 +207,21 @@ def _pretrain_seconds(entry: dict[str, Any], machine: Machine, gpus: int) -> tup
     return flops / rate, f"{source} on {cores} CPU core(s) at {rate / 1e9:.0f} GFLOP/s"
 
 
+def _text_mb(dataset: str) -> float:
+    """MB of the ``.ts`` text a dataset's download fetches (a subset's: its source's; variable-length series at
+    their maximum length)."""
+    from chorustic.data.registry import SUBSETS, get_info
+
+    info = get_info(SUBSETS[dataset].source if dataset in SUBSETS else dataset)
+    return (info.n_train + info.n_test) * info.n_channels * info.length * TEXT_BYTES_PER_VALUE / 1e6
+
+
 def _download_seconds(plan: RunPlan, dataset: str, bandwidth_mb_s: float) -> tuple[float, str]:
     from chorustic.data.download import find_local
-    from chorustic.data.registry import AEON_SHIPPED, SUBSETS, get_info
+    from chorustic.data.registry import AEON_SHIPPED, SUBSETS
 
     source = SUBSETS[dataset].source if dataset in SUBSETS else dataset
-    info = get_info(source)
-    mb = (info.n_train + info.n_test) * info.n_channels * info.length * TEXT_BYTES_PER_VALUE / 1e6
+    mb = _text_mb(dataset)
     data_dir = plan.cfg["paths"]["data_dir"]
     try:
         local = find_local(dataset, data_dir) is not None or find_local(source, data_dir) is not None
@@ -232,6 +252,33 @@ def _evaluate_seconds(job, machine: Machine, cores: int) -> tuple[float, int, st
     note = ("" if cost.parallel_fraction is None
             else f"{cores} threads: {speedup:.2f}x one (parallel fraction {cost.parallel_fraction:g}, measured)")
     return fixed + compute / speedup, 0, note
+
+
+def disk_gb(plan: RunPlan) -> dict[str, float]:
+    """The disk a run fills (GB of 10^9 bytes), an upper bound: ``data`` the archives' ``.ts`` text, ``cache``
+    the preprocessed arrays (float32: every series at the model length and at its own), ``results`` a
+    prediction file of every context that runs (every context of the profile; an ineligible one writes none)
+    and a manifest of every job. Kept work of an unfinished job (pair memos, embeddings, chunks) is not counted:
+    a finished job removes it."""
+    from chorustic.data.preprocessing import MODEL_LENGTH
+    from chorustic.data.registry import get_info
+
+    data = cache = 0.0
+    for d in plan.datasets:
+        info = get_info(d)
+        data += _text_mb(d) * 1e6
+        cache += 4 * (info.n_train + info.n_test) * info.n_channels * (MODEL_LENGTH + info.length)
+    b = RESULT_FILE_BYTES
+    results = sum(b["manifest"] + len(j.contexts) * (b["file"] + j.size.n_test * (
+        b["per_series"] + b["per_probability"] * j.size.n_classes)) for j in plan.jobs if j.size is not None)
+    return {"data": data / 1e9, "cache": cache / 1e9, "results": results / 1e9}
+
+
+def _report_seconds(plan: RunPlan) -> tuple[float, str]:
+    if not (plan.cfg.get("reports") or {}).get("reference_results"):
+        return FIXED_S["report"], ""
+    mb = 2 * disk_gb(plan)["results"] * 1e3
+    return FIXED_S["report"] + mb / RESULT_READ_MB_S, f"reads {mb / 1e3:.1f} GB of prediction files (reference results)"
 
 
 def bill_jobs(plan: RunPlan, machine: Machine, *, bandwidth_mb_s: float = 10.0) -> list[BillJob]:
@@ -265,8 +312,9 @@ def bill_jobs(plan: RunPlan, machine: Machine, *, bandwidth_mb_s: float = 10.0) 
     evaluations = [j.name for j in jobs if j.rule == "evaluate"]
     jobs.append(BillJob("aggregate", "aggregate", "aggregate", 1, 0, cr.rule_resources(plan.cfg, "aggregate")["mem_mb"],
                         JOB_START_S + FIXED_S["aggregate"], deps=evaluations))
+    secs, note = _report_seconds(plan)
     jobs.append(BillJob("report", "report", "report", 1, 0, cr.rule_resources(plan.cfg, "report")["mem_mb"],
-                        JOB_START_S + FIXED_S["report"], deps=["aggregate"]))
+                        JOB_START_S + secs, deps=["aggregate"], note=note))
     return jobs
 
 
@@ -459,6 +507,7 @@ def make_bill(plan: RunPlan, machine: Machine | None = None, *, cluster_nodes: i
         "cpu_hours": sum(j.cpu_hours for j in jobs),
         "gpu_hours": sum(j.gpu_hours for j in jobs),
         "largest_job": {"name": largest.name, "mem_mb": largest.mem_mb},
+        "disk_gb": disk_gb(plan),
         "machine": dataclasses.asdict(machine) | {"description": machine.describe()},
         "wall_hours": schedule(jobs, machine) / 3600,
         "critical_path": {"hours": cp_seconds / 3600,
@@ -502,6 +551,12 @@ def _hours(h: float) -> str:
     return f"{h * 60:,.0f} min"
 
 
+def _disk_line(gb: dict[str, float]) -> str:
+    return (f"disk, at most: {gb['data'] + gb['cache'] + gb['results']:,.1f} GB ({gb['data']:,.1f} of archives in "
+            f"paths.data_dir, {gb['cache']:,.1f} of preprocessed arrays in paths.cache_dir, {gb['results']:,.1f} of "
+            "prediction files and manifests in paths.results_dir)")
+
+
 def format_bill(bill: dict[str, Any]) -> str:
     """The bill as the text ``chorustic plan-run`` prints."""
     out = [f"The bill of profile {bill['profile']!r}: {bill['datasets']} datasets, {bill['method_runs']} method "
@@ -513,6 +568,7 @@ def format_bill(bill: dict[str, Any]) -> str:
         out.append(f"{m:<34}{row['jobs']:>6}{row['cpu_hours']:>14,.1f}{row['gpu_hours']:>12,.1f}")
     out += ["", f"total: {bill['cpu_hours']:,.0f} CPU-hours, {bill['gpu_hours']:,.1f} GPU-hours; largest job "
                 f"{bill['largest_job']['name']} ({bill['largest_job']['mem_mb'] / 1024:.1f} GB)",
+            _disk_line(bill["disk_gb"]),
             f"on this machine ({bill['machine']['description']}): about {_hours(bill['wall_hours'])}"]
     if "cluster" in bill:
         c = bill["cluster"]
