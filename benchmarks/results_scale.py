@@ -12,13 +12,14 @@ only child), against the fixed resources the workflow asks for (:func:`chorustic
 
 1. ``chorustic aggregate --config`` as the aggregate rule runs it (every job of the plan, every file hashed);
 2. ``chorustic report`` as the report rule runs it, on a **load-test table**: the aggregated table with the
-   stand-ins' runs set back to ``ok`` with the accuracies their files record (written over the benchmark's
-   own ``accuracies.csv``; never a result: random probabilities of a stand-in workdir, deleted at the end
-   unless ``--keep``), so that the statistics, tables and figures run over every dataset and method;
+   stand-ins' runs set back to ``ok`` with the accuracies their files record, so that the statistics, tables
+   and figures run over every dataset and method (never a result: random probabilities; it stands in the
+   benchmark's ``accuracies.csv`` only while the two reports run, then the aggregated table is put back);
 3. the same with ``--reference-results`` at the same folder: the reproduction check that reads every pair of
    prediction files (a reviewer comparing a run with another).
 
-It also prints the disk the prediction files and manifests take.
+It also prints the disk the prediction files and manifests take. The workdir is deleted at the end unless
+``--keep`` or a step failed (its logs are there).
 
     python benchmarks/results_scale.py [--workdir /tmp/results-scale] [--datasets N] [--keep]
 
@@ -46,15 +47,19 @@ _MEASURE = (
 )
 
 
-def measured(cmd: list[str], log: Path) -> dict:
+def measured(args: list[str], log: Path) -> dict:
+    """``python -m chorustic <args>`` in a fresh process: its exit status, wall and CPU seconds, peak MB."""
     with open(log, "w") as fh:
-        out = subprocess.run([sys.executable, "-c", _MEASURE, *cmd], stdout=subprocess.PIPE, stderr=fh, text=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+        out = subprocess.run([sys.executable, "-c", _MEASURE, sys.executable, "-m", "chorustic", *args],
+                             stdout=subprocess.PIPE, stderr=fh, text=True)
+    lines = out.stdout.strip().splitlines()
+    if out.returncode or not lines:
+        raise RuntimeError(f"could not measure `chorustic {' '.join(args)}` (see {log})")
+    return json.loads(lines[-1])
 
 
 def write_tree(plan, results: Path, rng: np.random.Generator, mark: dict) -> tuple[int, int]:
     """A finished manifest and its prediction files for every job of ``plan``; (files, bytes)."""
-    from chorustic import resources as cr
     from chorustic.evaluation.integrity import file_record
     from chorustic.evaluation.job import MANIFEST_FORMAT, run_record, write_finished
     from chorustic.evaluation.results import result_path, write_result_file
@@ -63,8 +68,6 @@ def write_tree(plan, results: Path, rng: np.random.Generator, mark: dict) -> tup
     files = size = 0
     for n, job in enumerate(plan.jobs):
         meta = plan.metadata[job.method]
-        shape = cr.job_size(job.dataset)
-        k, n_test = shape.n_classes, shape.n_test
         manifest = {"format": MANIFEST_FORMAT, "method": job.method, "plugin": job.plugin,
                     "display_name": meta["display_name"], "group": meta["group"],
                     "fits_on_target": meta["fits_on_target"], "reported": meta["reported"],
@@ -76,8 +79,11 @@ def write_tree(plan, results: Path, rng: np.random.Generator, mark: dict) -> tup
             for r in table[table["dataset"] == job.dataset].itertuples(index=False):
                 ctx = ContextSpec(r.protocol, *parse_protocol_id(r.protocol), int(r.seed))
                 manifest["runs"].append(run_record(ctx, status="reported", accuracy=float(r.accuracy)))
+            write_finished(results, manifest)
+            continue
+        k, n_test = job.size.n_classes, job.size.n_test
         y_true = np.arange(n_test) % k  # balanced, as a stand-in's classes
-        for ctx in job.contexts if not meta["reported"] else ():
+        for ctx in job.contexts:
             out = result_path(results, ctx["protocol"], job.method, job.dataset, ctx["seed"])
             proba = rng.random((n_test, k))
             proba /= proba.sum(axis=1, keepdims=True)
@@ -96,7 +102,8 @@ def write_tree(plan, results: Path, rng: np.random.Generator, mark: dict) -> tup
 
 
 def load_test_table(results: Path) -> int:
-    """The aggregated table with the stand-ins' runs back to ``ok`` (see the module docstring); its rows."""
+    """The aggregated table with the stand-ins' runs back to ``ok`` (see the module docstring) in its place; its
+    rows."""
     from chorustic.evaluation.aggregate import write_accuracies
     from chorustic.reports.accuracies import load_accuracies
 
@@ -139,6 +146,7 @@ def main(argv=None) -> None:
         cfg = cc.load_config(args.config, overrides={**overrides, "datasets": {"include": first}})
     work.mkdir(parents=True)
     (work / "config.yaml").write_text(json.dumps(cfg))  # JSON is YAML: the config the commands get
+    keep = args.keep
     try:
         t0 = time.perf_counter()
         plan = RunPlan.from_config(cfg)
@@ -149,25 +157,35 @@ def main(argv=None) -> None:
         print(f"written in {time.perf_counter() - t0:.0f} s: {files} prediction files and {len(plan.jobs)} "
               f"manifests, {size / 1e9:.2f} GB")
         rows = []
-        agg = measured(["chorustic", "aggregate", "--config", str(work / "config.yaml"), "--results-dir",
-                        str(results)], work / "aggregate.log")
+        agg = measured(["aggregate", "--config", str(work / "config.yaml"), "--results-dir", str(results)],
+                       work / "aggregate.log")
         rows.append(("aggregate (every file hashed)", agg, cr.rule_resources(cfg, "aggregate")))
-        n = load_test_table(results)
-        report = ["chorustic", "report", "--results", str(results), "--reference", cfg["reports"]["reference_method"]]
-        rows.append((f"report ({n} rows)", measured(report + ["--out", str(reports)], work / "report.log"),
-                     cr.rule_resources(cfg, "report")))
-        shutil.rmtree(reports)
-        rows.append(("report --reference-results (every file read twice)",
-                     measured(report + ["--out", str(reports), "--reference-results", str(results)],
-                              work / "report_reference.log"), cr.rule_resources(cfg, "report")))
+        table = results / "accuracies.csv"
+        aggregated = {p: p.read_bytes() for p in (table, table.with_name(table.name + ".sha256"))}
+        try:
+            n = load_test_table(results)
+            report = ["report", "--results", str(results), "--reference", cfg["reports"]["reference_method"]]
+            rows.append((f"report ({n} rows)", measured(report + ["--out", str(reports)], work / "report.log"),
+                         cr.rule_resources(cfg, "report")))
+            shutil.rmtree(reports, ignore_errors=True)
+            rows.append(("report --reference-results (every file read twice)",
+                         measured(report + ["--out", str(reports), "--reference-results", str(results)],
+                                  work / "report_reference.log"), cr.rule_resources(cfg, "report")))
+        finally:  # the stand-ins' table as aggregated: every run failed
+            for p, blob in aggregated.items():
+                p.write_bytes(blob)
         print("\n| step | exit | wall s | CPU s | peak MB | request: MB, min |\n|---|---|---|---|---|---|")
         for name, m, res in rows:
             print(f"| {name} | {m['rc']} | {m['wall_s']:.0f} | {m['cpu_s']:.0f} | {m['peak_mb']:.0f} | "
                   f"{res['mem_mb']}, {res['runtime']} |")
         print(f"\ndisk: {size / 1e9:.2f} GB of prediction files and manifests for {files} contexts "
               f"({size / max(files, 1) / 1e3:.0f} kB each)")
+    except BaseException:
+        keep = True
+        print(f"stopped; {work} is kept with its logs", file=sys.stderr)
+        raise
     finally:
-        if not args.keep:
+        if not keep:
             shutil.rmtree(work, ignore_errors=True)
 
 

@@ -12,8 +12,9 @@ critical path, and the disk the run fills (:func:`disk_gb`). How each job's time
     Its cost model in :mod:`chorustic.resources` (per native value).
 ``contexts``, ``aggregate``, ``report``
     :data:`FIXED_S`: measured on the demo, and ``aggregate`` and ``report`` on the paper profile's whole
-    results (``benchmarks/results_scale.py``); a report that checks the run against reference results
-    (``reports.reference_results``) also reads both prediction files of every run (:data:`RESULT_READ_MB_S`).
+    results (``benchmarks/results_scale.py``). ``aggregate`` also reads every prediction file to check it (at
+    :data:`READ_MB_S`), and a report that checks the run against reference results
+    (``reports.reference_results``) parses both prediction files of every run (:data:`RESULT_READ_MB_S`).
 ``pretrain``
     The FLOPs of the run's configuration (the committed plan of ``chorustic pretrain --plan`` in
     ``tools/gpu/plans/``): on a GPU at the FLOP rate ``benchmarks/pretrain_throughput.py`` measured for that
@@ -56,14 +57,14 @@ TEXT_BYTES_PER_VALUE = 11.1
 READ_MB_S = 300.0
 #: A job's process starting: Snakemake's job script, the ``chorustic`` command's imports (s).
 JOB_START_S = 4.0
-#: Jobs whose cost does not grow with the data in practice (s): measured on the demo's 6 datasets (contexts;
-#: aggregate 10, report 120) and on the paper profile's 2,588 jobs (aggregate 14, hashing 8.2 GB of prediction
-#: files; report 138; benchmarks/results_scale.py, 2026-11-29).
-FIXED_S = {"contexts": 3.0, "aggregate": 15.0, "report": 140.0}
+#: The fixed part of jobs (s): measured on the demo's 6 datasets (contexts 3, aggregate 10, report 120) and on
+#: the paper profile's 2,588 jobs (aggregate 14 with its 8.2 GB of prediction files in the page cache, report
+#: 138; benchmarks/results_scale.py, 2026-11-29).
+FIXED_S = {"contexts": 3.0, "aggregate": 10.0, "report": 140.0}
 #: Bytes of one prediction file (tsml-eval CSV, :mod:`chorustic.evaluation.results`): its header lines, per
-#: test series and per class probability at full float64 precision (the longest; a nearest neighbour's 0/1
-#: print shorter), and of a job's manifest; fitted on the paper profile's 37,560 files (0.67-1.04 of them,
-#: benchmarks/results_scale.py).
+#: test series and per class probability, and of a job's manifest; fitted on the paper profile's 37,560 files
+#: of random probabilities (~19 digits each; each file 0.67-1.04 of the fit; benchmarks/results_scale.py).
+#: A nearest neighbour's 0/1 print shorter, a tiny probability in exponent notation a few bytes longer.
 RESULT_FILE_BYTES = {"file": 825.0, "per_series": 0.27, "per_probability": 20.6, "manifest": 10500.0}
 #: The report's check against reference results parses both prediction files of every run (MB/s of CSV;
 #: the paper profile's 2 x 8.2 GB in 526 s more than the report without it, benchmarks/results_scale.py).
@@ -210,17 +211,17 @@ def _pretrain_seconds(entry: dict[str, Any], machine: Machine, gpus: int) -> tup
 def _text_mb(dataset: str) -> float:
     """MB of the ``.ts`` text a dataset's download fetches (a subset's: its source's; variable-length series at
     their maximum length)."""
-    from chorustic.data.registry import SUBSETS, get_info
+    from chorustic import resources as cr
+    from chorustic.data.registry import download_source
 
-    info = get_info(SUBSETS[dataset].source if dataset in SUBSETS else dataset)
-    return (info.n_train + info.n_test) * info.n_channels * info.length * TEXT_BYTES_PER_VALUE / 1e6
+    return cr.job_size(download_source(dataset)).n_values * TEXT_BYTES_PER_VALUE / 1e6
 
 
 def _download_seconds(plan: RunPlan, dataset: str, bandwidth_mb_s: float) -> tuple[float, str]:
     from chorustic.data.download import find_local
-    from chorustic.data.registry import AEON_SHIPPED, SUBSETS
+    from chorustic.data.registry import AEON_SHIPPED, download_source
 
-    source = SUBSETS[dataset].source if dataset in SUBSETS else dataset
+    source = download_source(dataset)
     mb = _text_mb(dataset)
     data_dir = plan.cfg["paths"]["data_dir"]
     try:
@@ -255,30 +256,38 @@ def _evaluate_seconds(job, machine: Machine, cores: int) -> tuple[float, int, st
 
 
 def disk_gb(plan: RunPlan) -> dict[str, float]:
-    """The disk a run fills (GB of 10^9 bytes), an upper bound: ``data`` the archives' ``.ts`` text, ``cache``
-    the preprocessed arrays (float32: every series at the model length and at its own), ``results`` a
-    prediction file of every context that runs (every context of the profile; an ineligible one writes none)
-    and a manifest of every job. Kept work of an unfinished job (pair memos, embeddings, chunks) is not counted:
-    a finished job removes it."""
-    from chorustic.data.preprocessing import MODEL_LENGTH
-    from chorustic.data.registry import get_info
+    """About the disk a run fills (GB of 10^9 bytes): ``data`` the ``.ts`` files its downloads extract (a
+    subset's source, variable-length series at their longest), ``cache`` the preprocessed arrays (every series
+    at the model length and at its own, :func:`chorustic.data.loading.preprocessing_settings`' dtype),
+    ``results`` a prediction file of every context (an ineligible one writes none) and a manifest of every job.
+    Not counted: checkpoints, context files, logs, reports, a download's zip while it is extracted, and the kept
+    work of a job that did not finish (pair memos, embeddings, chunks)."""
+    import numpy as np
 
-    data = cache = 0.0
-    for d in plan.datasets:
-        info = get_info(d)
-        data += _text_mb(d) * 1e6
-        cache += 4 * (info.n_train + info.n_test) * info.n_channels * (MODEL_LENGTH + info.length)
+    from chorustic import resources as cr
+    from chorustic.data.loading import preprocessing_settings
+
+    item = np.dtype(preprocessing_settings()["dtype"]).itemsize
+    data = sum(_text_mb(d) * 1e6 for d in plan.datasets)
+    cache = item * sum(cr.job_size(d, input_kind=kind).n_values for d in plan.datasets
+                       for kind in ("resampled", "native"))
     b = RESULT_FILE_BYTES
-    results = sum(b["manifest"] + len(j.contexts) * (b["file"] + j.size.n_test * (
+    results = b["manifest"] * len(plan.jobs) + sum(len(j.contexts) * (b["file"] + j.size.n_test * (
         b["per_series"] + b["per_probability"] * j.size.n_classes)) for j in plan.jobs if j.size is not None)
     return {"data": data / 1e9, "cache": cache / 1e9, "results": results / 1e9}
 
 
+def _aggregate_seconds(plan: RunPlan) -> float:
+    return FIXED_S["aggregate"] + disk_gb(plan)["results"] * 1e3 / READ_MB_S
+
+
 def _report_seconds(plan: RunPlan) -> tuple[float, str]:
-    if not (plan.cfg.get("reports") or {}).get("reference_results"):
+    from chorustic import config as cc
+
+    if cc.reference_results(plan.cfg) is None:
         return FIXED_S["report"], ""
     mb = 2 * disk_gb(plan)["results"] * 1e3
-    return FIXED_S["report"] + mb / RESULT_READ_MB_S, f"reads {mb / 1e3:.1f} GB of prediction files (reference results)"
+    return FIXED_S["report"] + mb / RESULT_READ_MB_S, f"parses {mb / 1e3:.1f} GB of prediction files (reference results)"
 
 
 def bill_jobs(plan: RunPlan, machine: Machine, *, bandwidth_mb_s: float = 10.0) -> list[BillJob]:
@@ -311,7 +320,7 @@ def bill_jobs(plan: RunPlan, machine: Machine, *, bandwidth_mb_s: float = 10.0) 
                             gpus, int(j.resources["mem_mb"]), JOB_START_S + secs, deps=deps, note=note))
     evaluations = [j.name for j in jobs if j.rule == "evaluate"]
     jobs.append(BillJob("aggregate", "aggregate", "aggregate", 1, 0, cr.rule_resources(plan.cfg, "aggregate")["mem_mb"],
-                        JOB_START_S + FIXED_S["aggregate"], deps=evaluations))
+                        JOB_START_S + _aggregate_seconds(plan), deps=evaluations))
     secs, note = _report_seconds(plan)
     jobs.append(BillJob("report", "report", "report", 1, 0, cr.rule_resources(plan.cfg, "report")["mem_mb"],
                         JOB_START_S + secs, deps=["aggregate"], note=note))
@@ -552,9 +561,9 @@ def _hours(h: float) -> str:
 
 
 def _disk_line(gb: dict[str, float]) -> str:
-    return (f"disk, at most: {gb['data'] + gb['cache'] + gb['results']:,.1f} GB ({gb['data']:,.1f} of archives in "
-            f"paths.data_dir, {gb['cache']:,.1f} of preprocessed arrays in paths.cache_dir, {gb['results']:,.1f} of "
-            "prediction files and manifests in paths.results_dir)")
+    return (f"disk: about {gb['data'] + gb['cache'] + gb['results']:,.1f} GB of 10^9 bytes ({gb['data']:,.1f} of .ts "
+            f"files in paths.data_dir, {gb['cache']:,.1f} of preprocessed arrays in paths.cache_dir, "
+            f"{gb['results']:,.1f} of prediction files and manifests in paths.results_dir)")
 
 
 def format_bill(bill: dict[str, Any]) -> str:

@@ -188,11 +188,10 @@ _FIXED = {
 def rule_resources(cfg: Mapping[str, Any], rule: str, dataset: str | None = None) -> dict[str, Any]:
     """Resources of a job of ``rule`` (download, preprocess, contexts, aggregate, report)."""
     if rule == "download":
-        from chorustic.data.registry import SUBSETS
+        from chorustic.data.registry import download_source
 
         # streamed to disk, so memory stays flat; time follows the archive's size (a slow mirror)
-        source = SUBSETS[dataset].source if dataset in SUBSETS else dataset
-        values = job_size(source).n_values
+        values = job_size(download_source(dataset)).n_values
         return site_resources(cfg, mem_mb=1000, runtime=_round_min(15 + values / 5e6))
     if rule == "preprocess":
         mem, seconds = preprocess_estimate(dataset)

@@ -58,7 +58,8 @@ from chorustic.data.errors import (
 )
 from chorustic.data.lock import DataLock, file_mutex, open_lock
 from chorustic.data.official import OfficialFile, content_sha256, official_files
-from chorustic.data.registry import AEON_SHIPPED, SUBSETS, SubsetSpec, get_info, is_known, list_datasets
+from chorustic.data.registry import (AEON_SHIPPED, SUBSETS, SubsetSpec, download_source, get_info, is_known,
+                                     list_datasets)
 from chorustic.data.subsets import build_subset, manifest_matches, read_manifest
 from chorustic.io import sha256_file
 
@@ -798,18 +799,15 @@ def download_archive(
         subset=subset,
     )
 
-    def raw_name(n: str) -> str:
-        return SUBSETS[n].source if n in SUBSETS else n
-
     def present(n: str) -> bool:
         if n in SUBSETS and find_local(n, ctx.data_dir) is not None:
             return True
-        r = raw_name(n)
+        r = download_source(n)
         return find_local(r, ctx.data_dir) is not None or (
             r in AEON_SHIPPED and _complete(aeon_data_dir() / r, r)
         )
 
-    missing = sorted({raw_name(n) for n in wanted if not present(n)})
+    missing = sorted({download_source(n) for n in wanted if not present(n)})
     if use_archive_zip is None:
         use_archive_zip = len(missing) >= ARCHIVE_ZIP_MIN_MISSING
     if missing and use_archive_zip and not ctx.offline:

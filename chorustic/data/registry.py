@@ -56,6 +56,7 @@ __all__ = [
     "INSECTWINGBEAT_SUBSET",
     "SUBSETS",
     "UnknownDatasetError",
+    "download_source",
     "get_info",
     "list_datasets",
     "registry_frame",
@@ -137,6 +138,11 @@ INSECTWINGBEAT_SUBSET = SubsetSpec(
 )
 #: Derived benchmark datasets by name.
 SUBSETS: dict[str, SubsetSpec] = {INSECTWINGBEAT_SUBSET.name: INSECTWINGBEAT_SUBSET}
+
+
+def download_source(name: str) -> str:
+    """The dataset whose files a download of ``name`` fetches: a subset's source, else ``name``."""
+    return SUBSETS[name].source if name in SUBSETS else name
 
 
 def _as_bool(value: str, where: str) -> bool:
