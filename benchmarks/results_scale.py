@@ -3,8 +3,8 @@
 Every evaluate job of the configured profile (the paper's: 2,588 jobs, 37,560 contexts) gets a run manifest and
 one prediction file per context, written by the harness's own writers (``write_result_file``, ``file_record``,
 ``write_finished``) with the exact shape of its dataset (test series x classes, from the registry) and random
-class probabilities at full float64 precision (the longest a file can be: a nearest neighbour's 0/1
-probabilities print shorter). Every manifest and every file carries a stand-in mark, so ``aggregate`` turns
+class probabilities (~19 digits each, as a model's print; a nearest neighbour's 0/1 print shorter, a tiny
+probability in exponent notation a few bytes longer). Every manifest and every file carries a stand-in mark, so ``aggregate`` turns
 each run into a ``failed`` row, as it must; it still verifies every file's SHA-256 first, which is its cost.
 
 Then, each in a fresh process whose CPU time and peak resident memory are measured (``getrusage`` of its
@@ -41,7 +41,8 @@ import numpy as np
 #: The child runs in a fresh interpreter whose only child is the measured command: its rusage is the command's.
 _MEASURE = (
     "import json, resource, subprocess, sys, time\n"
-    "t = time.perf_counter(); rc = subprocess.run(sys.argv[1:]).returncode; wall = time.perf_counter() - t\n"
+    "t = time.perf_counter(); rc = subprocess.run(sys.argv[1:], stdout=sys.stderr).returncode\n"
+    "wall = time.perf_counter() - t\n"
     "r = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
     "print(json.dumps({'rc': rc, 'wall_s': wall, 'cpu_s': r.ru_utime + r.ru_stime, 'peak_mb': r.ru_maxrss / 1024}))\n"
 )
@@ -124,6 +125,7 @@ def load_test_table(results: Path) -> int:
 def main(argv=None) -> None:
     from chorustic import config as cc
     from chorustic import resources as cr
+    from chorustic.io import atomic_write_texts
     from chorustic.run_plan import RunPlan
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -172,8 +174,10 @@ def main(argv=None) -> None:
                          measured(report + ["--out", str(reports), "--reference-results", str(results)],
                                   work / "report_reference.log"), cr.rule_resources(cfg, "report")))
         finally:  # the stand-ins' table as aggregated: every run failed
-            for p, blob in aggregated.items():
-                p.write_bytes(blob)
+            atomic_write_texts({p: blob.decode() for p, blob in aggregated.items()})
+        if any(m["rc"] for name, m, _ in rows[1:]):  # aggregate exits 1 on stand-ins; a report must not
+            keep = True
+            print(f"a report failed; {work} is kept with its logs", file=sys.stderr)
         print("\n| step | exit | wall s | CPU s | peak MB | request: MB, min |\n|---|---|---|---|---|---|")
         for name, m, res in rows:
             print(f"| {name} | {m['rc']} | {m['wall_s']:.0f} | {m['cpu_s']:.0f} | {m['peak_mb']:.0f} | "
