@@ -59,14 +59,16 @@ def measured(args: list[str], log: Path) -> dict:
     return json.loads(lines[-1])
 
 
-def write_tree(plan, results: Path, rng: np.random.Generator, mark: dict) -> tuple[int, int]:
-    """A finished manifest and its prediction files for every job of ``plan``; (files, bytes)."""
+def write_tree(plan, results: Path, rng: np.random.Generator, mark: dict) -> tuple[int, int, dict]:
+    """A finished manifest and its prediction files for every job of ``plan``; (files, bytes, the accuracy of
+    every run by method, dataset, protocol and seed)."""
     from chorustic.evaluation.integrity import file_record
     from chorustic.evaluation.job import MANIFEST_FORMAT, run_record, write_finished
     from chorustic.evaluation.results import result_path, write_result_file
     from chorustic.protocols import ContextSpec, parse_protocol_id
 
     files = size = 0
+    accuracy = {}
     for n, job in enumerate(plan.jobs):
         meta = plan.metadata[job.method]
         manifest = {"format": MANIFEST_FORMAT, "method": job.method, "plugin": job.plugin,
@@ -80,6 +82,7 @@ def write_tree(plan, results: Path, rng: np.random.Generator, mark: dict) -> tup
             for r in table[table["dataset"] == job.dataset].itertuples(index=False):
                 ctx = ContextSpec(r.protocol, *parse_protocol_id(r.protocol), int(r.seed))
                 manifest["runs"].append(run_record(ctx, status="reported", accuracy=float(r.accuracy)))
+                accuracy[(job.method, job.dataset, ctx.protocol, ctx.seed)] = float(r.accuracy)
             write_finished(results, manifest)
             continue
         k, n_test = job.size.n_classes, job.size.n_test
@@ -96,24 +99,20 @@ def write_tree(plan, results: Path, rng: np.random.Generator, mark: dict) -> tup
             manifest["runs"].append(run_record(ctx, status="ok", accuracy=acc, n_context=1, n_test=n_test,
                                                n_classes=k, result_file=str(out), result=rec))
             files, size = files + 1, size + rec["bytes"]
+            accuracy[(job.method, job.dataset, ctx["protocol"], ctx["seed"])] = acc
         size += write_finished(results, manifest).stat().st_size
         if (n + 1) % 200 == 0:
             print(f"  {n + 1}/{len(plan.jobs)} jobs written ({files} files, {size / 1e9:.2f} GB)", flush=True)
-    return files, size
+    return files, size, accuracy
 
 
-def load_test_table(results: Path) -> int:
+def load_test_table(results: Path, accuracy: dict) -> int:
     """The aggregated table with the stand-ins' runs back to ``ok`` (see the module docstring) in its place; its
-    rows."""
+    rows. ``accuracy``: :func:`write_tree`'s."""
     from chorustic.evaluation.aggregate import write_accuracies
     from chorustic.reports.accuracies import load_accuracies
 
     table = load_accuracies(results / "accuracies.csv")
-    accuracy = {}
-    for path in (results / "runs").glob("*/*.json"):
-        doc = json.loads(path.read_text())
-        for r in doc["runs"]:
-            accuracy[(doc["method"], doc["dataset"], r["protocol"], r["seed"])] = r["accuracy"]
     keys = zip(table["method"], table["dataset"], table["protocol"], table["seed"].astype(int))
     table["accuracy"] = [accuracy[key] for key in keys]
     table["status"] = np.where(table["reported"], "reported", "ok")
@@ -155,7 +154,7 @@ def main(argv=None) -> None:
         print(f"{len(plan.datasets)} datasets, {len(plan.jobs)} jobs, "
               f"{sum(len(j.contexts) for j in plan.jobs)} contexts")
         mark = {"benchmark": "benchmarks/results_scale.py", "data": "random class probabilities"}
-        files, size = write_tree(plan, results, np.random.default_rng(0), mark)
+        files, size, accuracy = write_tree(plan, results, np.random.default_rng(0), mark)
         print(f"written in {time.perf_counter() - t0:.0f} s: {files} prediction files and {len(plan.jobs)} "
               f"manifests, {size / 1e9:.2f} GB")
         rows = []
@@ -165,7 +164,7 @@ def main(argv=None) -> None:
         table = results / "accuracies.csv"
         aggregated = {p: p.read_bytes() for p in (table, table.with_name(table.name + ".sha256"))}
         try:
-            n = load_test_table(results)
+            n = load_test_table(results, accuracy)
             report = ["report", "--results", str(results), "--reference", cfg["reports"]["reference_method"]]
             rows.append((f"report ({n} rows)", measured(report + ["--out", str(reports)], work / "report.log"),
                          cr.rule_resources(cfg, "report")))

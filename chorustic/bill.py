@@ -277,16 +277,12 @@ def disk_gb(plan: RunPlan) -> dict[str, float]:
     return {"data": data / 1e9, "cache": cache / 1e9, "results": results / 1e9}
 
 
-def _aggregate_seconds(plan: RunPlan) -> float:
-    return FIXED_S["aggregate"] + disk_gb(plan)["results"] * 1e3 / READ_MB_S
-
-
-def _report_seconds(plan: RunPlan) -> tuple[float, str]:
+def _report_seconds(plan: RunPlan, results_mb: float) -> tuple[float, str]:
     from chorustic import config as cc
 
     if cc.reference_results(plan.cfg) is None:
         return FIXED_S["report"], ""
-    mb = 2 * disk_gb(plan)["results"] * 1e3
+    mb = 2 * results_mb
     return FIXED_S["report"] + mb / RESULT_READ_MB_S, f"parses {mb / 1e3:.1f} GB of prediction files (reference results)"
 
 
@@ -319,9 +315,10 @@ def bill_jobs(plan: RunPlan, machine: Machine, *, bandwidth_mb_s: float = 10.0) 
         jobs.append(BillJob("evaluate", f"evaluate/{j.method}/{j.dataset}", j.method, cores if not gpus else 1,
                             gpus, int(j.resources["mem_mb"]), JOB_START_S + secs, deps=deps, note=note))
     evaluations = [j.name for j in jobs if j.rule == "evaluate"]
+    results_mb = disk_gb(plan)["results"] * 1e3  # the prediction files the last two rules read
     jobs.append(BillJob("aggregate", "aggregate", "aggregate", 1, 0, cr.rule_resources(plan.cfg, "aggregate")["mem_mb"],
-                        JOB_START_S + _aggregate_seconds(plan), deps=evaluations))
-    secs, note = _report_seconds(plan)
+                        JOB_START_S + FIXED_S["aggregate"] + results_mb / READ_MB_S, deps=evaluations))
+    secs, note = _report_seconds(plan, results_mb)
     jobs.append(BillJob("report", "report", "report", 1, 0, cr.rule_resources(plan.cfg, "report")["mem_mb"],
                         JOB_START_S + secs, deps=["aggregate"], note=note))
     return jobs
