@@ -67,8 +67,9 @@ FIXED_S = {"contexts": 3.0, "aggregate": 10.0, "report": 140.0}
 #: A nearest neighbour's 0/1 print shorter, a tiny probability in exponent notation a few bytes longer.
 RESULT_FILE_BYTES = {"file": 825.0, "per_series": 0.27, "per_probability": 20.6, "manifest": 10500.0}
 #: The report's check against reference results parses both prediction files of every run (MB/s of CSV;
-#: the paper profile's 2 x 8.2 GB in 526 s more than the report without it, benchmarks/results_scale.py).
-RESULT_READ_MB_S = 31.0
+#: the paper profile's 2 x 8.2 GB in 344 CPU-s more than the report without it with numpy's reader,
+#: benchmarks/results_scale.py, 2026-11-29; 526 s with the Python parsing before it).
+RESULT_READ_MB_S = 47.0
 #: Pretraining on a CPU (GFLOP/s per core): one process of one thread 39, two processes of one thread 27.5 each
 #: (``benchmarks/pretrain_throughput.py``, ``small`` configuration, 2026-11-25; docs/pretraining.md).
 CPU_TRAIN_GFLOPS = {1: 39.0, "per_core": 27.5}

@@ -44,3 +44,46 @@ def test_malformed_file_is_a_clear_error(tmp_path):
     p.write_text("just one line\n")
     with pytest.raises(ResultFileError, match="bad.csv"):
         read_result_file(p)
+
+
+def test_probabilities_read_back_bit_identical(tmp_path):
+    rng = np.random.default_rng(3)
+    proba = rng.dirichlet(np.ones(7), size=300) ** 3  # every digit of repr, tiny values among them
+    proba[::5] = np.eye(7)[rng.integers(0, 7, 60)]
+    y = rng.integers(0, 7, 300)
+    p = tmp_path / "r.csv"
+    write_result_file(p, dataset="Toy", method="m", seed=0, y_true=y, proba=proba, fit_time_s=0,
+                      predict_time_s=0, memory_bytes=0, info={})
+    r = read_result_file(p)
+    assert r.proba.dtype == np.float64 and r.proba.flags.c_contiguous
+    np.testing.assert_array_equal(r.proba, proba)
+    np.testing.assert_array_equal(r.y_true, y)
+    np.testing.assert_array_equal(r.y_pred, proba.argmax(axis=1))
+
+
+@pytest.mark.parametrize("line, problem", [
+    ("1,0,,0.5,0.5,0.0", "line 2 has 6 fields, not 5"),  # a probability more than its classes
+    ("1,0,,0.5", "line 2 has 4 fields, not 5"),
+    ("1.5,0,,0.5,0.5", "whole number"),
+    ("1,0,,0.5,x", "x"),
+    ("1,0,,0.5,#0.5", "#0.5"),  # not a comment
+    ("nan,0,,0.5,0.5", "whole number"),
+])
+def test_a_malformed_prediction_line_is_a_clear_error(tmp_path, line, problem):
+    p = tmp_path / "r.csv"
+    write_result_file(p, dataset="Toy", method="m", seed=0, y_true=np.array([0, 1]),
+                      proba=np.array([[0.9, 0.1], [0.2, 0.8]]), fit_time_s=0, predict_time_s=0,
+                      memory_bytes=0, info={})
+    good = p.read_text().splitlines()
+    p.write_text("\n".join(good[:4] + [line]) + "\n")
+    with pytest.raises(ResultFileError, match="r.csv") as err:
+        read_result_file(p)
+    assert problem in str(err.value)
+
+
+def test_a_file_without_prediction_lines_reads_as_empty(tmp_path):
+    p = tmp_path / "r.csv"
+    write_result_file(p, dataset="Toy", method="m", seed=0, y_true=np.zeros(0, int), proba=np.zeros((0, 3)),
+                      fit_time_s=0, predict_time_s=0, memory_bytes=0, info={})
+    r = read_result_file(p)
+    assert r.proba.shape == (0, 3) and r.y_true.shape == (0,)
