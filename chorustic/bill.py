@@ -68,7 +68,7 @@ FIXED_S = {"contexts": 3.0, "aggregate": 10.0, "report": 140.0}
 RESULT_FILE_BYTES = {"file": 825.0, "per_series": 0.27, "per_probability": 20.6, "manifest": 10500.0}
 #: The report's check against reference results parses both prediction files of every run (MB/s of CSV;
 #: the paper profile's 2 x 8.2 GB in 344 CPU-s more than the report without it with numpy's reader,
-#: benchmarks/results_scale.py, 2026-11-29; 526 s with the Python parsing before it).
+#: benchmarks/results_scale.py, 2026-11-29; 524 CPU-s with the Python parsing before it).
 RESULT_READ_MB_S = 47.0
 #: Pretraining on a CPU (GFLOP/s per core): one process of one thread 39, two processes of one thread 27.5 each
 #: (``benchmarks/pretrain_throughput.py``, ``small`` configuration, 2026-11-25; docs/pretraining.md).
