@@ -97,8 +97,10 @@ cuda_tests() {  # tests/test_cuda.py: the fast tests, then inductor's compile (m
   for part in "not compiled" "compiled"; do
     limit=$([ "$part" = compiled ] && echo "$COMPILE_TIMEOUT" || echo "$TEST_TIMEOUT")
     say "CUDA tests: -k '$part' (at most ${limit}s)"
+    # -o addopts=: pyproject's addopts ask for pytest-xdist's workers (-n auto), which the GPU machines lack;
+    # the CUDA tests run one after another in one process
     CHORUSTIC_CUDA_TESTS_DEVICE=$DEVICE timeout "$limit" python3 -m pytest tests/test_cuda.py -m cuda -k "$part" \
-      -v --tb=short -p no:cacheprovider
+      -o addopts= -v --tb=short -p no:cacheprovider
     rc=$?; [ "$rc" = 0 ] || { echo; say "CUDA tests -k '$part' failed or timed out (exit $rc); going on"; }
   done
 }
