@@ -238,6 +238,23 @@ def test_compiled_stages_keep_compiling_past_torchs_recompile_limit():
     torch._dynamo.reset()
 
 
+def test_compiled_stages_keep_one_graph_when_sizes_that_were_equal_part():
+    """Sizes equal in the first call (3 slots of 3 group instances) are separate symbols: a call where they
+    differ reuses the graph (torch's duck sizing would guard on their equality and compile a second)."""
+    from torch._dynamo.testing import CompileCounter
+
+    torch._dynamo.reset()
+    model = randomized_chorustic(TINY).train()
+    counter = CompileCounter()
+    encode = model.compile_stages(backend=counter)["encode_chunk"]
+    g = torch.Generator().manual_seed(0)
+    for n, u in ((3, 3), (5, 2), (2, 4)):
+        tokens = torch.randn(n, u, 4, TINY.hidden_dim, generator=g)
+        torch.testing.assert_close(encode(tokens, None), model.signal_encoder.encode_chunk(tokens, None))
+        assert counter.frame_count == 1, (n, u)
+    torch._dynamo.reset()
+
+
 def test_train_config_compile_routes_the_step_through_the_compiled_stages():
     """``TrainConfig.compile`` compiles the stages (lazily), not the whole step; off by default."""
     from chorustic.training import TrainConfig

@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
+import torch.fx.experimental._config as fx_config
 from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
 
@@ -323,17 +324,20 @@ class ChorusTIC(nn.Module):
         state dict, inference and validation stay eager). Sizes are dynamic from the first call
         (``dynamic=True``; override with ``options``): rows, context sizes, slot counts and chunk tails
         reuse a handful of graphs instead of recompiling per episode shape, as compiling the whole
-        micro-batch computation would (its slot plan changes the code path every micro-batch); each
+        micro-batch computation would (its slot plan changes the code path every micro-batch); sizes that
+        happen to be equal in one call stay separate symbols (no duck sizing, which would recompile when they
+        part: a step of the tiny model compiles 11 graphs instead of 13); each
         stage may hold up to :data:`STAGE_RECOMPILE_LIMIT` graphs. Each compiled stage computes the
         same function (tests/test_model_training.py); inductor fuses the layout copies,
         normalisations, activations and small attentions between the matrix products.
         """
         se = self.signal_encoder
         opts = {"dynamic": True, **options}
-        # the limit is read when a call misses every cached graph: scope it to the calls of the stages
+        # both settings are read when a call misses every cached graph: scope them to the calls of the stages
         limit = torch._dynamo.config.patch(recompile_limit=STAGE_RECOMPILE_LIMIT)
+        no_duck = fx_config.patch(use_duck_shape=False)
         return {
-            name: limit(torch.compile(fn, **opts))
+            name: limit(no_duck(torch.compile(fn, **opts)))
             for name, fn in (
                 ("tokenize", se.patch_tokenizer.forward),
                 ("encode_chunk", se.encode_chunk),
