@@ -57,6 +57,7 @@ class DTW1NNEstimator(ContractClassifier):
 
     def _predict_proba(self, X):
         from aeon.distances import pairwise_distance
+        from aeon.utils.validation import check_n_jobs
 
         model = self.model_
         queries = model._preprocess_collection(X, store_metadata=False)  # as aeon's kneighbors takes them
@@ -68,7 +69,7 @@ class DTW1NNEstimator(ContractClassifier):
                                      n_jobs=self.n_jobs, **params)
 
         distances = PAIR_MEMO.distances(("dtw", self.window), series_digests(queries), self.context_digests_,
-                                        compute)
+                                        compute, lanes=check_n_jobs(self.n_jobs))
         for k, v in PAIR_MEMO.take_counts().items():
             self.run_info_[k] += v
         # the nearest as aeon's kneighbors picks it (n_neighbors=1: its partial selection of the smallest, row by

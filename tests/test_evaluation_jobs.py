@@ -267,6 +267,12 @@ PLUGINS = {
                 super().predict_proba(X)  # logs the call, stops in call $HALT_AT
                 Q = np.asarray(X).reshape(len(X), -1)
                 def compute(qi, ci):
+                    if os.environ.get("PAIRS_HALT_AT"):  # its call number $PAIRS_HALT_AT ($PAIRS_COUNT) stops it
+                        count = os.environ["PAIRS_COUNT"]
+                        n = int(open(count).read()) + 1 if os.path.exists(count) else 1
+                        open(count, "w").write(str(n))
+                        if n == int(os.environ["PAIRS_HALT_AT"]):
+                            raise RuntimeError("stopped in the middle of a chunk's distances")
                     with open(os.environ["PAIRS_LOG"], "a") as fh:
                         fh.write(f"{len(qi) * len(ci)}\\n")
                     return np.sqrt(((Q[qi][:, None] - self.X_[ci][None]) ** 2).sum(-1))
@@ -650,6 +656,36 @@ def test_a_stopped_job_keeps_its_pair_memo_and_computes_each_pair_once_over_its_
     assert full["extra"]["resumed_at_query"] == 80
     for a, b in zip(whole["runs"], again["runs"]):
         np.testing.assert_array_equal(read_result_file(a["result_file"]).proba, read_result_file(b["result_file"]).proba)
+
+
+def test_a_job_stopped_in_a_chunks_distances_keeps_the_blocks_of_queries_computed_before(
+        gunpoint, plugin_dir, tmp_path, monkeypatch, capsys):
+    """A chunk's distances can take an hour (1NN-DTW's 16 queries of MotorImagery on one thread): the pair memo
+    computes them in blocks of queries (here one query each, PAIR_BLOCK_S 0) and the job writes its memo file
+    after each, so a job stopped at its fifth query's distances keeps the four queries' before. Over both
+    attempts each pair is computed once, with the predictions of an uninterrupted job."""
+    monkeypatch.setattr("chorustic.methods.pair_memo.PAIR_BLOCK_S", 0.0)
+    monkeypatch.setattr("chorustic.evaluation.checkpoints.MEMO_WRITE_SHARE", 0.0)
+    _memo_job(gunpoint, plugin_dir, tmp_path, monkeypatch)  # its logs and SAVE_EVERY_S 0
+
+    def spec(results):
+        return dataclasses.replace(_spec(gunpoint, plugin_dir, tmp_path / results, "memo_nn", ["full"]),
+                                   fingerprint='{"code_sha256":"a"}')
+
+    whole = run_job(spec("whole"))
+    assert _pairs(tmp_path / "pairs.txt") == 150 * 50
+    monkeypatch.setenv("PAIRS_HALT_AT", "5")
+    monkeypatch.setenv("PAIRS_COUNT", str(tmp_path / "count"))
+    first = run_job(spec("res"))["runs"][0]
+    assert first["status"] == "failed" and "middle of a chunk's distances" in first["error"]
+    assert _pairs(tmp_path / "pairs.txt") == 4 * 50
+    monkeypatch.delenv("PAIRS_HALT_AT")
+    capsys.readouterr()
+    again = run_job(spec("res"))["runs"][0]
+    assert f"{4 * 50} distances computed by an earlier attempt are kept" in capsys.readouterr().err
+    assert _pairs(tmp_path / "pairs.txt") == 146 * 50 and again["status"] == "ok"
+    np.testing.assert_array_equal(read_result_file(whole["runs"][0]["result_file"]).proba,
+                                  read_result_file(again["result_file"]).proba)
 
 
 def test_a_stopped_job_keeps_its_embedding_memo_and_embeds_each_series_once_over_its_attempts(

@@ -61,6 +61,52 @@ def test_only_the_unknown_block_is_computed():
     assert counts == {"distances_computed": 6 * 5 + 6 * 3, "distances_reused": 6 * 5}
 
 
+def test_with_a_block_hook_the_unknown_queries_are_computed_and_kept_block_by_block(monkeypatch):
+    """The memo keeps each block's pairs and calls ``after_block`` (the job writes its file) once PAIR_BLOCK_S of
+    blocks are kept since its last call: the first block holds ``lanes`` queries, the next as many rounds of
+    ``lanes`` as fit in PAIR_BLOCK_S at the pace measured (a clock where a query costs 10 s on each of 2 lanes:
+    2, then 12 queries of 60 s each). The distances are those of one call; a block that fails leaves the
+    blocks before it kept."""
+    import chorustic.methods.pair_memo as pm
+
+    rng = np.random.default_rng(4)
+    train, test = rng.normal(size=(6, 3)), rng.normal(size=(31, 3))
+    dq, dc = series_digests(test), series_digests(train)
+    clock = [0.0]
+    monkeypatch.setattr(pm.time, "perf_counter", lambda: clock[0])
+    monkeypatch.setattr(pm, "PAIR_BLOCK_S", 60.0)
+
+    class Paced(Recorder):
+        fail_at = None
+
+        def __call__(self, qi, ci):
+            if len(self.calls) == self.fail_at:
+                raise RuntimeError("stopped")
+            clock[0] += 10.0 * len(qi) / 2  # two lanes at 10 s a query
+            return super().__call__(qi, ci)
+
+    memo = PairMemo(max_mb=1)
+    kept = []
+    memo.after_block = lambda: kept.append(memo.n_pairs)
+    rec = Paced(test, train)
+    np.testing.assert_array_equal(memo.distances("d", dq, dc, rec, lanes=2), _dist(test, train))
+    assert [len(qi) for qi, _ in rec.calls] == [2, 12, 12, 5]
+    assert kept == [14 * 6, 26 * 6]  # 70 s, then 60 s; the last 25 s are the caller's to save
+
+    memo = PairMemo(max_mb=1)
+    memo.after_block = lambda: None
+    rec = Paced(test, train)
+    rec.fail_at = 2  # the third block
+    with pytest.raises(RuntimeError):
+        memo.distances("d", dq, dc, rec, lanes=2)
+    assert memo.n_pairs == 14 * 6
+    memo.after_block = None  # without the hook: what is unknown, in one call
+    rec = Recorder(test, train)
+    np.testing.assert_array_equal(memo.distances("d", dq, dc, rec), _dist(test, train))
+    (qi, ci), = rec.calls
+    assert list(qi) == list(range(14, 31)) and list(ci) == list(range(6))
+
+
 def test_distances_are_kept_per_distance_key():
     rng = np.random.default_rng(2)
     train, test = rng.normal(size=(4, 3)), rng.normal(size=(3, 3))

@@ -457,11 +457,12 @@ def run_job(spec: JobSpec, *, resume: bool = False, log=None) -> dict[str, Any]:
     died (out of memory, time limit) after recording the context that killed it.
     """
     from chorustic.methods.embedding_memo import EMBEDDING_MEMO
+    from chorustic.methods.pair_memo import PAIR_MEMO
 
     try:
         return _run_job(spec, resume=resume, log=log)
     finally:
-        EMBEDDING_MEMO.after_batch = None  # the job's memo file is written by this job only
+        EMBEDDING_MEMO.after_batch = PAIR_MEMO.after_block = None  # a job's memo files: written by it only
 
 
 def _run_job(spec: JobSpec, *, resume: bool, log) -> dict[str, Any]:
@@ -589,9 +590,12 @@ def _run_job(spec: JobSpec, *, resume: bool, log) -> dict[str, Any]:
         if n_kept:
             log(f"[{spec.method}/{spec.dataset}] {n_kept} {kept_memo.keeps} computed by an earlier attempt are kept "
                 f"({kept_memo.path.name})")
-    # a frozen encoder's fit can embed for hours: its memo file is written as its batches finish, not only
-    # between prediction chunks (at most every SAVE_EVERY_S, as the chunks' writes)
-    EMBEDDING_MEMO.after_batch = functools.partial(_save_memo, kept["embedding"], log, f"[{spec.method}/{spec.dataset}]")
+    # a frozen encoder's fit can embed for hours, a chunk's distances take an hour: the memo files are
+    # written as the batches and blocks of queries finish, not only between prediction chunks (at most every
+    # SAVE_EVERY_S, as the chunks' writes)
+    tag = f"[{spec.method}/{spec.dataset}]"
+    EMBEDDING_MEMO.after_batch = functools.partial(_save_memo, kept["embedding"], log, tag)
+    PAIR_MEMO.after_block = functools.partial(_save_memo, kept["pair"], log, tag)
     if ds.standin is not None:  # random data of the dataset's shape: recorded, never collected as a result
         manifest["standin"] = ds.standin
     if ds.archive != spec.archive:

@@ -15,7 +15,7 @@ from chorustic.class_tree import class_tree_passes
 
 __all__ = [
     "CHECKPOINT_MIN_QUERIES", "CHECKPOINT_S", "CostModel", "EMBEDDING_MEMO_MB", "JobSize", "PAIR_MEMO_MB", "QUERY_MEMORY_MB",
-    "SERIES_CACHE_BYTES", "JOB_OVERHEAD_MB",
+    "PAIR_BLOCK_S", "SERIES_CACHE_BYTES", "JOB_OVERHEAD_MB",
     "MIN_WORKER_MB",
     "MIN_JOB_MEM_MB", "job_memory_problem",
 ]
@@ -58,6 +58,13 @@ CHECKPOINT_S = 600.0
 #: one query per thread at a time), so a chunk of fewer would leave threads idle (1NN-DTW's full context of
 #: MotorImagery, 5.6 hours by the model for 100 queries: 7 chunks of 16, not 34 of 3).
 CHECKPOINT_MIN_QUERIES = 16
+#: About how long (s) the job's pair memo computes distances before it keeps them and the job may write its
+#: memo file (:attr:`chorustic.methods.pair_memo.PairMemo.after_block`): a chunk's unknown pairs are computed
+#: in blocks of queries, the first as many as the job's threads, the next sized by the time per query measured
+#: so far, so a job stopped in the middle of a chunk (1NN-DTW's 16 queries of MotorImagery: an hour on one
+#: thread) computes again only the block it was in. The same distances: a pair's does not depend on the other
+#: series of the call that computed it.
+PAIR_BLOCK_S = 60.0
 #: The most memory (MB) one job keeps its (query, context series) distances in across its contexts
 #: (:class:`chorustic.methods.pair_memo.PairMemo`, 8 bytes per pair): the test split's pairs with every
 #: training series of ElectricDevices (7,711 x 8,926) or Crop (16,800 x 7,200) fit; InsectWingbeat's

@@ -14,21 +14,23 @@ float64 distances in one row per query series and is bounded (:data:`chorustic.m
 a constant like the query chunks, so a job's cost does not depend on the machine): a pair beyond the bound is
 computed each time it is needed, as without a memo. It lives in the evaluation worker's process, one job's
 contexts long, and is written to the job's memo file as it grows (:meth:`PairMemo.write`,
-:class:`chorustic.evaluation.checkpoints.KeptMemo`), so a job stopped and started again computes again
-only the pairs its earlier attempt computed after the file's last write.
+:class:`chorustic.evaluation.checkpoints.KeptMemo`), block by block of queries inside a chunk
+(:data:`chorustic.methods.cost.PAIR_BLOCK_S`), so a job stopped and started again computes again only the
+pairs its earlier attempt computed after the file's last write.
 """
 
 from __future__ import annotations
 
 import ast
 import functools
+import time
 import zipfile
 from collections.abc import Callable, Hashable, Sequence
-from typing import IO
+from typing import IO, Any
 
 import numpy as np
 
-from chorustic.methods.cost import PAIR_MEMO_MB
+from chorustic.methods.cost import PAIR_BLOCK_S, PAIR_MEMO_MB
 
 __all__ = ["PAIR_MEMO", "PairMemo"]
 
@@ -61,6 +63,9 @@ class PairMemo:
         self.reused = 0
         self.changes = 0
         """How many times pairs were kept (grows with every kept block; a written memo records the count)."""
+        #: Called after each block of queries :meth:`distances` computed, its pairs kept (the evaluation job
+        #: writes the memo file from it); None: nothing, and a call's unknown pairs are computed at once.
+        self.after_block: Callable[[], Any] | None = None
 
     @property
     def nbytes(self) -> int:
@@ -151,11 +156,15 @@ class PairMemo:
         return out
 
     def distances(self, key: Hashable, queries: Sequence[bytes], context: Sequence[bytes],
-                  compute: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> np.ndarray:
+                  compute: Callable[[np.ndarray, np.ndarray], np.ndarray], *, lanes: int = 1) -> np.ndarray:
         """The (len(queries), len(context)) distances of the series with these digests.
 
         ``compute(qi, ci)`` returns the float distances of queries ``qi`` (positions in ``queries``) to context
-        series ``ci`` (positions in ``context``), a ``(len(qi), len(ci))`` matrix."""
+        series ``ci`` (positions in ``context``), a ``(len(qi), len(ci))`` matrix. With :attr:`after_block`
+        set, the queries with unknown pairs are computed in blocks, each kept before the next: ``lanes``
+        queries first (those ``compute`` works on at once: the job's threads), then a multiple of ``lanes``
+        that takes about :data:`~chorustic.methods.cost.PAIR_BLOCK_S` at the pace measured so far; the hook
+        is called once blocks of at least that long are kept since its last call."""
         table = self._tables.setdefault(key, _Table())
         nq, nc = len(queries), len(context)
         col = np.fromiter((table.cols.get(d, -1) for d in context), dtype=np.int64, count=nc)
@@ -173,12 +182,27 @@ class PairMemo:
         if unknown.any():
             qi = np.flatnonzero(unknown.any(axis=1))
             ci = np.flatnonzero(unknown.any(axis=0))
-            block = np.asarray(compute(qi, ci), dtype=np.float64)
-            if block.shape != (qi.size, ci.size):
-                raise ValueError(f"PairMemo: compute returned {block.shape}, expected {(qi.size, ci.size)}")
-            out[np.ix_(qi, ci)] = block
-            self.computed += int(block.size)
-            self._keep(table, [queries[i] for i in qi], [context[j] for j in ci], block)
+            lanes = max(1, int(lanes))
+            start, step, spent, unsaid = 0, (lanes if self.after_block is not None else qi.size), 0.0, 0.0
+            while start < qi.size:
+                part = qi[start:start + step]
+                began = time.perf_counter()
+                block = np.asarray(compute(part, ci), dtype=np.float64)
+                took = time.perf_counter() - began
+                spent, unsaid = spent + took, unsaid + took
+                if block.shape != (part.size, ci.size):
+                    raise ValueError(f"PairMemo: compute returned {block.shape}, "
+                                     f"expected {(part.size, ci.size)}")
+                out[np.ix_(part, ci)] = block
+                self.computed += int(block.size)
+                self._keep(table, [queries[i] for i in part], [context[j] for j in ci], block)
+                start += part.size
+                if self.after_block is not None:
+                    if unsaid >= PAIR_BLOCK_S:  # blocks of a call that takes less go to the caller's save
+                        self.after_block()
+                        unsaid = 0.0
+                    # a round of lanes queries takes spent / start * lanes: as many as fit in PAIR_BLOCK_S
+                    step = lanes * max(1, int(PAIR_BLOCK_S * start / max(spent * lanes, 1e-9)))
         return out
 
     def _keep(self, table: _Table, queries: list[bytes], context: list[bytes], block: np.ndarray) -> None:
