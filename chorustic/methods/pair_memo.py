@@ -182,14 +182,15 @@ class PairMemo:
         if unknown.any():
             qi = np.flatnonzero(unknown.any(axis=1))
             ci = np.flatnonzero(unknown.any(axis=0))
-            lanes = max(1, int(lanes))
-            start, step, spent, unsaid = 0, (lanes if self.after_block is not None else qi.size), 0.0, 0.0
+            hook, lanes = self.after_block, max(1, int(lanes))
+            start, step = 0, (lanes if hook is not None else qi.size)
+            spent = since_hook = 0.0
             while start < qi.size:
                 part = qi[start:start + step]
                 began = time.perf_counter()
                 block = np.asarray(compute(part, ci), dtype=np.float64)
                 took = time.perf_counter() - began
-                spent, unsaid = spent + took, unsaid + took
+                spent, since_hook = spent + took, since_hook + took
                 if block.shape != (part.size, ci.size):
                     raise ValueError(f"PairMemo: compute returned {block.shape}, "
                                      f"expected {(part.size, ci.size)}")
@@ -197,12 +198,11 @@ class PairMemo:
                 self.computed += int(block.size)
                 self._keep(table, [queries[i] for i in part], [context[j] for j in ci], block)
                 start += part.size
-                if self.after_block is not None:
-                    if unsaid >= PAIR_BLOCK_S:  # blocks of a call that takes less go to the caller's save
-                        self.after_block()
-                        unsaid = 0.0
-                    # a round of lanes queries takes spent / start * lanes: as many as fit in PAIR_BLOCK_S
-                    step = lanes * max(1, int(PAIR_BLOCK_S * start / max(spent * lanes, 1e-9)))
+                if hook is not None:
+                    if since_hook >= PAIR_BLOCK_S:  # blocks of a call that takes less go to the caller's save
+                        hook()
+                        since_hook = 0.0
+                    step = _next_block(lanes, start, spent)
         return out
 
     def _keep(self, table: _Table, queries: list[bytes], context: list[bytes], block: np.ndarray) -> None:
@@ -229,6 +229,13 @@ class PairMemo:
                 row = table.rows[d] = np.concatenate([row, np.full(n_cols - row.size, np.nan)])
             row[col[known]] = block[i, known]
         self.changes += 1
+
+
+def _next_block(lanes: int, done: int, spent: float) -> int:
+    """The queries of the next block: as many rounds of ``lanes`` queries (computed at once) as fit in
+    :data:`~chorustic.methods.cost.PAIR_BLOCK_S` at the pace measured (``done`` queries in ``spent`` s)."""
+    round_s = spent / done * lanes
+    return lanes * max(1, int(PAIR_BLOCK_S / max(round_s, 1e-9)))
 
 
 def _write_member(zf: zipfile.ZipFile, name: str, arr: np.ndarray) -> None:

@@ -326,7 +326,7 @@ class ChorusTIC(nn.Module):
         reuse a handful of graphs instead of recompiling per episode shape, as compiling the whole
         micro-batch computation would (its slot plan changes the code path every micro-batch); sizes that
         happen to be equal in one call stay separate symbols (no duck sizing, which would recompile when they
-        part: a step of the tiny model compiles 11 graphs instead of 13); each
+        part: the tests' four episodes of the tiny model compile 11 graphs instead of 13); each
         stage may hold up to :data:`STAGE_RECOMPILE_LIMIT` graphs. Each compiled stage computes the
         same function (tests/test_model_training.py); inductor fuses the layout copies,
         normalisations, activations and small attentions between the matrix products.
