@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 MAX_WORKERS = 8
@@ -11,13 +9,14 @@ MAX_WORKERS = 8
 
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: pytest without it (the GPU machines) ignores it
 def pytest_xdist_auto_num_workers(config) -> int:
-    """``-n auto`` (pyproject.toml's addopts): a worker per CPU this process may run on (its affinity, which
-    containers and ``taskset`` narrow; xdist's own count is physical cores, one on a 2-vCPU hyperthreaded
-    runner), at most :data:`MAX_WORKERS` (each test's jobs run on up to 2 cores; every worker holds a few
-    hundred MB). Much of the suite waits on subprocesses (Snakemake, torchrun, a SLURM cluster, job
-    workers): on 2 cores, 2 workers ran it in 11 min 37 s against 21 min 34 s in one process."""
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(1, min(MAX_WORKERS, cpus))
+    """``-n auto`` (pyproject.toml's addopts): a worker per CPU this process may use (joblib's count: its
+    affinity and a container's CPU quota; xdist's own is physical cores, one on a 2-vCPU hyperthreaded
+    runner, and sees neither), at most :data:`MAX_WORKERS` (each test's jobs run on up to 2 cores; every
+    worker holds a few hundred MB). Much of the suite waits on subprocesses (Snakemake, torchrun, a SLURM
+    cluster, job workers): on 2 cores, 2 workers ran it in 11 min 37 s against 21 min 34 s in one process."""
+    import joblib
+
+    return max(1, min(MAX_WORKERS, joblib.cpu_count()))
 
 
 @pytest.fixture(scope="module")
