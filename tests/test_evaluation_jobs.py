@@ -224,20 +224,22 @@ PLUGINS = {
         chunky = import_plugin_module("chunky", __file__)
         Chunky = chunky.Chunky
 
+        def nth_call(count_file):
+            """This call's number, counted in ``count_file`` over the attempts' processes."""
+            n = int(open(count_file).read()) + 1 if os.path.exists(count_file) else 1
+            open(count_file, "w").write(str(n))
+            return n
+
         class Halting(Chunky):
             """Chunky, stopping in its call number $HALT_AT (counted in $HALT_COUNT) as a killed worker would."""
             def set_params(self, **params):  # the job's parameters, where a test gives the method some
                 return self
             def predict_proba(self, X):
-                if os.environ.get("HALT_AT"):
-                    count = os.environ["HALT_COUNT"]
-                    n = int(open(count).read()) + 1 if os.path.exists(count) else 1
-                    open(count, "w").write(str(n))
-                    if n == int(os.environ["HALT_AT"]):
-                        if os.environ.get("HALT_HOW") == "kill":
-                            import signal
-                            os.kill(os.getpid(), signal.SIGKILL)
-                        raise RuntimeError("stopped in the middle of the context")
+                if os.environ.get("HALT_AT") and nth_call(os.environ["HALT_COUNT"]) == int(os.environ["HALT_AT"]):
+                    if os.environ.get("HALT_HOW") == "kill":
+                        import signal
+                        os.kill(os.getpid(), signal.SIGKILL)
+                    raise RuntimeError("stopped in the middle of the context")
                 return super().predict_proba(X)
 
         @register
@@ -267,12 +269,10 @@ PLUGINS = {
                 super().predict_proba(X)  # logs the call, stops in call $HALT_AT
                 Q = np.asarray(X).reshape(len(X), -1)
                 def compute(qi, ci):
-                    if os.environ.get("PAIRS_HALT_AT"):  # its call number $PAIRS_HALT_AT ($PAIRS_COUNT) stops it
-                        count = os.environ["PAIRS_COUNT"]
-                        n = int(open(count).read()) + 1 if os.path.exists(count) else 1
-                        open(count, "w").write(str(n))
-                        if n == int(os.environ["PAIRS_HALT_AT"]):
-                            raise RuntimeError("stopped in the middle of a chunk's distances")
+                    # its call number $PAIRS_HALT_AT (counted in $PAIRS_COUNT) stops it
+                    if os.environ.get("PAIRS_HALT_AT") and \\
+                            halting.nth_call(os.environ["PAIRS_COUNT"]) == int(os.environ["PAIRS_HALT_AT"]):
+                        raise RuntimeError("stopped in the middle of a chunk's distances")
                     with open(os.environ["PAIRS_LOG"], "a") as fh:
                         fh.write(f"{len(qi) * len(ci)}\\n")
                     return np.sqrt(((Q[qi][:, None] - self.X_[ci][None]) ** 2).sum(-1))
