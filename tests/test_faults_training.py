@@ -17,6 +17,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -186,16 +187,36 @@ def test_prior_worker_killed_then_training_process_killed_then_resumed(tmp_path)
     assert [logged[s] for s in (step + 1, step + 2)] == losses[step : step + 2]  # exactly
 
 
-def test_a_dead_prior_worker_never_interrupts_a_save_or_a_step(tmp_path):
-    """A worker killed during a checkpoint: the save completes (torch's SIGCHLD handler would raise "DataLoader
-    worker ... is killed by signal" inside it), the next step is finished without the worker and saved, and
-    both states equal a reference run's."""
+def _micro_run(tmp_path: Path) -> tuple[ChorusTICConfig, TrainConfig, Trainer]:
+    """A trainer with one prior worker that checkpoints every 2 steps, small enough for this process."""
     mcfg = dataclasses.replace(ChorusTICConfig.tiny(), seq_len=32, num_patches=4, num_groups=2, group_size=2,
                                slot_dim=4)
     prior = PriorConfig(min_rows=12, max_rows=16, min_length=32, max_length=64, max_channels=3, max_classes=2)
     tcfg = TrainConfig(name="micro", steps=6, batch_size=8, micro_batch_size=4, checkpoint_every=2, val_every=100,
                        val_episodes=4, val_batch_size=4, log_every=1, prior=prior, num_workers=1)
-    tr = Trainer(mcfg, tcfg, tmp_path / "run", progress=False)
+    return mcfg, tcfg, Trainer(mcfg, tcfg, tmp_path / "run", progress=False)
+
+
+def _interrupted_at_step_3_as_the_reference(tmp_path: Path, mcfg, tcfg, tr: Trainer) -> None:
+    """Training ends with the worker's death named during step 3; the states of steps 2 and 3 are a reference
+    run's (the step was finished in this process with the data the worker would have made)."""
+    with pytest.raises(TrainingInterrupted, match=r"prior worker process \d+ was killed by SIGKILL .* step 3"):
+        tr.train()
+    assert tr.step == 3
+    ref = Trainer(mcfg, dataclasses.replace(tcfg, num_workers=0), tmp_path / "ref", progress=False)
+    for step in (1, 2, 3):
+        ref.train_step()
+        if step > 1:
+            expected = {"model": ref.model.state_dict(), "optimizer": ref.optimizer.state_dict()["state"],
+                        "scheduler": ref.scheduler.last_epoch}
+            _assert_state(tmp_path / "run" / "state" / f"step_{step:07d}.pt", expected, step)
+
+
+def test_a_dead_prior_worker_never_interrupts_a_save_or_a_step(tmp_path):
+    """A worker killed during a checkpoint: the save completes (torch's SIGCHLD handler would raise "DataLoader
+    worker ... is killed by signal" inside it), the next step is finished without the worker and saved, and
+    both states equal a reference run's."""
+    mcfg, tcfg, tr = _micro_run(tmp_path)
     before = {c.pid for c in psutil.Process().children()}
     save = tr.checkpoint
 
@@ -209,16 +230,41 @@ def test_a_dead_prior_worker_never_interrupts_a_save_or_a_step(tmp_path):
         save()
 
     tr.checkpoint = checkpoint_with_a_worker_death
-    with pytest.raises(TrainingInterrupted, match=r"prior worker process \d+ was killed by SIGKILL .* step 3"):
-        tr.train()
-    assert tr.step == 3
-    ref = Trainer(mcfg, dataclasses.replace(tcfg, num_workers=0), tmp_path / "ref", progress=False)
-    for step in (1, 2, 3):
-        ref.train_step()
-        if step > 1:
-            expected = {"model": ref.model.state_dict(), "optimizer": ref.optimizer.state_dict()["state"],
-                        "scheduler": ref.scheduler.last_epoch}
-            _assert_state(tmp_path / "run" / "state" / f"step_{step:07d}.pt", expected, step)
+    _interrupted_at_step_3_as_the_reference(tmp_path, mcfg, tcfg, tr)
+
+
+class _HandOverReset:
+    """A DataLoader iterator whose next hand-over fails as it does when its worker is killed in the middle of
+    one: the connection that passes the batch's shared memory is reset (ConnectionResetError), and the
+    worker's exit is reported a moment later."""
+
+    def __init__(self, batches, worker: psutil.Process):
+        self._batches, self._workers, self._worker = batches, batches._workers, worker
+
+    def __next__(self):
+        threading.Timer(0.2, self._worker.kill).start()
+        raise ConnectionResetError(104, "Connection reset by peer")
+
+    def _shutdown_workers(self) -> None:
+        self._batches._shutdown_workers()
+
+
+def test_a_worker_killed_while_it_hands_over_a_micro_batch_is_a_lost_worker(tmp_path):
+    """The hand-over's ConnectionResetError, raised before the worker's exit can be waited for (1 run in about
+    20 of the CLI test above): the worker's death is named, and step 3 is finished in this process as the
+    reference's."""
+    mcfg, tcfg, tr = _micro_run(tmp_path)
+    before = {c.pid for c in psutil.Process().children()}
+    save = tr.checkpoint
+
+    def checkpoint_then_a_reset_hand_over() -> None:
+        save()
+        if tr.step == 2:
+            (worker,) = [c for c in psutil.Process().children() if c.pid not in before]
+            tr._batches = _HandOverReset(tr._batches, worker)
+
+    tr.checkpoint = checkpoint_then_a_reset_hand_over
+    _interrupted_at_step_3_as_the_reference(tmp_path, mcfg, tcfg, tr)
 
 
 @pytest.mark.slow

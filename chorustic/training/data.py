@@ -36,7 +36,7 @@ from chorustic.processes import die_with_parent
 from chorustic.training.config import TrainConfig
 
 __all__ = ["MicroBatch", "EpisodeStream", "StreamLayout", "auto_workers", "dead_workers", "describe_exit",
-           "dropout_seed", "generate_micro_batch", "make_loader", "usable_cpus",
+           "dropout_seed", "generate_micro_batch", "make_loader", "settled_deaths", "usable_cpus",
            "worker_start_method"]
 
 _EPISODE, _SHAPE, _RSSC, _DROPOUT = 1, 2, 3, 4
@@ -249,6 +249,18 @@ def dead_workers(batches) -> dict[int, int]:
         code = w.exitcode  # polls (waitpid WNOHANG), as the DataLoader's own checks do
         if code is not None:
             gone[w.pid] = code
+    return gone
+
+
+def settled_deaths(batches, wait_s: float = 2.0) -> dict[int, int]:
+    """:func:`dead_workers` after an error that a worker's death can cause, waiting up to ``wait_s`` for the
+    exit to be reported: a killed process's connections are reset as it exits, a moment before it can be
+    waited for. Empty if no worker died within ``wait_s`` (the error was not a death)."""
+    import time
+
+    deadline = time.monotonic() + wait_s
+    while not (gone := dead_workers(batches)) and time.monotonic() < deadline:
+        time.sleep(0.01)
     return gone
 
 

@@ -66,7 +66,7 @@ from chorustic.io import atomic_open, atomic_write_json, remove_unfinished_write
 from chorustic.training.config import OPERATIONAL_FIELDS, TrainConfig
 from chorustic.training.curves import plot_curves, read_log
 from chorustic.training.data import (EpisodeStream, StreamLayout, auto_workers, dead_workers, describe_exit,
-                                     dropout_seed, make_loader)
+                                     dropout_seed, make_loader, settled_deaths)
 from chorustic.training.distributed import DistContext, context_from_env
 from chorustic.training.loss import query_cross_entropy
 from chorustic.training.validation import build_validation_set, evaluate, reference_accuracies
@@ -472,16 +472,22 @@ class Trainer:
         is finished with exactly the data it would have had."""
         if self._batches is not None:
             try:
-                self._awaiting_data = True
-                if dead_workers(self._batches):  # a death noticed while no data was awaited
-                    raise _WorkerLost()
-                return next(self._batches)
-            except (_WorkerLost, RuntimeError):
-                gone = dead_workers(self._batches)
+                try:
+                    self._awaiting_data = True
+                    if dead_workers(self._batches):  # a death noticed while no data was awaited
+                        raise _WorkerLost()
+                    batch = next(self._batches)
+                finally:  # SIGCHLD's _WorkerLost may also come here, before the flag is down: the except takes it
+                    self._awaiting_data = False
+                return batch
+            except (_WorkerLost, RuntimeError, OSError, EOFError):
+                # torch raises RuntimeError for a worker it found dead; a worker killed while it hands over a
+                # micro-batch breaks the hand-over of the batch's shared memory (the file descriptor is passed
+                # on a connection to the worker: ConnectionResetError, EOFError), possibly a moment before the
+                # kernel reports the worker's exit
+                gone = settled_deaths(self._batches)
                 if not gone:  # an error of the data itself (raised by a worker): not a lost worker
                     raise
-            finally:
-                self._awaiting_data = False
             where = f"rank {self.dist.rank}: " if self.dist.distributed else ""
             deaths = "; ".join(f"prior worker process {pid} {describe_exit(code)}" for pid, code in gone.items())
             self.fault = f"{where}{deaths} during step {self.step + 1}"
