@@ -53,6 +53,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from chorustic.class_tree import K_MAX
 from chorustic.hub import HubFile
 from chorustic.methods import CostModel, MethodInfo, MethodNotReady, register
 from chorustic.methods.estimators import ContractClassifier
@@ -438,25 +439,34 @@ class TabICLBase(HubMethod):
     #: paper's machine had 251 GiB for its four GPUs); and two days, a cluster's usual longest partition, for the
     #: feature-heavy tables on one GPU (tabicl_v2/DuckDuckGeese ~18 h by the estimated GPU speed-ups).
     resources: ClassVar[dict[str, Any]] = {"threads": 4, "mem_mb": 144000, "runtime": 2880, "gpu": 1}
-    #: Set from jobs on stand-ins with random weights of TabICL v1.1's architecture (benchmarks/archive_scale.py,
-    #: one CPU thread under the pinned numerics; benchmarks/results/archive_scale.md): Crop at 1 % took 84 CPU-s,
-    #: ShapesAll's shape at 10 % (60 + 60 rows of 512 features, 60 classes) 452; and one context of 20 + 20 rows of
-    #: 128-1,024 features (7-72 s) and of 7 + 7 rows of 1,024-4,096 (42, 109, 283 s; benchmarks/many_classes.py),
-    #: fitted by least squares within 0.96-1.09 (with the stages batched, within 0.76-1.04 of every v1 table of
-    #: 256-16,384 features, benchmarks/results/tabicl_memory.csv; v2 has its own terms): ~0.52 ms per value (the
-    #: members' column embeddings), ~25 ms per feature whatever the rows (per-column work), ~0.65 us per row and
-    #: pair of its features (the row interaction attends over every feature of a row: the square of the features,
-    #: which decides the flattened UEA datasets: PEMS-SF's 138,672 features, DuckDuckGeese's 363,150; that stage
-    #: alone took 60-67 ns per member, row and feature pair, 0.74-0.83 of this term's 81 per member, on one row of
-    #: 8,192 to 131,072 features, flat from 32,768: benchmarks/tabicl_memory.py --row-stage) and ~0.9 ms
-    #: per (context row, row) pair (ICL). Memory: the forward passes' (job_cost) on top of ~950 MB and 128 bytes per
-    #: value (tabicl's preprocessing: 4,000 rows of 1,024 features took 92 bytes per value to fit and 140 with the
-    #: ensemble's views of every row, model weights included; the 2 KB per value before came from one-shot passes).
-    #: Too few finished jobs to fit by --fit. On a GPU: the estimated gpu_speedup (and for the attention over
-    #: features, half-precision flash attention on a GPU's matrix units against ~27 GFLOP/s on a CPU thread,
-    #: gpu_speedup_feature_pairs) until one is measured.
-    cost: ClassVar[CostModel] = CostModel(time_job_s=20, time_base_s=2, time_ns_per_value=520_000,
-                                          time_ns_per_series_pair=900_000, time_ns_per_feature_pair=650,
+    #: Time: fitted (benchmarks/archive_scale.py --fit) on 11 jobs on stand-ins with random weights of TabICL v1.1's
+    #: architecture (one CPU thread under the pinned numerics; benchmarks/results/archive_scale.md: Crop, ShapesAll,
+    #: PenDigits, ElectricDevices and FordA at 1-10 % of their series, 25-424 CPU-s), within 0.69-1.44 of each:
+    #: ~16 ms per row of a context's table (the 8 members' passes of a row through the ICL transformer's projections
+    #: and MLPs), ~0.13 ms per value (the column embedding), and ~13 ms per query and pass of the class tree beyond
+    #: the first (tabicl decodes at most 10 classes and runs its ICL once per node of a balanced tree of the classes:
+    #: Crop's 24 classes take 4 passes, ShapesAll's 60 take 7). Three terms the fit keeps, measured on one context of
+    #: their own (benchmarks/tabicl_memory.py): ~7 us per (context row, row) pair, the ICL's attention of every row
+    #: to the context (one context of 1,000 and of 4,000 context rows with 200 queries of 8 features took 28 and
+    #: 177 CPU-s: 12 ms per row and 7.2 us per pair, as its FLOPs at ~27 GFLOP/s on a thread give; it decides a
+    #: context of thousands of rows: Crop's 7,200), ~25 ms per feature whatever the rows (per-column work), and
+    #: ~0.65 us per row and pair of its features (the row interaction attends over every feature of a row: the
+    #: square of the features, which decides the flattened UEA datasets: PEMS-SF's 138,672 features,
+    #: DuckDuckGeese's 363,150; that stage alone took 60-67 ns per member, row and feature pair, 0.74-0.83 of this
+    #: term's 81 per member, on one row of 8,192 to 131,072 features, flat from 32,768: benchmarks/tabicl_memory.py
+    #: --row-stage); one context of 20 + 20 rows of 128-1,024 features (7-72 s) and of 7 + 7 rows of 1,024-4,096
+    #: (42, 109, 283 s; benchmarks/many_classes.py) set the last two. Until 2026-11-30 the model was set by hand from
+    #: Crop and ShapesAll alone, both over 10 classes: their class tree's passes were charged as 0.9 ms per (context
+    #: row, row) pair, 3.6-11x PenDigits' jobs (10 classes) and 85x the one context of 4,000 rows.
+    #: Memory: the forward passes' (job_cost) on top of ~950 MB and 128 bytes per value (tabicl's preprocessing:
+    #: 4,000 rows of 1,024 features took 92 bytes per value to fit and 140 with the ensemble's views of every row,
+    #: model weights included; the 2 KB per value before came from one-shot passes); within 0.49-1.06 of the jobs.
+    #: On a GPU: the estimated gpu_speedup (and for the attention over features, half-precision flash attention on
+    #: a GPU's matrix units against ~27 GFLOP/s on a CPU thread, gpu_speedup_feature_pairs) until one is measured.
+    cost: ClassVar[CostModel] = CostModel(time_job_s=3.64, time_base_s=0, time_ns_per_value=127_000,
+                                          time_ns_per_series=16_000_000, time_ns_per_series_pair=7_000,
+                                          time_ns_per_tree_query=13_300_000, tree_max_classes=K_MAX,
+                                          time_ns_per_feature_pair=650,
                                           time_ns_per_feature=25_000_000, mem_base_mb=950, mem_bytes_per_value=128,
                                           gpu_speedup=100, gpu_speedup_feature_pairs=2000, parallel_fraction=0.91,
                                           context_per_call=True)

@@ -332,10 +332,17 @@ ALWAYS_FITTED = ("time_job_s", "mem_base_mb", "mem_bytes_per_value")
 #: per series and channel).
 KEPT = ("time_ns_per_input_value", "mem_bytes_per_row_point", "mem_bytes_per_query_pair", "time_ns_per_cell_spilled",
         "mem_bytes_per_memo_embedding")
+#: A method's own terms kept at its model's value besides :data:`KEPT`: what its jobs on stand-ins (at most a few
+#: hundred context rows and 512 features) cannot tell apart, measured on one context of their own
+#: (benchmarks/tabicl_memory.py): TabICL's attention over a row's features (the square of the flattened features)
+#: and its work per feature, and its ICL's attention of every row to the context rows, which a job's rows
+#: resemble at these sizes and which decides it beyond a few thousand context rows.
+KEPT_FOR = {m: ("time_ns_per_feature_pair", "time_ns_per_feature", "time_ns_per_series_pair")
+            for m in ("tabicl", "tabicl_v2")}
 
 
 def _fit_one(terms: "np.ndarray", measured: "np.ndarray", names: tuple[str, ...], current: dict[str, float],
-             upper: float) -> dict[str, float]:
+             upper: float, keep: tuple[str, ...] = KEPT) -> dict[str, float]:
     """Coefficients of ``names`` (those the current model uses, the model's form) that minimise the
     relative error of ``terms @ coef`` against ``measured`` (non-negative least squares), then scaled up
     where needed so that a job's request (``upper`` x the model: ``MEM_SAFETY``, ``TIME_SAFETY``) is at
@@ -343,10 +350,10 @@ def _fit_one(terms: "np.ndarray", measured: "np.ndarray", names: tuple[str, ...]
     import numpy as np
     from scipy.optimize import nnls
 
-    kept = [i for i, k in enumerate(names) if k in KEPT]
+    kept = [i for i, k in enumerate(names) if k in keep]
     rest = measured - terms[:, kept] @ np.array([current[names[i]] for i in kept]) if kept else measured
-    used = [i for i, k in enumerate(names) if (current[k] > 0 or k in ALWAYS_FITTED) and k not in KEPT]
-    coef = {k: (current[k] if k in KEPT else 0.0) for k in names}
+    used = [i for i, k in enumerate(names) if (current[k] > 0 or k in ALWAYS_FITTED) and k not in keep]
+    coef = {k: (current[k] if k in keep else 0.0) for k in names}
     if len(measured) > len(used):
         a = terms[:, used] / measured[:, None]
         scale = np.maximum(np.abs(a).max(axis=0), 1e-30)  # columns of ~1 for a well-conditioned solve
@@ -359,40 +366,40 @@ def _fit_one(terms: "np.ndarray", measured: "np.ndarray", names: tuple[str, ...]
         for i in used:
             coef[names[i]] = current[names[i]] * factor
     if len(measured) > 1:  # centred: one factor on the fitted terms that makes the worst ratio either way least
-        coef = _centred(terms, measured, names, coef)
+        coef = _centred(terms, measured, names, coef, keep)
     if upper:  # the fitted terms scaled where needed until every job's request (safety x the model) covers it
-        kept, fitted = _kept_and_fitted(terms, names, coef)
+        kept, fitted = _kept_and_fitted(terms, names, coef, keep)
         short = (measured / upper - kept) / np.maximum(fitted, 1e-9)
         factor = max(1.0, float(np.max(short, initial=1.0)))
-        coef = {k: v if k in KEPT else v * factor for k, v in coef.items()}
+        coef = {k: v if k in keep else v * factor for k, v in coef.items()}
     return coef
 
 
-def _kept_and_fitted(terms: "np.ndarray", names: tuple[str, ...],
-                     coef: dict[str, float]) -> tuple["np.ndarray", "np.ndarray"]:
-    """Each job's model split into its :data:`KEPT` terms and the fitted ones."""
+def _kept_and_fitted(terms: "np.ndarray", names: tuple[str, ...], coef: dict[str, float],
+                     keep: tuple[str, ...] = KEPT) -> tuple["np.ndarray", "np.ndarray"]:
+    """Each job's model split into its kept terms (``keep``) and the fitted ones."""
     import numpy as np
 
-    return (terms @ np.array([coef[k] if k in KEPT else 0.0 for k in names]),
-            terms @ np.array([0.0 if k in KEPT else coef[k] for k in names]))
+    return (terms @ np.array([coef[k] if k in keep else 0.0 for k in names]),
+            terms @ np.array([0.0 if k in keep else coef[k] for k in names]))
 
 
-def _centred(terms: "np.ndarray", measured: "np.ndarray", names: tuple[str, ...],
-             coef: dict[str, float]) -> dict[str, float]:
+def _centred(terms: "np.ndarray", measured: "np.ndarray", names: tuple[str, ...], coef: dict[str, float],
+             keep: tuple[str, ...] = KEPT) -> dict[str, float]:
     """``coef`` with its fitted (not :data:`KEPT`) terms times the factor that minimises the largest
     |log(measured / model)|: least squares weighs the typical job, the target (every job within 2x of its
     model) is about the worst one, so the band of ratios is centred on 1 (a spread under 4x fits in 2x)."""
     import numpy as np
     from scipy.optimize import minimize_scalar
 
-    kept, fitted = _kept_and_fitted(terms, names, coef)
+    kept, fitted = _kept_and_fitted(terms, names, coef, keep)
 
     def worst(log_k: float) -> float:
         return float(np.max(np.abs(np.log(measured / np.maximum(kept + np.exp(log_k) * fitted, 1e-9)))))
 
     best = minimize_scalar(worst, bounds=(-2.0, 2.0), method="bounded", options={"xatol": 1e-4})
     factor = float(np.exp(best.x)) if best.fun < worst(0.0) else 1.0
-    return {k: v if k in KEPT else v * factor for k, v in coef.items()}
+    return {k: v if k in keep else v * factor for k, v in coef.items()}
 
 
 def _literal(coef: dict[str, float], model) -> str:
@@ -463,7 +470,8 @@ def fit(csv_paths: list[Path], workdir: Path, figure: Path | None = None) -> str
         timed = np.array([r["status"] == "ok" for r in mine])
         sized = ~np.isnan(mbs)
         now = {k: getattr(model, k) for k in CostModel.TIME_COEFFICIENTS + CostModel.MEMORY_COEFFICIENTS}
-        new = {**_fit_one(t[timed], secs[timed], CostModel.TIME_COEFFICIENTS, now, TIME_SAFETY),
+        keep = KEPT + KEPT_FOR.get(method, ())
+        new = {**_fit_one(t[timed], secs[timed], CostModel.TIME_COEFFICIENTS, now, TIME_SAFETY, keep),
                **_fit_one(m[sized], np.maximum(mbs[sized] - extra[sized], 1.0), CostModel.MEMORY_COEFFICIENTS, now,
                          MEM_SAFETY)}
 
