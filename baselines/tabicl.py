@@ -53,7 +53,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from chorustic.class_tree import K_MAX
 from chorustic.hub import HubFile
 from chorustic.methods import CostModel, MethodInfo, MethodNotReady, register
 from chorustic.methods.estimators import ContractClassifier
@@ -61,6 +60,10 @@ from chorustic.methods.inputs import flatten_channels, series_lengths, to_fixed_
 from chorustic.methods.weights import HubMethod, cached, file_key, frozen, load_torch_checkpoint
 
 REPO_ID = "jingang/TabICL"
+
+#: The classes one ICL pass of TabICL (v1.1 and v2) decodes (the checkpoints' ``max_classes``); over it, tabicl
+#: runs its ICL once per node of a balanced tree of the classes, the tree of :mod:`chorustic.class_tree`.
+MAX_CLASSES = 10
 
 #: The column embeddings one forward pass may hold (MB): the ensemble batch and the query rows per pass are sized
 #: to it, the same on every machine.
@@ -448,14 +451,16 @@ class TabICLBase(HubMethod):
     #: Crop's 24 classes take 4 passes, ShapesAll's 60 take 7). Three terms the fit keeps, measured on one context of
     #: their own (benchmarks/tabicl_memory.py): ~7 us per (context row, row) pair, the ICL's attention of every row
     #: to the context (one context of 1,000 and of 4,000 context rows with 200 queries of 8 features took 28 and
-    #: 177 CPU-s: 12 ms per row and 7.2 us per pair, as its FLOPs at ~27 GFLOP/s on a thread give; it decides a
+    #: 177 CPU-s: 13.5 ms per row and 7.0 us per pair, as its FLOPs at ~27 GFLOP/s on a thread give; it decides a
     #: context of thousands of rows: Crop's 7,200), ~25 ms per feature whatever the rows (per-column work), and
     #: ~0.65 us per row and pair of its features (the row interaction attends over every feature of a row: the
     #: square of the features, which decides the flattened UEA datasets: PEMS-SF's 138,672 features,
     #: DuckDuckGeese's 363,150; that stage alone took 60-67 ns per member, row and feature pair, 0.74-0.83 of this
     #: term's 81 per member, on one row of 8,192 to 131,072 features, flat from 32,768: benchmarks/tabicl_memory.py
     #: --row-stage); one context of 20 + 20 rows of 128-1,024 features (7-72 s) and of 7 + 7 rows of 1,024-4,096
-    #: (42, 109, 283 s; benchmarks/many_classes.py) set the last two. Until 2026-11-30 the model was set by hand from
+    #: (42, 109, 283 s; benchmarks/many_classes.py) set the last two; with the per-value term of the jobs, the
+    #: tables of benchmarks/results/tabicl_memory.csv (7 + 7 to 300 + 100 rows of 256-16,384 features) take 0.91-1.39
+    #: of this model (`python benchmarks/tabicl_memory.py --fit benchmarks/results/tabicl_memory.csv`). Until 2026-11-30 the model was set by hand from
     #: Crop and ShapesAll alone, both over 10 classes: their class tree's passes were charged as 0.9 ms per (context
     #: row, row) pair, 3.6-11x PenDigits' jobs (10 classes) and 85x the one context of 4,000 rows.
     #: Memory: the forward passes' (job_cost) on top of ~950 MB and 128 bytes per value (tabicl's preprocessing:
@@ -465,7 +470,7 @@ class TabICLBase(HubMethod):
     #: a GPU's matrix units against ~27 GFLOP/s on a CPU thread, gpu_speedup_feature_pairs) until one is measured.
     cost: ClassVar[CostModel] = CostModel(time_job_s=3.64, time_base_s=0, time_ns_per_value=127_000,
                                           time_ns_per_series=16_000_000, time_ns_per_series_pair=7_000,
-                                          time_ns_per_tree_query=13_300_000, tree_max_classes=K_MAX,
+                                          time_ns_per_tree_query=13_300_000, tree_max_classes=MAX_CLASSES,
                                           time_ns_per_feature_pair=650,
                                           time_ns_per_feature=25_000_000, mem_base_mb=950, mem_bytes_per_value=128,
                                           gpu_speedup=100, gpu_speedup_feature_pairs=2000, parallel_fraction=0.91,

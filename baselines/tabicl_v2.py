@@ -32,7 +32,7 @@ class TabICLv2Method(_tabicl.TabICLBase):
     shared_tensors: ClassVar[float] = 0.5
     #: TabICL's form (baselines/tabicl.py), fitted on TabICLv2's own jobs: Crop, ShapesAll, PenDigits, ElectricDevices
     #: and FordA at 1-10 % of their series with random weights of the real architecture (benchmarks/archive_scale.py
-    #: --fit; benchmarks/results/archive_scale.md), within 0.73-1.35 of each. The terms the fit keeps, measured on one
+    #: --fit; benchmarks/results/archive_scale.md), within 0.72-1.39 of each. The terms the fit keeps, measured on one
     #: context of their own: ~8 us per (context row, row) pair (one context of 1,000 and of 4,000 context rows with 200
     #: queries of 8 features took 34 and 212 CPU-s; benchmarks/tabicl_memory.py), its work per feature whatever the
     #: rows, 3.5x v1.1's (one context of 7 + 7 rows of 2,048, 4,096 and 8,192 features took 246, 572 and 1,440
@@ -43,6 +43,6 @@ class TabICLv2Method(_tabicl.TabICLBase):
     #: a class's mixed-radix code (target-aware column embedding), which its fitted class-tree term absorbs. Its
     #: memory is v1.1's model; its own thread scaling (benchmarks/thread_scaling.py: 1.54x on 2 threads).
     cost: ClassVar[CostModel] = dataclasses.replace(
-        _tabicl.TabICLMethod.cost, parallel_fraction=0.70, time_job_s=5.59, time_ns_per_value=751_000,
-        time_ns_per_series=13_600_000, time_ns_per_series_pair=8_000, time_ns_per_tree_query=59_600_000,
+        _tabicl.TabICLMethod.cost, parallel_fraction=0.70, time_job_s=3.59, time_ns_per_value=671_000,
+        time_ns_per_series=17_500_000, time_ns_per_series_pair=8_000, time_ns_per_tree_query=62_700_000,
         time_ns_per_feature=_tabicl.TabICLMethod.cost.time_ns_per_feature * 3.5)

@@ -386,7 +386,7 @@ def _kept_and_fitted(terms: "np.ndarray", names: tuple[str, ...], coef: dict[str
 
 def _centred(terms: "np.ndarray", measured: "np.ndarray", names: tuple[str, ...], coef: dict[str, float],
              keep: tuple[str, ...] = KEPT) -> dict[str, float]:
-    """``coef`` with its fitted (not :data:`KEPT`) terms times the factor that minimises the largest
+    """``coef`` with its fitted terms (those not in ``keep``) times the factor that minimises the largest
     |log(measured / model)|: least squares weighs the typical job, the target (every job within 2x of its
     model) is about the worst one, so the band of ratios is centred on 1 (a spread under 4x fits in 2x)."""
     import numpy as np

@@ -10,6 +10,7 @@ lists the same faults.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -242,11 +243,15 @@ class _HandOverReset:
         self._batches, self._workers, self._worker = batches, batches._workers, worker
 
     def __next__(self):
-        threading.Timer(0.2, self._worker.kill).start()
+        threading.Timer(0.2, self._kill).start()
         raise ConnectionResetError(104, "Connection reset by peer")
 
     def _shutdown_workers(self) -> None:
         self._batches._shutdown_workers()
+
+    def _kill(self) -> None:
+        with contextlib.suppress(psutil.NoSuchProcess):  # gone already where the fetch failed without it
+            self._worker.kill()
 
 
 def test_a_worker_killed_while_it_hands_over_a_micro_batch_is_a_lost_worker(tmp_path):
