@@ -460,9 +460,10 @@ class TabICLBase(HubMethod):
     #: --row-stage); one context of 20 + 20 rows of 128-1,024 features (7-72 s) and of 7 + 7 rows of 1,024-4,096
     #: (42, 109, 283 s; benchmarks/many_classes.py) set the last two; with the per-value term of the jobs, the
     #: tables of benchmarks/results/tabicl_memory.csv (7 + 7 to 300 + 100 rows of 256-16,384 features) take 0.91-1.39
-    #: of this model (`python benchmarks/tabicl_memory.py --fit benchmarks/results/tabicl_memory.csv`). Until 2026-11-30 the model was set by hand from
-    #: Crop and ShapesAll alone, both over 10 classes: their class tree's passes were charged as 0.9 ms per (context
-    #: row, row) pair, 3.6-11x PenDigits' jobs (10 classes) and 85x the one context of 4,000 rows.
+    #: of this model (`python benchmarks/tabicl_memory.py --fit benchmarks/results/tabicl_memory.csv`). Until
+    #: 2026-11-30 the model was set by hand from Crop and ShapesAll alone, both over 10 classes: their class tree's
+    #: passes were charged as 0.9 ms per (context row, row) pair, 3.6-11x PenDigits' jobs (10 classes) and 85x the
+    #: one context of 4,000 rows.
     #: Memory: the forward passes' (job_cost) on top of ~950 MB and 128 bytes per value (tabicl's preprocessing:
     #: 4,000 rows of 1,024 features took 92 bytes per value to fit and 140 with the ensemble's views of every row,
     #: model weights included; the 2 KB per value before came from one-shot passes); within 0.49-1.06 of the jobs.
