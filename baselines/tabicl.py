@@ -24,13 +24,15 @@ and keeps the embeddings on the host beyond half of it; on a CPU it runs each st
 column embeddings and one stage's working memory: ``(members + shared_tensors) x rows x features x 512``
 bytes, ``shared_tensors`` 1 for v1.1 (it embeds the first member's table once and reorders a copy for each
 member) (measured: the 300 + 100 rows of 1,024 features took 1.4 GB above the process and 237 CPU-s instead
-of 332; benchmarks/results/archive_scale.md); ``members`` at most 4 of the 8, tabicl running the members of one
-normalisation together (:func:`ensemble_batch`). :func:`forward_plan` sizes each pass to :data:`WORK_MB` (a
+of 332; benchmarks/results/archive_scale.md), none beside a pass of one member (``shared_alone``: tabicl copies
+even a lone member's table, which the plugin has it embed as it is, :func:`embed_lone_tables_once`; the largest
+tables, which run one member at a time, hold half); ``members`` at most 4 of the 8, tabicl running the members of
+one normalisation together (:func:`ensemble_batch`). :func:`forward_plan` sizes each pass to :data:`WORK_MB` (a
 constant, so that the batches, and with them the float rounding, are the same on every machine;
 ``max_memory_mb`` sets another budget): the ensemble batch is halved first, then the query rows per pass are cut
 (query rows never attend to each other in TabICL, and the members are independent), but a pass keeps at least
 :data:`MIN_QUERY_FRACTION` of its context rows as queries (each pass embeds the context again). A table whose
-smallest pass needs more than the budget runs at that pass (FaceDetection: one member and all 3,524 queries, ~80 GB),
+smallest pass needs more than the budget runs at that pass (FaceDetection: one member and all 3,524 queries, ~40 GB),
 and the job's other contexts plan theirs within that pass's memory, which the job holds anyway (the harness sets
 ``job_pass_mb``, the largest pass of the job's contexts, :meth:`TabICLBase.job_params`; a fixed-shot or
 proportional context of FaceDetection then runs its queries in one pass, not 2-17).
@@ -96,25 +98,30 @@ NORM_METHODS = ("none", "power")
 
 
 def forward_plan(n_context: int, n_query: int, n_features: int, cell_bytes: float, members: int,
-                 budget_mb: float = WORK_MB, shared: float = 1.0) -> tuple[int, int, float]:
+                 budget_mb: float = WORK_MB, shared: float = 1.0,
+                 shared_alone: float | None = None) -> tuple[int, int, float]:
     """(ensemble members per pass, query rows per pass, the pass's MB) for ``n_context`` context rows and
     ``n_query`` query rows of ``n_features`` features: a pass of ``m`` members over the context and ``q`` query
-    rows holds ``(m + shared) x (n_context + q) x n_features`` column embeddings of ``cell_bytes``. Every
-    member and query at once when they fit ``budget_mb``; else the ensemble batch halved, then the query rows
-    cut, but not below ``MIN_QUERY_FRACTION`` of the context rows (the pass's MB may then exceed the budget)."""
+    rows holds ``(m + shared) x (n_context + q) x n_features`` column embeddings of ``cell_bytes``
+    (``shared_alone`` in place of ``shared`` for a pass of one member; None: ``shared``). Every member and query
+    at once when they fit ``budget_mb``; else the ensemble batch halved, then the query rows cut, but not below
+    ``MIN_QUERY_FRACTION`` of the context rows (the pass's MB may then exceed the budget)."""
     per_row_mb = n_features * cell_bytes / 2**20
     n_query = max(1, int(n_query))
     members = max(1, int(members))
 
+    def tables(m: int) -> float:
+        return m + (shared if m > 1 or shared_alone is None else shared_alone)
+
     def held(m: int, q: int) -> float:
-        return (m + shared) * (n_context + q) * per_row_mb
+        return tables(m) * (n_context + q) * per_row_mb
 
     while members > 1 and held(members, n_query) > budget_mb:
         members = max(1, members // 2)
     chunk = n_query
     if held(members, chunk) > budget_mb:
         least = max(1, math.ceil(n_context * MIN_QUERY_FRACTION))
-        fits = int(budget_mb / max((members + shared) * per_row_mb, 1e-12)) - n_context
+        fits = int(budget_mb / max(tables(members) * per_row_mb, 1e-12)) - n_context
         chunk = min(n_query, max(least, fits))
     return members, chunk, held(members, chunk)
 
@@ -133,6 +140,19 @@ def ensemble_batch(n_estimators: int, batch_size: int, n_norm_methods: int = len
     4 with one normalisation, then 4 with the other)."""
     per_group = math.ceil(max(1, int(n_estimators)) / max(1, int(n_norm_methods)))
     return max(1, min(int(batch_size), per_group))
+
+
+def column_embedding_factor(n_estimators: int, members: int, reorders: bool) -> int:
+    """How many times over the cost model's a context's column embedding runs where its passes hold ``members``
+    ensemble members. The model's per-value term was fitted on passes of one normalisation's members each
+    (:func:`ensemble_batch`: 4 of 8). v1.1 (``reorders``) embeds one table per pass and reorders it for the pass's
+    other members, so passes of fewer members embed it more often: 4 times at one member a pass (v1.1, 1,000 + 300
+    rows of 512 features: 599-633 CPU-s at one member a pass, 349 by the model without this). v2 embeds every
+    member's own table whatever the pass (feature groups)."""
+    if not reorders:
+        return 1
+    group = ensemble_batch(n_estimators, n_estimators)
+    return math.ceil(group / max(1, min(int(members), group)))
 
 
 def pass_budget(max_memory_mb: float | None, job_pass_mb: float | None) -> float:
@@ -263,6 +283,33 @@ def budget_stages(model, budget_mb: float) -> None:
         mgr.budget_mb = float(budget_mb)
 
 
+@functools.cache
+def _lone_table_embedder_class(base: type) -> type:
+    """tabicl's column embedder ``base``, embedding a pass of one table as it is (:func:`embed_lone_tables_once`)."""
+
+    class LoneTableEmbedder(base):
+        lone_tables_once = True
+
+        def _inference_forward(self, X, y_train, embed_with_test=False, feature_shuffles=None, mgr_config=None):
+            if feature_shuffles is not None and X.shape[0] == 1:
+                feature_shuffles = None
+            return super()._inference_forward(X, y_train, embed_with_test, feature_shuffles, mgr_config)
+
+    return LoneTableEmbedder
+
+
+def embed_lone_tables_once(model) -> None:
+    """Let a TabICL ``model``'s column embedder hold a pass of one ensemble member once. Given the members' feature
+    orders, tabicl embeds the first member's table and fills a reordered copy for every member of the pass, so
+    that even a pass of one member holds its column embeddings twice (FaceDetection's: ~43 GB each). Each member's
+    table already comes in its own order (the ensemble's shuffled columns), and without the orders tabicl embeds
+    the table as it is: the same embeddings, held once. (With feature groups, v2, tabicl does not use the
+    orders.)"""
+    embedder = model.col_embedder
+    if not getattr(embedder, "lone_tables_once", False):
+        embedder.__class__ = _lone_table_embedder_class(type(embedder))
+
+
 def _tabicl_classifier_class():
     from tabicl import TabICLClassifier
 
@@ -285,10 +332,11 @@ class FlattenedTabICLClassifier(ContractClassifier):
     None: as many query rows per forward as the budget allows; ``max_memory_mb``: the budget of a forward
     pass in MB (None: :data:`WORK_MB`, or ``job_pass_mb`` where that is more; a table whose smallest pass
     needs more is refused). A pass never plans beyond the memory available to the job (on a GPU: the device's
-    free memory). ``checkpoint_version`` (the checkpoint's file name) and ``shared_tensors`` are fixed by each
-    plugin; ``job_pass_mb``, the largest pass of the job's contexts (usually its largest context's), is set by
-    the harness from the job's contexts (:meth:`TabICLBase.job_params`): the job asks for that memory anyway, so
-    every context plans its passes within it instead of within :data:`WORK_MB`.
+    free memory). ``checkpoint_version`` (the checkpoint's file name), ``shared_tensors`` and ``shared_alone``
+    (:func:`forward_plan`) are fixed by each plugin; ``job_pass_mb``, the largest pass of the job's contexts
+    (usually its largest context's), is set by the harness from the job's contexts (:meth:`TabICLBase.job_params`):
+    the job asks for that memory anyway, so every context plans its passes within it instead of within
+    :data:`WORK_MB`.
     """
 
     def __init__(
@@ -307,6 +355,7 @@ class FlattenedTabICLClassifier(ContractClassifier):
         n_jobs: int = 1,
         verbose: bool = False,
         shared_tensors: float = 1.0,
+        shared_alone: float | None = None,
         job_pass_mb: float | None = None,
     ):
         self.checkpoint = checkpoint
@@ -323,6 +372,7 @@ class FlattenedTabICLClassifier(ContractClassifier):
         self.n_jobs = n_jobs
         self.verbose = verbose
         self.shared_tensors = shared_tensors
+        self.shared_alone = shared_alone
         self.job_pass_mb = job_pass_mb
 
     def _rows(self, X) -> np.ndarray:
@@ -365,7 +415,7 @@ class FlattenedTabICLClassifier(ContractClassifier):
         queries = min(n_query, int(self.query_chunk_size)) if self.query_chunk_size else n_query
         members = ensemble_batch(self.n_estimators, self.batch_size)
         members, chunk, held = forward_plan(self.n_context_, queries, n_feat, cell, members, budget,
-                                            float(self.shared_tensors))
+                                            float(self.shared_tensors), self.shared_alone)
         if held > have:
             raise MemoryError(
                 f"TabICL on {self.n_context_} context rows x {n_feat} features (channels x length, flattened) "
@@ -413,6 +463,7 @@ class FlattenedTabICLClassifier(ContractClassifier):
         members, chunk = self._plan(F.shape[0])
         self.model_.batch_size = members
         budget_stages(self.model_.model_, STAGE_MB)
+        embed_lone_tables_once(self.model_.model_)
         self.run_info_.update({"ensemble_batch": members, "query_chunk": chunk,
                                "stage_mb": round(stage_mb(self.n_features_), 3),
                                "query_passes": query_passes(F.shape[0], chunk), "job_pass_mb": self.job_pass_mb,
@@ -431,14 +482,21 @@ class TabICLBase(HubMethod):
     checkpoint_file: ClassVar[str]
     estimator = FlattenedTabICLClassifier
     fixed_params: ClassVar[dict[str, Any]] = {"checkpoint_version": None,  # the plugin's checkpoint_file
-                                              "shared_tensors": None,  # and its shared_tensors
+                                              "shared_tensors": None,  # its shared_tensors
+                                              "shared_alone": None,  # and shared_alone
                                               "job_pass_mb": None}  # the harness's (job_params)
     #: The column embeddings a forward pass holds besides one per ensemble member (module docstring): v1.1
     #: embeds the first member's table once and reorders a copy of it for each member of the pass.
     shared_tensors: ClassVar[float] = 1.0
+    #: Those beside a pass of one member (None: ``shared_tensors``): v1.1's lone member is embedded from its own
+    #: table, without the copy (:func:`embed_lone_tables_once`).
+    shared_alone: ClassVar[float | None] = 0.0
+    #: Whether a pass embeds one table and reorders it for its other members (v1.1), so that passes of fewer members
+    #: embed the context's columns more often (:func:`column_embedding_factor`).
+    reorders: ClassVar[bool] = True
     weights_param = "checkpoint"
-    #: Ceilings: the column embeddings of the largest flattened tables on the host of a GPU job (v1.1 on
-    #: FaceDetection holds ~80 GB and asks for 138 GB with the safety margin, MotorImagery 120 GB; job_cost; the
+    #: Ceilings: the column embeddings of the largest flattened tables on the host of a GPU job (on FaceDetection
+    #: TabICLv2 holds ~60 GB and asks for 108 GB with the safety margin, v1.1 78 GB; job_cost; the
     #: paper's machine had 251 GiB for its four GPUs); and two days, a cluster's usual longest partition, for the
     #: feature-heavy tables on one GPU (tabicl_v2/DuckDuckGeese ~18 h by the estimated GPU speed-ups).
     resources: ClassVar[dict[str, Any]] = {"threads": 4, "mem_mb": 144000, "runtime": 2880, "gpu": 1}
@@ -482,7 +540,7 @@ class TabICLBase(HubMethod):
 
     def resolve(self, params: dict[str, Any]) -> dict[str, Any]:
         return {**super().resolve(params), "checkpoint_version": self.checkpoint_file,
-                "shared_tensors": self.shared_tensors}
+                "shared_tensors": self.shared_tensors, "shared_alone": self.shared_alone}
 
     def _pass_plan(self, context, budget_mb: float | None = None, **params: Any) -> tuple[int, int, float]:
         """:func:`forward_plan` as :meth:`FlattenedTabICLClassifier._plan` makes it for one ``context`` (a
@@ -493,7 +551,16 @@ class TabICLBase(HubMethod):
         members = ensemble_batch(int(p.get("n_estimators", 8)), int(p.get("batch_size", 8)))
         budget = float(budget_mb or p.get("max_memory_mb") or WORK_MB)
         return forward_plan(context.n_train, chunk, context.n_channels * context.length, cell_bytes(), members,
-                            budget, self.shared_tensors)
+                            budget, self.shared_tensors, self.shared_alone)
+
+    def repeated_embedding_s(self, context, members: int, again: int = 0, **params: Any) -> float:
+        """The time (s, one thread) a ``context``'s column embedding takes beyond the cost model's where its passes
+        hold ``members`` ensemble members (:func:`column_embedding_factor`), over its rows and the ``again``
+        context rows its later query passes embed once more."""
+        model = self.cost_model(**params)
+        extra = column_embedding_factor(int(self.params(params).get("n_estimators", 8)), members, self.reorders) - 1
+        rows = context.n_train + context.n_test + again
+        return extra * model.time_ns_per_value * rows * context.n_channels * context.length / 1e9
 
     def _job_pass_mb(self, size, **params: Any) -> float:
         """The largest pass of the job's contexts, each planned on its own (MB; 0 without a context): usually the
@@ -512,7 +579,8 @@ class TabICLBase(HubMethod):
         contexts: the column embeddings of the largest context's pass (:func:`forward_plan`, ``embed_dim`` 128)
         and one stage's working memory (:func:`stage_mb`); and where a context's queries take several passes
         (each context plans within the largest one's, :meth:`job_params`), each pass after the first embeds the
-        context again, costed as that many more query rows."""
+        context again, costed as that many more query rows; and where a pass holds fewer ensemble members than one
+        normalisation's, v1.1's column embedding runs once per pass (:meth:`repeated_embedding_s`)."""
         model = self.cost_model(**params)
         mem, seconds = super().job_cost(size, **params)
         budget = pass_budget(self.params(params).get("max_memory_mb"),
@@ -522,12 +590,13 @@ class TabICLBase(HubMethod):
         for c in size.contexts():
             if c.n_train == 0:
                 continue
-            _, chunk, pass_mb = self._pass_plan(c, budget, **params)
+            members, chunk, pass_mb = self._pass_plan(c, budget, **params)
             held = max(held, pass_mb)
             again = (query_passes(c.n_test, chunk) - 1) * c.n_train
             if again:
                 seconds += (model.estimate(dataclasses.replace(c, n_test=c.n_test + again), band=band)[1]
                             - model.estimate(c, band=band)[1])
+            seconds += self.repeated_embedding_s(c, members, again, **params)
         return mem + held + stage_mb(size.n_channels * size.length), seconds
 
     def load(self, params: dict[str, Any], resolved: dict[str, Any]) -> None:

@@ -119,7 +119,7 @@ def modelled_mb(version: str, n_ctx: int, n_q: int, features: int, members: int,
     method = _method(version)
     plugin = sys.modules[type(_method("v1")).__module__]  # the module with the pass plan
     _, _, held = plugin.forward_plan(n_ctx, n_q, features, plugin.cell_bytes(), plugin.ensemble_batch(8, members),
-                                     1e9, method.shared_tensors)
+                                     1e9, method.shared_tensors, method.shared_alone)
     stage = plugin.stage_mb(features) if mode == "budget" else float("nan")
     values = method.cost.mem_bytes_per_value * (n_ctx + n_q) * features / 2**20
     return method.cost.mem_base_mb + values + held + stage
@@ -135,10 +135,14 @@ def _context_terms(version: str, n_ctx: int, n_q: int, features: int):
     return model, CostModel.TIME_COEFFICIENTS[2:], tuple(terms[2:])
 
 
-def modelled_s(version: str, n_ctx: int, n_q: int, features: int) -> float:
+def modelled_s(version: str, n_ctx: int, n_q: int, features: int, members: int = 8) -> float:
     """The CPU seconds of one thread the plugin's cost model gives this table's fit and prediction (one context,
-    every query, one pass): its per-context terms."""
-    return _method(version).cost.context_seconds(_table_size(n_ctx, n_q, features))
+    every query, one pass, ``members`` a pass at most): its per-context terms and the column embeddings its passes
+    repeat (``TabICLBase.repeated_embedding_s``)."""
+    method = _method(version)
+    plugin = sys.modules[type(_method("v1")).__module__]  # the module with the pass plan
+    size = _table_size(n_ctx, n_q, features)
+    return method.cost.context_seconds(size) + method.repeated_embedding_s(size, plugin.ensemble_batch(8, members))
 
 
 def fit(paths: list[str]) -> int:
@@ -269,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
                 r = measure(ckpt, n_ctx, n_q, features, members, mode)
                 model = modelled_mb(version, n_ctx, n_q, features, members, mode)
                 ratio = r["peak_mb"] / model if model == model else float("nan")
-                seconds = modelled_s(version, n_ctx, n_q, features)
+                seconds = modelled_s(version, n_ctx, n_q, features, members)
                 print(f"| {version} | {n_ctx} + {n_q} x {features} | {r['ensemble_batch']} | {mode} | {r['cpu_s']:.0f} "
                       f"| {seconds:.0f} | {r['cpu_s'] / seconds:.2f} | {r['before_mb']:.0f} | {r['peak_mb']:.0f} "
                       f"| {model:.0f} | {ratio:.2f} |", flush=True)

@@ -181,9 +181,10 @@ def test_tabicl_chunks_queries_to_fit_memory_and_refuses_impossible_tables(disco
     Xq, _ = make_data("native", 30, 2, seed=11)
     full = method.build(seed=0, **params).fit(X, y)
     p_full = full.predict_proba(Xq)
-    # a row's column embeddings: 128 features x 16 dims x 4 B = 8 KiB per member, and v1.1 holds one more table
-    # than its members; 0.7 MiB holds one member's pass (2 tables) over the 20 context rows and 24 of the 30 queries
-    tight = method.build(seed=0, **{**params, "max_memory_mb": 0.7}).fit(X, y)
+    # a row's column embeddings: 128 features x 16 dims x 4 B = 8 KiB per member (v1.1 holds one more table than
+    # its members where a pass has several); 0.35 MiB holds one member's pass over the 20 context rows and 24 of
+    # the 30 queries
+    tight = method.build(seed=0, **{**params, "max_memory_mb": 0.35}).fit(X, y)
     p_tight = tight.predict_proba(Xq)
     assert tight.run_info_["ensemble_batch"] == 1 and tight.run_info_["query_chunk"] == 24
     assert tight.run_info_["query_passes"] == 2
@@ -204,7 +205,7 @@ def test_tabicl_sizes_its_passes_to_a_fixed_budget_not_to_the_machine(discovery,
         monkeypatch.setitem(tabicl, "available_memory_mb", lambda free_mb=free_mb: free_mb)
         plans.append(est._plan(30))
     assert plans[0] == plans[1] == (2, 30)  # the members of a normalisation (4 / 2) and every query: 1.2 MB
-    monkeypatch.setitem(tabicl, "WORK_MB", 0.7)  # rows of 8 KiB x 2 tables: one member, 24 queries per pass
+    monkeypatch.setitem(tabicl, "WORK_MB", 0.35)  # rows of 8 KiB, one member's table: 24 queries per pass
     cut = []
     for free_mb in (4_000, 400_000):
         monkeypatch.setitem(tabicl, "available_memory_mb", lambda free_mb=free_mb: free_mb)
@@ -213,11 +214,11 @@ def test_tabicl_sizes_its_passes_to_a_fixed_budget_not_to_the_machine(discovery,
     est.set_params(job_pass_mb=1.5)  # the job's largest context holds 1.5 MB anyway: this one plans within it
     assert est._plan(30) == (2, 30) and est.pass_budget_mb_ == 1.5
     monkeypatch.setitem(tabicl, "available_memory_mb", lambda: 1.5 + tabicl["STAGE_MB"] - 0.1)  # less than it asked
-    assert est._plan(30) == (1, 24) and est.pass_budget_mb_ == 0.7  # each context within WORK_MB, as alone
+    assert est._plan(30) == (1, 24) and est.pass_budget_mb_ == 0.35  # each context within WORK_MB, as alone
     # rows so wide that one row of the row interaction holds 100 MB more than STAGE_MB: the passes plan beside it
     monkeypatch.setitem(tabicl, "ROW_STAGE_BYTES_PER_FEATURE", (tabicl["STAGE_MB"] + 100) * 2**20 / est.n_features_)
     monkeypatch.setitem(tabicl, "available_memory_mb", lambda: 1.5 + tabicl["STAGE_MB"] + 100 - 0.1)
-    assert est._plan(30) == (1, 24) and est.pass_budget_mb_ == 0.7  # room beside STAGE_MB, not beside the row
+    assert est._plan(30) == (1, 24) and est.pass_budget_mb_ == 0.35  # room beside STAGE_MB, not beside the row
     monkeypatch.setitem(tabicl, "available_memory_mb", lambda: 1.5 + tabicl["STAGE_MB"] + 100.1)
     assert est._plan(30) == (2, 30) and est.pass_budget_mb_ == 1.5
 
@@ -251,7 +252,14 @@ def test_forward_plan_halves_the_ensemble_then_cuts_the_queries_but_not_below_th
     # the queries are never cut below the context rows (each pass embeds the context again): over the budget
     assert tabicl.forward_plan(10, 30, 1, mb, 8, budget_mb=5) == (1, 10, 40)
     assert tabicl.forward_plan(10, 3, 1, mb, 8, budget_mb=5)[1] == 3
+    # v1.1's lone member holds its own table only (shared_alone=0): its 40 rows fit 50 MB, where 2 tables did not
+    assert tabicl.forward_plan(10, 30, 1, mb, 8, budget_mb=50, shared_alone=0) == (1, 30, 40)
+    assert tabicl.forward_plan(10, 30, 1, mb, 8, budget_mb=20, shared_alone=0) == (1, 10, 20)  # 20 rows of a table
+    assert tabicl.forward_plan(10, 30, 1, mb, 2, budget_mb=30, shared_alone=0) == (1, 20, 30)  # 2 members: 3 tables
     assert tabicl.query_passes(30, 10) == 3 and tabicl.query_passes(30, 30) == 1
+    # v1.1 embeds one table a pass: its model's passes hold a normalisation's 4 of 8 members
+    assert [tabicl.column_embedding_factor(8, m, True) for m in (8, 4, 2, 1)] == [1, 1, 2, 4]
+    assert tabicl.column_embedding_factor(8, 1, False) == 1  # v2: every member's table anyway
 
 
 def test_tabicl_stages_batch_on_a_cpu_within_their_budget_and_predict_the_same(discovery, assets, monkeypatch):
@@ -282,6 +290,44 @@ def test_tabicl_stages_batch_on_a_cpu_within_their_budget_and_predict_the_same(d
     split = est.predict_proba(Xq)
     assert calls.count("tf_col") > whole_calls.count("tf_col") and calls.count("tf_row") > whole_calls.count("tf_row")
     assert np.allclose(whole, split, atol=1e-5)
+
+
+def test_tabicl_embeds_a_lone_members_table_once_with_tabicls_own_probabilities(discovery, monkeypatch, tmp_path):
+    """v1.1's layout (no feature groups): given the members' feature orders, tabicl embeds the first member's table
+    and fills a reordered copy for every member of the pass, two copies where the pass has one member. The plugin
+    has a lone member's table embedded as it is: its column embedder gets no orders for a pass of one member (it
+    still does for a pass of several), and the probabilities are bit for bit those of tabicl's own path."""
+    from chorustic.testing.checkpoints import write_tabicl
+
+    ckpt = write_tabicl(tmp_path / "tabicl-classifier-v1.1-20250506.ckpt", col_feature_group=False,
+                        col_target_aware=False, col_ssmax="none", icl_ssmax="none")
+    method = discovery.get("tabicl")
+    tabicl = type(method).estimator._plan.__globals__  # the plugin module this method's code reads
+    X, y = make_data("native", 20, 3, seed=10)
+    Xq, _ = make_data("native", 9, 3, seed=11)
+    seen = []
+
+    def run(batch):
+        seen.clear()
+        est = method.build(seed=0, **method.params({"checkpoint": str(ckpt), "batch_size": batch})).fit(X, y)
+        return est.predict_proba(Xq), est.model_.model_.col_embedder
+
+    lone, embedder = run(1)
+    tabicls = type(embedder).__mro__[1]  # tabicl's ColEmbedding
+    original = tabicls._inference_forward
+
+    def spy(self, X, y_train, embed_with_test=False, feature_shuffles=None, mgr_config=None):
+        seen.append((X.shape[0], feature_shuffles is None))
+        return original(self, X, y_train, embed_with_test, feature_shuffles, mgr_config)
+
+    monkeypatch.setattr(tabicls, "_inference_forward", spy)
+    assert np.array_equal(run(1)[0], lone) and seen and set(seen) == {(1, True)}  # the lone table, no orders
+    run(8)
+    assert seen and set(seen) == {(4, False)}  # four members a pass: tabicl's copies, as before
+    monkeypatch.setitem(tabicl, "embed_lone_tables_once", lambda model: None)
+    embedder.__class__ = tabicls  # tabicl's own path (the model is cached per checkpoint file)
+    own, _ = run(1)
+    assert set(seen) == {(1, False)} and np.array_equal(own, lone)
 
 
 def test_tabicl_cost_asks_for_what_its_passes_hold(discovery):
@@ -323,23 +369,27 @@ def test_tabicl_cost_holds_one_row_of_its_row_interaction_beyond_the_stage_budge
 
 
 def test_tabicl_cost_charges_each_pass_its_context_again(discovery):
-    """100 context rows of 4,096 features and 1,000 queries: one member's pass over them all would hold 8.6 GB,
-    so the queries go 412 per pass (2 tables x 512 rows x 4 MB each = WORK_MB): three passes, and the two after
-    the first embed the 100 context rows again, which the job's time charges as 200 more query rows."""
+    """100 context rows of 4,096 features and 1,000 queries: one member's pass over them all would hold 2.2 GB,
+    so the queries go 924 per pass (one member's table of 1,024 rows x 2 MB = WORK_MB): two passes, and the
+    second embeds the 100 context rows again, which the job's time charges as 100 more query rows. And v1.1 embeds
+    one table per pass: at one member a pass, its 1,200 rows' columns 4 times as often as the model's passes of a
+    normalisation's 4 members; TabICLv2 embeds every member's table anyway."""
     from chorustic.methods.cost import JobSize
 
-    method = discovery.get("tabicl")
+    method, v2 = discovery.get("tabicl"), discovery.get("tabicl_v2")
     size = JobSize(n_train=100, n_test=1000, n_channels=1, length=4096)
-    assert method._pass_plan(size)[:2] == (1, 412)
+    assert method._pass_plan(size)[:2] == (1, 924) and v2._pass_plan(size)[:2] == (1, 582)
     _, seconds = method.job_cost(size)
-    one, more = method.cost.estimate(size)[1], method.cost.estimate(dataclasses.replace(size, n_test=1200))[1]
-    assert seconds == pytest.approx(one + (more - one))
+    more = method.cost.estimate(dataclasses.replace(size, n_test=1100))[1]
+    assert seconds == pytest.approx(more + 3 * method.cost.time_ns_per_value * 1200 * 4096 / 1e9)
+    _, seconds = v2.job_cost(size)
+    assert seconds == pytest.approx(v2.cost.estimate(dataclasses.replace(size, n_test=1100))[1])
 
 
 def test_tabicl_smaller_contexts_plan_within_the_largest_contexts_pass(discovery):
-    """1,000 context rows of 4,096 features and 1,000 queries: one member's pass holds 8,000 MB (2 tables x 2,000
+    """1,000 context rows of 4,096 features and 1,000 queries: one member's pass holds 4,000 MB (its table of 2,000
     rows x 2 MB; the queries are not cut below the context). The job asks for that memory, so its 500-row
-    context runs its queries in one pass within it (6,000 MB) instead of two within WORK_MB, and the job's time
+    context runs its queries in one pass within it (3,000 MB) instead of two within WORK_MB, and the job's time
     charges no context twice; at max_memory_mb=2,048 it does."""
     from chorustic.methods.cost import JobSize
 
@@ -347,9 +397,10 @@ def test_tabicl_smaller_contexts_plan_within_the_largest_contexts_pass(discovery
     tabicl = sys.modules[type(method).__module__]
     size = JobSize(n_train=1000, n_test=1000, n_channels=1, length=4096, context_train=(1000, 500))
     half = JobSize(n_train=500, n_test=1000, n_channels=1, length=4096)
-    assert method.job_params(size) == {"job_pass_mb": 8000.0}
-    assert method._pass_plan(half, 8000.0) == (1, 1000, 6000.0) and method._pass_plan(half)[:2] == (1, 500)
-    assert method.job_cost(size)[1] == pytest.approx(method.cost.estimate(size)[1])
+    assert method.job_params(size) == {"job_pass_mb": 4000.0}
+    assert method._pass_plan(half, 4000.0) == (1, 1000, 3000.0) and method._pass_plan(half)[:2] == (1, 524)
+    once = method.cost.estimate(size)[1] + sum(method.repeated_embedding_s(c, 1) for c in size.contexts())
+    assert method.job_cost(size)[1] == pytest.approx(once)  # no context twice (one member a pass: 4 embeddings)
     assert method.job_cost(size, max_memory_mb=2048)[1] > method.job_cost(size)[1]
     assert method.job_params(size, max_memory_mb=2048) == {}
     # the largest context's pass is not always the job's largest: 700 rows fit 4 members where 1,000 fit 2

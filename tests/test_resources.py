@@ -380,7 +380,7 @@ def test_site_example_is_a_valid_site_file(methods):
     site = cc.REPO_ROOT / "config" / "site.example.yaml"
     cfg = cc.load_config([site])  # merged over config.yaml and validated
     res = cr.evaluate_resources(cfg, "tabicl", "GunPoint", methods["tabicl"])
-    assert res["mem_mb"] == 144000 and res["slurm_partition"] == "bigmem" and res["gpu"] == 1
+    assert res["mem_mb"] == 80000 and res["slurm_partition"] == "bigmem" and res["gpu"] == 1
     assert cr.evaluate_resources(cfg, "minirocket", "GunPoint", methods["minirocket"])["slurm_partition"] == "compute"
     assert cr.pretrain_resources(cfg, "chorustic")["gpu"] == 4
 
