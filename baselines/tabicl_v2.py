@@ -30,8 +30,7 @@ class TabICLv2Method(_tabicl.TabICLBase):
     #: (300 + 100 rows of 1,024 features, 4 members per pass), 876 MB held after the column stage against 803 MB
     #: of embeddings (1.09 per member, with the grouped inputs); taken at half a table besides the members'.
     shared_tensors: ClassVar[float] = 0.5
-    shared_alone: ClassVar[float | None] = None  # its own table whatever the pass (feature groups: no shuffle copy)
-    reorders: ClassVar[bool] = False  # every member's table embedded, whatever the pass
+    reorders: ClassVar[bool] = False  # every member's own table embedded (feature groups), whatever the pass
     #: TabICL's form (baselines/tabicl.py), fitted on TabICLv2's own jobs: Crop, ShapesAll, PenDigits, ElectricDevices
     #: and FordA at 1-10 % of their series with random weights of the real architecture (benchmarks/archive_scale.py
     #: --fit; benchmarks/results/archive_scale.md), within 0.72-1.39 of each. The terms the fit keeps, measured on one

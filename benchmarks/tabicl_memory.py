@@ -113,13 +113,17 @@ def _table_size(n_ctx: int, n_q: int, features: int):
     return JobSize(n_ctx, n_q, 1, features, n_classes=min(n_ctx, 5))
 
 
+def _plugin():
+    """The plugin module with the pass plan (``baselines/tabicl.py``, as discovery loaded it)."""
+    return sys.modules[type(_method("v1")).__module__]
+
+
 def modelled_mb(version: str, n_ctx: int, n_q: int, features: int, members: int, mode: str) -> float:
     """The memory ``TabICLBase.job_cost`` gives this table (one context, every query): the cost model's base (the
     worker with its imports and the model's weights) and values, the pass's column embeddings and one stage."""
-    method = _method(version)
-    plugin = sys.modules[type(_method("v1")).__module__]  # the module with the pass plan
+    method, plugin = _method(version), _plugin()
     _, _, held = plugin.forward_plan(n_ctx, n_q, features, plugin.cell_bytes(), plugin.ensemble_batch(8, members),
-                                     1e9, method.shared_tensors, method.shared_alone)
+                                     1e9, method.shared_tensors, method.reorders)
     stage = plugin.stage_mb(features) if mode == "budget" else float("nan")
     values = method.cost.mem_bytes_per_value * (n_ctx + n_q) * features / 2**20
     return method.cost.mem_base_mb + values + held + stage
@@ -139,10 +143,8 @@ def modelled_s(version: str, n_ctx: int, n_q: int, features: int, members: int =
     """The CPU seconds of one thread the plugin's cost model gives this table's fit and prediction (one context,
     every query, one pass, ``members`` a pass at most): its per-context terms and the column embeddings its passes
     repeat (``TabICLBase.repeated_embedding_s``)."""
-    method = _method(version)
-    plugin = sys.modules[type(_method("v1")).__module__]  # the module with the pass plan
-    size = _table_size(n_ctx, n_q, features)
-    return method.cost.context_seconds(size) + method.repeated_embedding_s(size, plugin.ensemble_batch(8, members))
+    method, size = _method(version), _table_size(n_ctx, n_q, features)
+    return method.cost.context_seconds(size) + method.repeated_embedding_s(size, _plugin().ensemble_batch(8, members))
 
 
 def fit(paths: list[str]) -> int:

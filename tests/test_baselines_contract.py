@@ -252,10 +252,10 @@ def test_forward_plan_halves_the_ensemble_then_cuts_the_queries_but_not_below_th
     # the queries are never cut below the context rows (each pass embeds the context again): over the budget
     assert tabicl.forward_plan(10, 30, 1, mb, 8, budget_mb=5) == (1, 10, 40)
     assert tabicl.forward_plan(10, 3, 1, mb, 8, budget_mb=5)[1] == 3
-    # v1.1's lone member holds its own table only (shared_alone=0): its 40 rows fit 50 MB, where 2 tables did not
-    assert tabicl.forward_plan(10, 30, 1, mb, 8, budget_mb=50, shared_alone=0) == (1, 30, 40)
-    assert tabicl.forward_plan(10, 30, 1, mb, 8, budget_mb=20, shared_alone=0) == (1, 10, 20)  # 20 rows of a table
-    assert tabicl.forward_plan(10, 30, 1, mb, 2, budget_mb=30, shared_alone=0) == (1, 20, 30)  # 2 members: 3 tables
+    # v1.1's lone member holds its own table only (reorders): its 40 rows fit 50 MB, where 2 tables did not
+    assert tabicl.forward_plan(10, 30, 1, mb, 8, budget_mb=50, reorders=True) == (1, 30, 40)
+    assert tabicl.forward_plan(10, 30, 1, mb, 8, budget_mb=20, reorders=True) == (1, 10, 20)  # 20 rows of a table
+    assert tabicl.forward_plan(10, 30, 1, mb, 2, budget_mb=30, reorders=True) == (1, 20, 30)  # 2 members: 3 tables
     assert tabicl.query_passes(30, 10) == 3 and tabicl.query_passes(30, 30) == 1
     # v1.1 embeds one table a pass: its model's passes hold a normalisation's 4 of 8 members
     assert [tabicl.column_embedding_factor(8, m, True) for m in (8, 4, 2, 1)] == [1, 1, 2, 4]
