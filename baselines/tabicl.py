@@ -23,10 +23,11 @@ and keeps the embeddings on the host beyond half of it; on a CPU it runs each st
 :func:`budget_stages` makes a CPU batch the same way, each stage within :data:`STAGE_MB`, so a pass holds its
 column embeddings and one stage's working memory: ``(members + shared_tensors) x rows x features x 512``
 bytes, ``shared_tensors`` 1 for v1.1 (it embeds the first member's table once and reorders a copy for each
-member) (measured: the 300 + 100 rows of 1,024 features took 1.4 GB above the process and 237 CPU-s instead
-of 332; benchmarks/results/archive_scale.md), none beside a pass of one member (``reorders``: tabicl copies
-even a lone member's table, which the plugin has it embed as it is, :func:`embed_lone_tables_once`; the largest
-tables, which run one member at a time, hold half); ``members`` at most 4 of the 8, tabicl running the members of
+member; measured: the 300 + 100 rows of 1,024 features took 1.4 GB above the process and 237 CPU-s instead of
+332; benchmarks/results/archive_scale.md), none beside a pass of one member (``reorders``: tabicl copies even a
+lone member's table, which the plugin has it embed as it is, :func:`embed_lone_tables_once`; the largest tables,
+which run one member at a time, hold half), and 0 for v2 (each member's own table, feature groups, and nothing
+beside it); ``members`` at most 4 of the 8, tabicl running the members of
 one normalisation together (:func:`ensemble_batch`). :func:`forward_plan` sizes each pass to :data:`WORK_MB` (a
 constant, so that the batches, and with them the float rounding, are the same on every machine;
 ``max_memory_mb`` sets another budget): the ensemble batch is halved first, then the query rows per pass are cut
@@ -494,7 +495,7 @@ class TabICLBase(HubMethod):
     reorders: ClassVar[bool] = True
     weights_param = "checkpoint"
     #: Ceilings: the column embeddings of the largest flattened tables on the host of a GPU job (on FaceDetection
-    #: TabICLv2 holds ~60 GB and asks for 108 GB with the safety margin, v1.1 78 GB; job_cost; the
+    #: TabICL and TabICLv2 hold ~40 GB and ask for 78 GB with the safety margin; job_cost; the
     #: paper's machine had 251 GiB for its four GPUs); and two days, a cluster's usual longest partition, for the
     #: feature-heavy tables on one GPU (tabicl_v2/DuckDuckGeese ~18 h by the estimated GPU speed-ups).
     resources: ClassVar[dict[str, Any]] = {"threads": 4, "mem_mb": 144000, "runtime": 2880, "gpu": 1}

@@ -10,19 +10,24 @@ pass's column embeddings, one stage's working memory and 128 bytes per value: ``
 time against the cost model's (the per-context terms of one thread).
 
     python benchmarks/tabicl_memory.py [--tables v1:300+100x1024:1 v1:300+100x1024:8 v2:300+100x1024:8]
-                                       [--modes budget whole] [--out benchmarks/results/tabicl_memory.csv]
+                                       [--modes budget whole] [--mmap-threshold 1048576]
+                                       [--out benchmarks/results/tabicl_memory.csv]
     python benchmarks/tabicl_memory.py --fit benchmarks/results/tabicl_memory.csv
     python benchmarks/tabicl_memory.py --row-stage 8192 16384 32768 65536 131072 [--versions v1 v2] [--out ...]
 
 A table is ``version:context+queries x features:ensemble batch``. One thread under the evaluation workers' pinned
-numerics (``chorustic.evaluation.numerics.portable_numerics_env``); each table takes minutes. ``--out`` appends
-each measured table to a CSV. ``--row-stage`` times the row interaction alone on one row of each feature count
-(the attention over a row's features, the cost model's square term, on tables too wide to run whole here) and
-reads its working memory (Linux's peak resident memory, reset before the stage). ``--fit`` runs nothing: it
-refits the per-context time coefficients of each version's cost model on the tables of a CSV measured with the
-stages batched (``archive_scale.py``'s fit: non-negative least squares on the relative error over the terms the
-model uses, centred, then scaled so that ``TIME_SAFETY`` times the model covers every table) and prints them with
-every table's CPU / model before and after.
+numerics (``chorustic.evaluation.numerics.portable_numerics_env``); each table takes minutes. ``--out`` appends each
+measured table to a CSV. Besides the peak, a table's ``held`` MB: the tensors alive when a column stage returns (the
+largest over its passes, the weights aside): the pass's column embeddings and anything the model keeps beside them.
+The peak is resident memory, which also counts what glibc's heap keeps of freed blocks (up to a few hundred MB,
+however large the table); ``--mmap-threshold`` has it return every freed block above that size
+(``MALLOC_MMAP_THRESHOLD_``), at more system time. ``--row-stage`` times the row interaction alone on one row of
+each feature count (the attention over a row's features, the cost model's square term, on tables too wide to run
+whole here) and reads its working memory (Linux's peak resident memory, reset before the stage). ``--fit`` runs
+nothing: it refits the per-context time coefficients of each version's cost model on the tables of a CSV measured
+with the stages batched (``archive_scale.py``'s fit: non-negative least squares on the relative error over the terms
+the model uses, centred, then scaled so that ``TIME_SAFETY`` times the model covers every table) and prints them
+with every table's CPU / model before and after.
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ import tempfile
 from pathlib import Path
 
 _CHILD = """
-import json, os, resource, sys, time
+import gc, json, os, resource, sys, time
 import numpy as np, torch
 torch.set_num_threads(1)
 from chorustic.methods import discover
@@ -53,9 +58,25 @@ est = method.build(seed=0, **method.params({"checkpoint": ckpt, "batch_size": me
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 t = time.process_time()
 est.fit(X.astype(np.float32), np.arange(n_ctx) % 5)
+model, held, spent = est.model_.model_, [0.0], [0.0]
+weights = {v.untyped_storage().data_ptr() for v in (*model.parameters(), *model.buffers())}
+embed = model.col_embedder.forward
+
+def census(*a, **k):  # the tensors alive when a column stage returns (its embeddings and what else is kept)
+    out, live = embed(*a, **k), {}
+    t0 = time.process_time()
+    for o in gc.get_objects():
+        if isinstance(o, torch.Tensor) and o.untyped_storage().data_ptr() not in weights:
+            live[o.untyped_storage().data_ptr()] = o.untyped_storage().nbytes()
+    held[0] = max(held[0], sum(live.values()) / 2**20)
+    spent[0] += time.process_time() - t0  # not the table's
+    return out
+
+model.col_embedder.forward = census
 est.predict_proba(Q.astype(np.float32))
 print(json.dumps({"peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "before_mb": before,
-                  "cpu_s": time.process_time() - t, "ensemble_batch": est.run_info_["ensemble_batch"]}))
+                  "cpu_s": time.process_time() - t - spent[0],
+                  "ensemble_batch": est.run_info_["ensemble_batch"], "held_mb": held[0]}))
 """
 
 
@@ -161,7 +182,8 @@ def fit(paths: list[str]) -> int:
     for path in paths:
         with open(path, newline="") as fh:
             for r in csv.DictReader(fh):
-                if r["mode"] == "budget" and int(r["members"]) == 8:  # the plugin's batch (fewer: more passes)
+                # the plugin's batch (fewer: more passes) and the workers' heap (a fixed mmap threshold: more time)
+                if r["mode"] == "budget" and int(r["members"]) == 8 and not r.get("mmap_threshold"):
                     rows[(r["version"], int(r["n_context"]), int(r["n_query"]), int(r["features"]))] = r
     for version in dict.fromkeys(k[0] for k in rows):
         keys = [k for k in rows if k[0] == version]
@@ -177,12 +199,15 @@ def fit(paths: list[str]) -> int:
     return 0
 
 
-def measure(ckpt: Path, n_ctx: int, n_q: int, features: int, members: int, mode: str) -> dict:
+def measure(ckpt: Path, n_ctx: int, n_q: int, features: int, members: int, mode: str,
+            mmap_threshold: int | None = None) -> dict:
     from chorustic.evaluation.numerics import portable_numerics_env
     from chorustic.evaluation.supervisor import thread_env
 
     args = [str(ckpt), str(n_ctx), str(n_q), str(features), str(members), mode]
     env = {**thread_env(1), **portable_numerics_env()}  # one thread, the evaluation workers' pinned numerics
+    if mmap_threshold:  # glibc: a fixed threshold, so that every block freed above it goes back to the system
+        env["MALLOC_MMAP_THRESHOLD_"] = str(int(mmap_threshold))
     out = subprocess.run([sys.executable, "-c", _CHILD, *args], env=env, capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -226,7 +251,7 @@ def row_stage(versions: list[str], features: list[int], out: str | None) -> int:
 
 
 CSV_COLUMNS = ("date", "cpu", "version", "n_context", "n_query", "features", "members", "mode", "ensemble_batch",
-               "cpu_s", "before_mb", "peak_mb")
+               "cpu_s", "before_mb", "peak_mb", "held_mb", "mmap_threshold")
 
 
 def append_row(path: str, row: dict) -> None:
@@ -234,6 +259,14 @@ def append_row(path: str, row: dict) -> None:
     from chorustic.evaluation.numerics import cpu_model
 
     new = not Path(path).exists()
+    if not new:  # a CSV from before the last columns: its rows under the current header, those columns empty
+        with open(path, newline="") as fh:
+            old = list(csv.DictReader(fh))
+        if old and tuple(old[0]) != CSV_COLUMNS:
+            with open(path, "w", newline="") as fh:
+                w = csv.DictWriter(fh, fieldnames=CSV_COLUMNS)
+                w.writeheader()
+                w.writerows({k: r.get(k, "") for k in CSV_COLUMNS} for r in old)
     row = {"date": _dt.date.today().isoformat(), "cpu": cpu_model(), **row}
     with open(path, "a", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=CSV_COLUMNS, extrasaction="ignore")
@@ -255,6 +288,9 @@ def main(argv: list[str] | None = None) -> int:
                                                     "v2:300+100x1024:8"])
     ap.add_argument("--modes", nargs="+", default=["budget"], choices=["budget", "whole"])
     ap.add_argument("--out", help="append each measured table to this CSV")
+    ap.add_argument("--mmap-threshold", type=int, metavar="BYTES",
+                    help="run the tables with glibc's malloc returning every freed block above BYTES to the system "
+                         "(MALLOC_MMAP_THRESHOLD_): the peak without the memory its heap keeps")
     ap.add_argument("--fit", nargs="+", metavar="CSV", help="refit the time coefficients on these CSVs; run nothing")
     ap.add_argument("--row-stage", nargs="+", type=int, metavar="FEATURES",
                     help="time the row interaction alone on one row of each of these feature counts; run no table")
@@ -265,23 +301,24 @@ def main(argv: list[str] | None = None) -> int:
     if args.row_stage:
         return row_stage(args.versions, args.row_stage, args.out)
     print("| version | context + queries x features | ensemble batch | stages | CPU s | model s | CPU / model "
-          "| imports MB | peak MB | model MB | peak / model |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "| imports MB | peak MB | held MB | model MB | peak / model |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         for table in args.tables:
             version, n_ctx, n_q, features, members = parse(table)
             ckpt = checkpoint(version, Path(tmp))
             for mode in args.modes:
-                r = measure(ckpt, n_ctx, n_q, features, members, mode)
+                r = measure(ckpt, n_ctx, n_q, features, members, mode, args.mmap_threshold)
                 model = modelled_mb(version, n_ctx, n_q, features, members, mode)
                 ratio = r["peak_mb"] / model if model == model else float("nan")
                 seconds = modelled_s(version, n_ctx, n_q, features, members)
                 print(f"| {version} | {n_ctx} + {n_q} x {features} | {r['ensemble_batch']} | {mode} | {r['cpu_s']:.0f} "
                       f"| {seconds:.0f} | {r['cpu_s'] / seconds:.2f} | {r['before_mb']:.0f} | {r['peak_mb']:.0f} "
-                      f"| {model:.0f} | {ratio:.2f} |", flush=True)
+                      f"| {r['held_mb']:.0f} | {model:.0f} | {ratio:.2f} |", flush=True)
                 if args.out:
                     append_row(args.out, {"version": version, "n_context": n_ctx, "n_query": n_q,
-                                          "features": features, "members": members, "mode": mode, **r})
+                                          "features": features, "members": members, "mode": mode,
+                                          "mmap_threshold": args.mmap_threshold or "", **r})
     return 0
 
 
