@@ -87,3 +87,19 @@ def minirocket_gunpoint_run(tmp_path_factory):
     df = validate_accuracies(df)
     written = write_aeon_results(df, method_metadata(df), root / "reports" / "aeon")
     return root, df, ds, written
+
+
+@pytest.fixture(scope="session")
+def benchmark_script():
+    """Load a script of ``benchmarks/`` as a module by its name (the scripts are not a package)."""
+    import importlib.util
+    from pathlib import Path
+
+    def load(name: str):
+        path = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
+        spec = importlib.util.spec_from_file_location(name, path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        return mod
+
+    return load

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -14,15 +11,10 @@ from chorustic.testing.checkpoints import randomized_chorustic
 
 pytestmark = pytest.mark.usefixtures("torch_single_thread")  # tests/conftest.py
 
-_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "representation_probes.py"
-
 
 @pytest.fixture(scope="module")
-def probes():
-    spec = importlib.util.spec_from_file_location("representation_probes", _PATH)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+def probes(benchmark_script):
+    return benchmark_script("representation_probes")
 
 
 @pytest.fixture(scope="module")
