@@ -21,12 +21,12 @@ GPU, tabicl runs each stage (column embedding, row interaction, ICL) on batches 
 and keeps the embeddings on the host beyond half of it; on a CPU it runs each stage at once, ~2.5 KB per cell
 (v1.1, 300 + 100 rows of 1,024 features: 2.6 GB), and FaceDetection's one member would take ~130 GB.
 :func:`budget_stages` makes a CPU batch the same way, each stage within :data:`STAGE_MB`, so a pass holds its
-column embeddings and one stage's working memory: ``(members + shared_tensors) x rows x features x 512``
-bytes, ``shared_tensors`` 1 for v1.1 (it embeds the first member's table once and reorders a copy for each
-member; measured: the 300 + 100 rows of 1,024 features took 1.4 GB above the process and 237 CPU-s instead of
-332; benchmarks/results/archive_scale.md), none beside a pass of one member (``reorders``: tabicl copies even a
-lone member's table, which the plugin has it embed as it is, :func:`embed_lone_tables_once`; the largest tables,
-which run one member at a time, hold half), and 0 for v2 (each member's own table, feature groups, and nothing
+column embeddings and one stage's working memory: ``(members + 1) x rows x features x 512`` bytes for v1.1
+(``reorders``: it embeds the first member's table once and reorders a copy for each member; measured: the 300 +
+100 rows of 1,024 features took 1.4 GB above the process and 237 CPU-s instead of 332;
+benchmarks/results/archive_scale.md), but ``members`` alone beside a pass of one member (tabicl copies even a lone
+member's table, which the plugin has it embed as it is, :func:`embed_lone_tables_once`; the largest tables, which
+run one member at a time, hold half), and ``members`` for v2 (each member's own table, feature groups, and nothing
 beside it); ``members`` at most 4 of the 8, tabicl running the members of
 one normalisation together (:func:`ensemble_batch`). :func:`forward_plan` sizes each pass to :data:`WORK_MB` (a
 constant, so that the batches, and with them the float rounding, are the same on every machine;
@@ -99,12 +99,13 @@ NORM_METHODS = ("none", "power")
 
 
 def forward_plan(n_context: int, n_query: int, n_features: int, cell_bytes: float, members: int,
-                 budget_mb: float = WORK_MB, shared: float = 1.0, reorders: bool = False) -> tuple[int, int, float]:
+                 budget_mb: float = WORK_MB, reorders: bool = True) -> tuple[int, int, float]:
     """(ensemble members per pass, query rows per pass, the pass's MB) for ``n_context`` context rows and
     ``n_query`` query rows of ``n_features`` features: a pass of ``m`` members over the context and ``q`` query
-    rows holds ``(m + shared) x (n_context + q) x n_features`` column embeddings of ``cell_bytes``
-    (none beside a pass of one member where ``reorders``: v1.1's ``shared`` is the copy it reorders for the pass's
-    members, and a lone member's table is embedded as it is, :func:`embed_lone_tables_once`). Every member and query
+    rows holds ``m x (n_context + q) x n_features`` column embeddings of ``cell_bytes``, and one table more where
+    ``reorders`` and ``m`` > 1 (v1.1 embeds the first member's table and reorders a copy of it for each member of
+    the pass; a lone member's table is embedded as it is, :func:`embed_lone_tables_once`; v2 embeds each member's
+    own table and holds nothing beside them). Every member and query
     at once when they fit ``budget_mb``; else the ensemble batch halved, then the query rows cut, but not below
     ``MIN_QUERY_FRACTION`` of the context rows (the pass's MB may then exceed the budget)."""
     per_row_mb = n_features * cell_bytes / 2**20
@@ -112,7 +113,7 @@ def forward_plan(n_context: int, n_query: int, n_features: int, cell_bytes: floa
     members = max(1, int(members))
 
     def tables(m: int) -> float:
-        return m + (0.0 if reorders and m == 1 else shared)
+        return m + (1.0 if reorders and m > 1 else 0.0)
 
     def held(m: int, q: int) -> float:
         return tables(m) * (n_context + q) * per_row_mb
@@ -333,8 +334,8 @@ class FlattenedTabICLClassifier(ContractClassifier):
     None: as many query rows per forward as the budget allows; ``max_memory_mb``: the budget of a forward
     pass in MB (None: :data:`WORK_MB`, or ``job_pass_mb`` where that is more; a table whose smallest pass
     needs more is refused). A pass never plans beyond the memory available to the job (on a GPU: the device's
-    free memory). ``checkpoint_version`` (the checkpoint's file name), ``shared_tensors`` and ``reorders``
-    (:func:`forward_plan`) are fixed by each plugin; ``job_pass_mb``, the largest pass of the job's contexts
+    free memory). ``checkpoint_version`` (the checkpoint's file name) and ``reorders`` (:func:`forward_plan`) are
+    fixed by each plugin; ``job_pass_mb``, the largest pass of the job's contexts
     (usually its largest context's), is set by the harness from the job's contexts (:meth:`TabICLBase.job_params`):
     the job asks for that memory anyway, so every context plans its passes within it instead of within
     :data:`WORK_MB`.
@@ -355,7 +356,6 @@ class FlattenedTabICLClassifier(ContractClassifier):
         device: str = "cpu",
         n_jobs: int = 1,
         verbose: bool = False,
-        shared_tensors: float = 1.0,
         reorders: bool = True,
         job_pass_mb: float | None = None,
     ):
@@ -372,7 +372,6 @@ class FlattenedTabICLClassifier(ContractClassifier):
         self.device = device
         self.n_jobs = n_jobs
         self.verbose = verbose
-        self.shared_tensors = shared_tensors
         self.reorders = reorders
         self.job_pass_mb = job_pass_mb
 
@@ -416,7 +415,7 @@ class FlattenedTabICLClassifier(ContractClassifier):
         queries = min(n_query, int(self.query_chunk_size)) if self.query_chunk_size else n_query
         members = ensemble_batch(self.n_estimators, self.batch_size)
         members, chunk, held = forward_plan(self.n_context_, queries, n_feat, cell, members, budget,
-                                            float(self.shared_tensors), bool(self.reorders))
+                                            bool(self.reorders))
         if held > have:
             raise MemoryError(
                 f"TabICL on {self.n_context_} context rows x {n_feat} features (channels x length, flattened) "
@@ -483,15 +482,12 @@ class TabICLBase(HubMethod):
     checkpoint_file: ClassVar[str]
     estimator = FlattenedTabICLClassifier
     fixed_params: ClassVar[dict[str, Any]] = {"checkpoint_version": None,  # the plugin's checkpoint_file
-                                              "shared_tensors": None,  # its shared_tensors
                                               "reorders": None,  # and reorders
                                               "job_pass_mb": None}  # the harness's (job_params)
-    #: The column embeddings a forward pass holds besides one per ensemble member (module docstring): v1.1
-    #: embeds the first member's table once and reorders a copy of it for each member of the pass.
-    shared_tensors: ClassVar[float] = 1.0
-    #: Whether a pass embeds one table and reorders it for its other members (v1.1): ``shared_tensors`` is then that
-    #: copy, which a pass of one member does without (:func:`embed_lone_tables_once`), and passes of fewer members
-    #: embed the context's columns more often (:func:`column_embedding_factor`).
+    #: Whether a pass embeds one table and reorders a copy of it for each of its members (v1.1): the pass then holds
+    #: that table beside its members' (:func:`forward_plan`; a pass of one member does without it,
+    #: :func:`embed_lone_tables_once`), and passes of fewer members embed the context's columns more often
+    #: (:func:`column_embedding_factor`).
     reorders: ClassVar[bool] = True
     weights_param = "checkpoint"
     #: Ceilings: the column embeddings of the largest flattened tables on the host of a GPU job (on FaceDetection
@@ -539,7 +535,7 @@ class TabICLBase(HubMethod):
 
     def resolve(self, params: dict[str, Any]) -> dict[str, Any]:
         return {**super().resolve(params), "checkpoint_version": self.checkpoint_file,
-                "shared_tensors": self.shared_tensors, "reorders": self.reorders}
+                "reorders": self.reorders}
 
     def _pass_plan(self, context, budget_mb: float | None = None, **params: Any) -> tuple[int, int, float]:
         """:func:`forward_plan` as :meth:`FlattenedTabICLClassifier._plan` makes it for one ``context`` (a
@@ -550,7 +546,7 @@ class TabICLBase(HubMethod):
         members = ensemble_batch(int(p.get("n_estimators", 8)), int(p.get("batch_size", 8)))
         budget = float(budget_mb or p.get("max_memory_mb") or WORK_MB)
         return forward_plan(context.n_train, chunk, context.n_channels * context.length, cell_bytes(), members,
-                            budget, self.shared_tensors, self.reorders)
+                            budget, self.reorders)
 
     def repeated_embedding_s(self, context, members: int, again: int = 0, **params: Any) -> float:
         """The time (s, one thread) a ``context``'s column embedding takes beyond the cost model's where its passes

@@ -26,14 +26,13 @@ class TabICLv2Method(_tabicl.TabICLBase):
         reference="Qu et al. TabICLv2. 2026",
     )
     checkpoint_file = "tabicl-classifier-v2-20260212.ckpt"
-    #: v2 embeds each member's table itself (feature groups, no shared reordering) and holds nothing beside the
-    #: members' tables: its column stage returns with exactly theirs alive (v1.1's too), and its grouped inputs
-    #: are 3 float32 per cell against 128 (benchmarks/tabicl_memory.py's held MB). The half table charged until
-    #: 2026-11-30 came from resident memory that glibc's heap had kept of freed blocks (876 MB resident after the
-    #: stage against 803 MB of embeddings on 300 + 100 rows of 1,024 features, 4 members a pass): with freed
+    #: v2 embeds each member's table itself (feature groups, whatever the pass; no reordered copy) and holds nothing
+    #: beside the members' tables: its column stage returns with exactly theirs alive (v1.1's too), and its grouped
+    #: inputs are 3 float32 per cell against 128 (benchmarks/tabicl_memory.py's held MB). The half table charged
+    #: until 2026-11-30 came from resident memory that glibc's heap had kept of freed blocks (876 MB resident after
+    #: the stage against 803 MB of embeddings on 300 + 100 rows of 1,024 features, 4 members a pass): with freed
     #: blocks returned (MALLOC_MMAP_THRESHOLD_) v2's peak is v1.1's; benchmarks/results/archive_scale.md.
-    shared_tensors: ClassVar[float] = 0.0
-    reorders: ClassVar[bool] = False  # every member's own table embedded (feature groups), whatever the pass
+    reorders: ClassVar[bool] = False
     #: TabICL's form (baselines/tabicl.py), fitted on TabICLv2's own jobs: Crop, ShapesAll, PenDigits, ElectricDevices
     #: and FordA at 1-10 % of their series with random weights of the real architecture (benchmarks/archive_scale.py
     #: --fit; benchmarks/results/archive_scale.md), within 0.72-1.39 of each. The terms the fit keeps, measured on one

@@ -246,16 +246,15 @@ def test_forward_plan_halves_the_ensemble_then_cuts_the_queries_but_not_below_th
     tabicl = sys.modules[type(discovery.get("tabicl")).__module__]
     mb = 2**20  # one row of one member's table is 1 MB at 1 feature of 2**20 bytes; v1.1 holds one table more
     assert tabicl.forward_plan(10, 30, 1, mb, 8, budget_mb=1000) == (8, 30, 360)  # fits whole: 9 tables x 40 rows
-    assert tabicl.forward_plan(10, 30, 1, mb, 8, budget_mb=100) == (1, 30, 80)  # 8 -> 4 -> 2 -> 1 member
-    assert tabicl.forward_plan(10, 30, 1, mb, 8, budget_mb=100, shared=0) == (2, 30, 80)  # v2-like: no extra table
-    assert tabicl.forward_plan(10, 30, 1, mb, 8, budget_mb=50) == (1, 15, 50)  # one member, 15 queries
+    # 8 -> 4 -> 2 members (3 tables: 120 MB) -> 1, which holds its own table only (embed_lone_tables_once)
+    assert tabicl.forward_plan(10, 30, 1, mb, 8, budget_mb=100) == (1, 30, 40)
+    assert tabicl.forward_plan(10, 30, 1, mb, 8, budget_mb=100, reorders=False) == (2, 30, 80)  # v2: no extra table
+    assert tabicl.forward_plan(10, 30, 1, mb, 8, budget_mb=30) == (1, 20, 30)  # one member, 20 queries
+    assert tabicl.forward_plan(10, 30, 1, mb, 2, budget_mb=30) == (1, 20, 30)  # from 2 members
     # the queries are never cut below the context rows (each pass embeds the context again): over the budget
-    assert tabicl.forward_plan(10, 30, 1, mb, 8, budget_mb=5) == (1, 10, 40)
+    assert tabicl.forward_plan(10, 30, 1, mb, 8, budget_mb=5) == (1, 10, 20)
     assert tabicl.forward_plan(10, 3, 1, mb, 8, budget_mb=5)[1] == 3
-    # v1.1's lone member holds its own table only (reorders): its 40 rows fit 50 MB, where 2 tables did not
-    assert tabicl.forward_plan(10, 30, 1, mb, 8, budget_mb=50, reorders=True) == (1, 30, 40)
-    assert tabicl.forward_plan(10, 30, 1, mb, 8, budget_mb=20, reorders=True) == (1, 10, 20)  # 20 rows of a table
-    assert tabicl.forward_plan(10, 30, 1, mb, 2, budget_mb=30, reorders=True) == (1, 20, 30)  # 2 members: 3 tables
+    assert tabicl.forward_plan(10, 30, 1, mb, 8, budget_mb=5, reorders=False) == (1, 10, 20)  # the same alone
     assert tabicl.query_passes(30, 10) == 3 and tabicl.query_passes(30, 30) == 1
     # v1.1 embeds one table a pass: its model's passes hold a normalisation's 4 of 8 members
     assert [tabicl.column_embedding_factor(8, m, True) for m in (8, 4, 2, 1)] == [1, 1, 2, 4]
