@@ -21,8 +21,8 @@ Each job's messages (its progress through a long context) are in ``<workdir>/run
 Methods: the classical four (``minirocket``, ``multirocket_hydra``, ``quant``, ``dtw_1nn``), ``chorustic_small``
 (the committed ``models/chorustic-small``), ``chorustic_paper`` (the paper configuration, random weights),
 and the pretrained baselines with random weights at their real architectures: ``tabicl`` (v1.1),
-``tabicl_v2``, ``mantis_rf`` (Mantis-8M), ``mantisv2_rf``, ``moment_svm`` (MOMENT-1-base); any other plugin
-that runs offline by its name, with its default parameters. The committed table is
+``tabicl_v2``, ``mantis_rf`` (Mantis-8M), ``mantisv2_rf``, ``mantisv2_lr``, ``moment_svm`` (MOMENT-1-base); any
+other plugin that runs offline by its name, with its default parameters. The committed table is
 ``benchmarks/results/archive_scale.csv``, its summary ``benchmarks/results/archive_scale.md``.
 
 Fitting: ``--fit CSV [CSV ...]`` runs nothing and prints, per method, the cost model's coefficients
@@ -103,8 +103,9 @@ def _assets(workdir: Path) -> dict[str, dict]:
         assets / "tabicl-classifier-v2-20260212.ckpt", lambda p: ck.write_tabicl(p, real_size=True, **ck.TABICL_V2_REAL))}}
     runs["mantis_rf"] = {"plugin": "mantis_rf", "params": {"weights": once(
         assets / "mantis8m", lambda p: ck.write_mantis(p, "v1", real_size=True))}}
-    runs["mantisv2_rf"] = {"plugin": "mantisv2_rf", "params": {"weights": once(
-        assets / "mantisv2", lambda p: ck.write_mantis(p, "v2", real_size=True))}}
+    mantisv2 = once(assets / "mantisv2", lambda p: ck.write_mantis(p, "v2", real_size=True))
+    runs["mantisv2_rf"] = {"plugin": "mantisv2_rf", "params": {"weights": mantisv2}}
+    runs["mantisv2_lr"] = {"plugin": "mantisv2_lr", "params": {"weights": mantisv2}}
     runs["moment_svm"] = {"plugin": "moment_svm", "params": {"weights": once(
         assets / "moment-base", lambda p: ck.write_moment(p, real_size=True))}}
     return runs
