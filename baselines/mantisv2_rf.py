@@ -29,9 +29,9 @@ class MantisV2RF(_mantis.MantisBase):
     fixed_params = {"version": "v2", "repo_id": "paris-noah/MantisV2", "head": "rf"}
     #: Time: fitted on its own jobs (benchmarks/archive_scale.py --fit, one CPU thread, random weights of MantisV2's
     #: architecture; benchmarks/results/archive_scale.md: 25 jobs on 8 stand-ins, 9-186 CPU-s, within 0.78-1.29):
-    #: ~16 ms per channel and series through the encoder (30.9 us per resampled value; Mantis-8M's 37 ms: its
+    #: ~16 ms per channel and series through the encoder (30.9 us per resampled value; Mantis-8M's model 37 ms: its
     #: attention heads are 32 wide where Mantis-8M's are 128), once per job, and the forest per context. Mantis-8M's
     #: model, which it used until 2026-11-30, put its jobs at 0.35-0.73. Memory and thread scaling: Mantis-8M's
-    #: (0.95-1.02 of its jobs; the refit's are within 1 %).
+    #: (0.95-1.02 of its jobs; the refit's 0.96-1.04).
     cost: ClassVar[CostModel] = dataclasses.replace(_mantis.MantisBase.cost, time_job_s=9.3, time_base_s=0.276,
                                                     time_ns_per_value=30_900, time_ns_per_series_pair=259)

@@ -24,7 +24,7 @@ and keeps the embeddings on the host beyond half of it; on a CPU it runs each st
 column embeddings and one stage's working memory: ``(members + 1) x rows x features x 512`` bytes for v1.1
 (``reorders``: it embeds the first member's table once and reorders a copy for each member; measured: the 300 +
 100 rows of 1,024 features took 1.4 GB above the process and 237 CPU-s instead of 332;
-benchmarks/results/archive_scale.md), but ``members`` alone beside a pass of one member (tabicl copies even a lone
+benchmarks/results/archive_scale.md), but ``members`` alone (no extra table) for a pass of one member (tabicl copies even a lone
 member's table, which the plugin has it embed as it is, :func:`embed_lone_tables_once`; the largest tables, which
 run one member at a time, hold half), and ``members`` for v2 (each member's own table, feature groups, and nothing
 beside it); ``members`` at most 4 of the 8, tabicl running the members of

@@ -331,7 +331,7 @@ def test_tabicl_embeds_a_lone_members_table_once_with_tabicls_own_probabilities(
 
 def test_tabicl_cost_asks_for_what_its_passes_hold(discovery):
     """ShapesAll's 60 + 60 rows of 512 features: a pass of four members (eight, four per normalisation) holds 5
-    tables of 120 x 512 column embeddings of 512 bytes (v1.1's shared table included) and one stage's working
+    tables of 120 x 512 column embeddings of 512 bytes (v1.1's reordered copy included) and one stage's working
     memory (STAGE_MB), which the job's memory adds to the model's base; Crop's 46 features likewise; Crop in full
     is cut to WORK_MB."""
     from chorustic.methods.cost import JobSize
