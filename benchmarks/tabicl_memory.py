@@ -261,8 +261,10 @@ def append_row(path: str, row: dict) -> None:
     new = not Path(path).exists()
     if not new:  # a CSV from before the last columns: its rows under the current header, those columns empty
         with open(path, newline="") as fh:
-            old = list(csv.DictReader(fh))
-        if old and tuple(old[0]) != CSV_COLUMNS:
+            header = tuple(next(csv.reader(fh), ()))
+            stale = bool(header) and header != CSV_COLUMNS
+            old = list(csv.DictReader(fh, fieldnames=header)) if stale else []
+        if stale:
             with open(path, "w", newline="") as fh:
                 w = csv.DictWriter(fh, fieldnames=CSV_COLUMNS)
                 w.writeheader()
