@@ -23,29 +23,46 @@ from chorustic.inference import ChorusTICClassifier
 from chorustic.methods import CostModel, Method, MethodInfo, MethodNotReady, register
 
 #: Cost of one evaluate job (chorustic.methods.CostModel) on one CPU thread with the full deployment ensemble
-#: (8 label shifts x 4 RSSC draws). The paper configuration (53 M parameters, random weights), from jobs on
-#: stand-ins (benchmarks/results/archive_scale.md) and one prediction by context size
-#: (benchmarks/chorustic_memory.py): ~27 ms per series and context plus ~77 ms per series and channel
-#: encoded (at most 64: 4 draws of 16 RSSC slots); ~2.3 MB per series held (context and a chunk of
-#: queries: a context of 2,000 series peaks at 6.1 GB) and ~1 KB per value encoded (the signal level
-#: encodes 128 rows at a time: ChorusTICClassifier's signal_batch_size). More than K_max = 10 classes: ~30 ms
-#: per query and extra pass of the class tree (60 classes: 7 passes; 60 context and 60 query rows took 31.2
-#: CPU-s against 21.9 with 10 classes, under the evaluation workers' pinned numerics: benchmarks/many_classes.py).
-#: On a GPU: the estimated gpu_speedup until one is measured.
-PAPER_COST = CostModel(time_job_s=21.9, time_base_s=1.1, time_ns_per_value=150000, time_ns_per_series=2.74e+07,
-                       time_ns_per_series_pair=1100, time_ns_per_tree_query=3.0e7, tree_max_classes=K_MAX,
-                       mem_base_mb=1040, mem_bytes_per_value=15.1,
+#: (8 label shifts x 4 RSSC draws). The paper configuration (53 M parameters, random weights): time refitted on its
+#: 11 jobs on stand-ins (benchmarks/results/archive_scale.md; 0.84-1.19 of each, PenDigits' 749 context series of
+#: 10 classes at 10 % among them: 3,465 CPU-s, 2.16x the model before): ~55 ms per channel encoding of a series
+#: (108 us x 512 values; a row of c channels encodes what its RSSC draws ask for, channel_encodings: 1 for 1
+#: channel, 2 for 2, ~44 for 6, 64 from ~17 on), ~7.7 ms per series and distinct (label shift, RSSC draw) of the
+#: ensemble (CostModel.members: 32 on a multivariate dataset of 10 classes), and ~725 ns per (context series,
+#: series) and member: its in-context attention, which its jobs here cannot separate, from its predictions at 500
+#: and 2,000 context series (benchmarks/chorustic_memory.py: 50.6 and 203.1 CPU-s; the ICL alone, --stage icl:
+#: 516 ns). Each prediction call runs the context again (context_per_call: 463 queries a call). Memory, from one
+#: prediction by context size: ~2.3 MB per series held (context and a chunk of queries: a context of 2,000 series
+#: peaks at 6.1 GB) and ~1 KB per value encoded (the signal level encodes 128 rows at a time:
+#: ChorusTICClassifier's signal_batch_size), within 0.65-1.06 of the jobs. More than K_max = 10 classes: ~25 ms per
+#: query and extra pass of the class tree (60 context and 60 query rows took 31.2 CPU-s against 21.9 with 10
+#: classes, under the evaluation workers' pinned numerics: benchmarks/many_classes.py). Reading the data cache:
+#: ~20 ns per value (PEMS-SF's 217 M resampled values and the job's start: 11.6 CPU-s). On a GPU: the estimated
+#: gpu_speedup until one is measured.
+PAPER_COST = CostModel(time_job_s=37.5, time_ns_per_input_value=20, time_base_s=0, time_ns_per_value=108000,
+                       time_ns_per_member_series=7.72e6, time_ns_per_member_pair=725, time_ns_per_tree_query=2.5e7,
+                       tree_max_classes=K_MAX, mem_base_mb=1040, mem_bytes_per_value=15.1,
                        mem_kb_per_series=2260, mem_bytes_per_model_value=942, gpu_speedup=100, model_channels=64,
-                       model_rows=128, parallel_fraction=0.88,
-                       context_per_call=True)
-#: The committed small model (1.1 M parameters): refitted on its jobs on stand-ins; its class tree ~0.5 ms per
-#: query and extra pass: between its jobs' refit (0.38 ms) and one context of 60 + 60 rows (1.3 against 0.9 CPU-s
-#: for 60 against 10 classes, ~1.1 ms; benchmarks/many_classes.py), a share of a second per context either way.
-SMALL_COST = CostModel(time_job_s=7.21, time_base_s=0, time_ns_per_value=547, time_ns_per_series=3.34e+06,
-                       time_ns_per_tree_query=5e5, tree_max_classes=K_MAX,
-                       mem_base_mb=534, mem_bytes_per_value=31.4, mem_kb_per_series=51,
-                       mem_bytes_per_model_value=4.17, gpu_speedup=20, model_channels=64, model_rows=128,
-                       parallel_fraction=0.64, context_per_call=True)
+                       model_rows=128, parallel_fraction=0.88, context_per_call=True,
+                       channel_encodings=(1.0, 2.0, 11.5, 4.0, 38.0, 43.75, 54.0, 52.0, 60.62, 61.62, 61.38, 63.0,
+                                          63.5, 62.75, 62.75, 63.5) + (64.0,) * 16)
+#: The committed small model (1.1 M parameters): refitted on its first 18 jobs on stand-ins of the largest shapes
+#: (PenDigits' 7,494 context rows in full among them; 0.81-1.23 of each), which then predicted its 8 other full
+#: jobs at 0.71-1.20 (benchmarks/results/archive_scale.md), the input read from the data cache
+#: (~20 ns per value: PEMS-SF's 217 M resampled values and the job's start took 11.6 of its 165 CPU-s). Its
+#: ensemble runs the ICL per distinct (label shift, RSSC draw): ~45 us per series and ~164 ns per (context series,
+#: series) and member (the ICL alone, one member: 52 ns; the row stage attends to the context too), 32 members
+#: on PenDigits' 10 classes and 2 channels (1,218 CPU-s in full: 3.7x the model before, which charged the
+#: series once and no pair; its 19-minute request stopped it); ~0.4 ms per value encoded (815 ns x 512 per
+#: channel encoding). Its class tree ~0.7 ms per query and extra pass (one context of 60 + 60 rows: ~1.1 ms,
+#: benchmarks/many_classes.py).
+SMALL_COST = CostModel(time_job_s=10.4, time_ns_per_input_value=20, time_base_s=0, time_ns_per_value=815,
+                       time_ns_per_series=628000, time_ns_per_member_series=44900, time_ns_per_member_pair=164,
+                       time_ns_per_tree_query=684000, tree_max_classes=K_MAX,
+                       mem_base_mb=516, mem_bytes_per_value=22.6, mem_kb_per_series=97.1,
+                       mem_bytes_per_model_value=44.8, gpu_speedup=20, model_channels=64, model_rows=128,
+                       parallel_fraction=0.64, context_per_call=True,
+                       channel_encodings=PAPER_COST.channel_encodings)
 #: Checkpoint files below this size (about 12 M float32 parameters) are costed as the small model.
 SMALL_CHECKPOINT_BYTES = 50_000_000
 
@@ -77,12 +94,35 @@ class ChorusTICMethod(Method):
     def cost_model(self, **params: Any) -> CostModel:
         """The paper configuration's cost, or the small model's for a local checkpoint file under
         :data:`SMALL_CHECKPOINT_BYTES` (a checkpoint still to be pretrained, or on the hub, is costed
-        as the paper configuration)."""
-        ckpt = self.params(params)["checkpoint"]
+        as the paper configuration), with the run's ensemble: its label shifts and RSSC draws (the in-context
+        stage runs once per distinct pair, :meth:`CostModel.members`), and for other than 4 draws what a row's
+        signal level encodes under them (``channel_encodings``, as the models' literal has it for 4)."""
+        import dataclasses
+
+        p = self.params(params)
+        ckpt = p["checkpoint"]
         path = Path(ckpt) if isinstance(ckpt, str) and "://" not in ckpt else None
-        if path is not None and path.is_file() and path.stat().st_size < SMALL_CHECKPOINT_BYTES:
-            return SMALL_COST
-        return self.cost
+        small = path is not None and path.is_file() and path.stat().st_size < SMALL_CHECKPOINT_BYTES
+        model = SMALL_COST if small else self.cost
+        draws = int(p["n_rssc_draws"])
+        encodings = model.channel_encodings
+        if draws != 4:  # the signal level's plan for 1 .. 32 channels under these draws (8 seeds' mean)
+            import torch
+
+            from chorustic.model import ChorusTICConfig
+            from chorustic.model.rssc import sample_rssc_assignment
+            from chorustic.model.signal_encoder import plan_slots
+
+            config, rows = ChorusTICConfig.paper(), []
+            for c in range(1, len(encodings) + 1):
+                slots = [plan_slots(sample_rssc_assignment(
+                    torch.ones(1, c, dtype=torch.bool), num_groups=config.num_groups, group_size=config.group_size,
+                    n_draws=draws, mode=config.rssc_sampling, generator=torch.Generator().manual_seed(seed)),
+                    dedupe=True).items_per_size() for seed in range(8)]
+                rows.append(round(sum(u * n for s in slots for u, n in s.items()) / 8, 2))
+            encodings = tuple(rows)
+        return dataclasses.replace(model, ensemble_shifts=int(p["n_label_shifts"]), ensemble_draws=draws,
+                                   channel_encodings=encodings)
 
     def _files(self, p: dict[str, Any], *, download: bool) -> dict[str, Any]:
         hparams = p["hparams_json"]

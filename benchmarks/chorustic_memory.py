@@ -11,6 +11,13 @@ holds) where the whole job would take days on a CPU.
     python benchmarks/chorustic_memory.py [--config paper] [--shapes 500x64x1 2000x64x1 50x50x1345]
 
 A shape is ``n_ctx x n_q x channels`` (length 512, as the model sees every series; 24 classes).
+
+``--stage rows`` or ``--stage icl`` times one stage of the task level alone on random inputs of its width
+(10 classes): the row stage of one RSSC draw (the column distribution modelling and the row interaction,
+queries in chunks of 512), or the ICL transformer of ``--tables`` label shifts at once (queries in chunks of
+512), what the cost model's terms per ensemble member and (context row, row) pair stand for:
+
+    python benchmarks/chorustic_memory.py --config small --stage icl --tables 8 --shapes 1000x1000x1 4000x1000x1
 """
 
 from __future__ import annotations
@@ -26,7 +33,30 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 
-def one(config: str, n_ctx: int, n_q: int, channels: int, classes: int = 24) -> dict:
+def stage(model, stage_name: str, n_ctx: int, n_q: int, tables: int) -> float:
+    """CPU seconds of one task-level stage on random inputs of its width (see the module docstring)."""
+    import torch
+
+    with torch.no_grad():
+        if stage_name == "rows":
+            x, _ = model.prepare_inputs(torch.randn(1, 2, 1, 512))
+            width = model.encode_signal(x, torch.zeros(1, 1, model.config.num_groups, model.config.group_size,
+                                                       dtype=torch.long)).shape[-1]
+            H = torch.randn(1, n_ctx + n_q, width)
+            model.row_representations(H[:, :60], 50, row_chunk=512)  # warm-up
+            t0 = time.process_time()
+            model.row_representations(H, n_ctx, row_chunk=512)
+            return time.process_time() - t0
+        R = torch.randn(1, n_ctx + n_q, model.config.row_num_cls * model.config.embed_dim).expand(tables, -1, -1)
+        y = (torch.arange(n_ctx) % 10)[None].expand(tables, -1)
+        model.icl_logits(R[:, :60], y[:, :50], num_classes=10, query_chunk=512)  # warm-up
+        t0 = time.process_time()
+        model.icl_logits(R, y, num_classes=10, query_chunk=512)
+        return time.process_time() - t0
+
+
+def one(config: str, n_ctx: int, n_q: int, channels: int, classes: int = 24, stage_name: str = "all",
+        tables: int = 8) -> dict:
     """Run one shape in this process (a fresh one: see main)."""
     import numpy as np
     import torch
@@ -37,6 +67,9 @@ def one(config: str, n_ctx: int, n_q: int, channels: int, classes: int = 24) -> 
 
     torch.set_num_threads(1)
     model = randomized_chorustic(getattr(ChorusTICConfig, config)(), scale=0.02).eval()
+    if stage_name != "all":
+        return {"cpu_s": round(stage(model, stage_name, n_ctx, n_q, tables), 2),
+                "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024}
     rng = np.random.default_rng(0)
     X = rng.standard_normal((n_ctx + n_q, channels, 512)).astype(np.float32)
     y = np.arange(n_ctx) % classes
@@ -61,19 +94,26 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--config", default="paper", choices=["paper", "small"], help="model configuration")
     ap.add_argument("--shapes", nargs="+", default=["500x64x1", "2000x64x1"], help="n_ctx x n_q x channels")
+    ap.add_argument("--stage", default="all", choices=["all", "rows", "icl"],
+                    help="the whole prediction, or one task-level stage alone (see the module docstring)")
+    ap.add_argument("--tables", type=int, default=8, help="--stage icl: label shifts run at once")
     ap.add_argument("--one", help=argparse.SUPPRESS)  # internal: run one shape in this process
     args = ap.parse_args(argv)
     if args.one:
         n_ctx, n_q, c = map(int, args.one.split("x"))
-        print(json.dumps(one(args.config, n_ctx, n_q, c)))
+        print(json.dumps(one(args.config, n_ctx, n_q, c, stage_name=args.stage, tables=args.tables)))
         return 0
     for shape in args.shapes:
         n_ctx, n_q, c = map(int, shape.split("x"))
-        proc = subprocess.run([sys.executable, __file__, "--config", args.config, "--one", shape],
+        proc = subprocess.run([sys.executable, __file__, "--config", args.config, "--stage", args.stage,
+                               "--tables", str(args.tables), "--one", shape],
                               capture_output=True, text=True, check=True)
         row = {"config": args.config, "n_ctx": n_ctx, "n_q": n_q, "channels": c,
-               **json.loads(proc.stdout.strip().splitlines()[-1]),
-               "model_mb": round(model_mb(args.config, n_ctx, n_q, c))}
+               **json.loads(proc.stdout.strip().splitlines()[-1])}
+        if args.stage == "all":
+            row["model_mb"] = round(model_mb(args.config, n_ctx, n_q, c))
+        else:
+            row.update(stage=args.stage, tables=args.tables if args.stage == "icl" else None)
         print(json.dumps(row), flush=True)
     return 0
 

@@ -153,6 +153,90 @@ def test_cost_model_counts_the_class_tree_passes_of_each_context():
     assert dataclasses.replace(m, tree_max_classes=None).estimate(size)[1] == 0
 
 
+def test_an_in_context_ensemble_runs_its_in_context_stage_once_per_distinct_member():
+    """Label shifts beyond the context's classes repeat one (8 shifts of 2 classes: 2 runs), and a univariate
+    series has one channel draw: the member terms follow shifts x draws of each context."""
+    m = CostModel(time_job_s=0, time_ns_per_input_value=0, time_base_s=0, time_ns_per_value=0,
+                  time_ns_per_member_series=1e9 / 1000, time_ns_per_member_pair=1e9 / 1e6,
+                  ensemble_shifts=8, ensemble_draws=4)
+    assert m.members(JobSize(n_train=100, n_test=50, n_channels=1, length=8, n_classes=2)) == 2
+    assert m.members(JobSize(n_train=100, n_test=50, n_channels=2, length=8, n_classes=10)) == 32
+    assert m.members(JobSize(n_train=5, n_test=50, n_channels=2, length=8, n_classes=10)) == 20  # 5 classes held
+    assert CostModel().members(JobSize(n_train=100, n_test=50, n_channels=2, length=8, n_classes=10)) == 1
+    size = JobSize(n_train=100, n_test=50, n_channels=3, length=8, n_classes=10, context_train=(100, 20))
+    # 1 ms per series and member, 1 us per (context series, series) pair and member: 32 members each
+    first = 32 * (150e-3 + 100 * 150e-6)
+    second = 32 * (70e-3 + 20 * 70e-6)
+    assert m.estimate(size)[1] == pytest.approx(first + second)
+    assert m.estimate(dataclasses.replace(size, n_channels=1))[1] == pytest.approx((first + second) / 4)
+
+
+def test_a_learner_that_runs_its_context_in_every_call_pays_it_once_per_query_chunk():
+    """An in-context learner predicts a large test split in chunks that fit QUERY_MEMORY_MB, and each call
+    runs the whole context again: its series, values, pairs and members count the context once per call."""
+    from chorustic.methods.cost import QUERY_MEMORY_MB
+
+    per_query_kb = QUERY_MEMORY_MB * 1024 / 40  # 40 queries a call: 100 queries take 3 calls
+    m = CostModel(time_job_s=0, time_ns_per_input_value=0, time_base_s=0, time_ns_per_value=1e9 / 1e6,
+                  time_ns_per_series=1e9 / 1000, time_ns_per_series_pair=1e9 / 1e6, mem_kb_per_series=per_query_kb,
+                  context_per_call=True)
+    size = JobSize(n_train=500, n_test=100, n_channels=2, length=10)
+    assert m.query_chunk(size) == 40 and m.context_calls(size) == 3
+    run = 3 * 500 + 100
+    assert m.estimate(size)[1] == pytest.approx(run * 20e-6 + run * 1e-3 + 500 * run * 1e-6)
+    once = dataclasses.replace(m, context_per_call=False)  # the fit did the context's work: one pass
+    assert once.context_calls(size) == 1
+    assert once.estimate(size)[1] == pytest.approx(600 * 20e-6 + 600 * 1e-3 + 500 * 600 * 1e-6)
+
+
+def test_channel_encodings_set_what_a_series_costs_in_channels_but_not_what_its_input_holds():
+    """ChorusTIC's signal level encodes what its RSSC draws ask for: 2 channels cost 2, 6 channels ~44 of the
+    64 slots, more than the table's channels its last entry, in its time and in the values it computes on at
+    once; the input is held as it is (every channel)."""
+    m = CostModel(mem_base_mb=0, mem_bytes_per_value=0, mem_bytes_per_model_value=2**20, time_job_s=0,
+                  time_base_s=0, time_ns_per_input_value=0, time_ns_per_value=1e9, model_channels=64,
+                  channel_encodings=(1.0, 2.0, 12.0, 4.0, 38.0, 44.0))
+    # the memory: the context's series and one query's (2 rows) at what their channels cost
+    assert m.estimate(JobSize(n_train=1, n_test=0, n_channels=6, length=1)) == pytest.approx((88, 44))
+    assert m.estimate(JobSize(n_train=1, n_test=0, n_channels=100, length=1)) == pytest.approx((88, 44))
+    assert m.estimate(JobSize(n_train=1, n_test=0, n_channels=2, length=1)) == pytest.approx((4, 2))
+    held = dataclasses.replace(m, mem_bytes_per_value=2**20, mem_bytes_per_model_value=0)
+    assert held.estimate(JobSize(n_train=1, n_test=0, n_channels=100, length=1))[0] == pytest.approx(100)
+
+
+def test_chorustic_costs_the_ensemble_it_runs(methods):
+    """The plugin's cost model takes the run's label shifts and RSSC draws: the ablation without the
+    label-permutation ensemble runs its ICL once per draw, on a multivariate 10-class dataset 8x fewer times;
+    a row's encodings are what the signal level's plan of the RSSC draws holds (1 channel: 1, 2: 2, 6: ~44 of
+    the 4 draws' 64 slots, from ~16 channels on 64), the models' literal for 4 draws and computed for others."""
+    import torch
+
+    from chorustic.model import ChorusTICConfig
+    from chorustic.model.rssc import sample_rssc_assignment
+    from chorustic.model.signal_encoder import plan_slots
+
+    plugin = methods["chorustic"]
+    size = JobSize(n_train=1000, n_test=500, n_channels=2, length=512, n_classes=10)
+    full, ablation = plugin.cost_model(), plugin.cost_model(n_label_shifts=1)
+    assert (full.members(size), ablation.members(size)) == (32, 4)
+    assert plugin.job_cost(size, n_label_shifts=1)[1] < plugin.job_cost(size)[1]
+    config = ChorusTICConfig.paper()
+
+    def encoded(channels, draws, seed):
+        gi = sample_rssc_assignment(torch.ones(1, channels, dtype=torch.bool), num_groups=config.num_groups,
+                                    group_size=config.group_size, n_draws=draws, mode=config.rssc_sampling,
+                                    generator=torch.Generator().manual_seed(seed))
+        return sum(u * n for u, n in plan_slots(gi, dedupe=True).items_per_size().items())
+
+    for channels in (1, 2, 3, 6, 13, 32):
+        mean = sum(encoded(channels, 4, seed) for seed in range(8)) / 8
+        assert full.channel_encodings[channels - 1] == pytest.approx(mean, abs=0.01), channels
+    assert full.channel_encodings[:2] == (1.0, 2.0) and full.channel_encodings[-1] == 64
+    two = plugin.cost_model(n_rssc_draws=2)
+    assert two.channel_encodings[0] == 1 and two.channel_encodings[-1] == 32  # 2 draws of 16 distinct channels
+    assert two.members(size) == 16
+
+
 def test_an_elastic_distance_costs_more_per_channel_once_a_series_leaves_the_cache():
     """``time_ns_per_cell_spilled`` adds to every alignment cell and channel of series larger than
     SERIES_CACHE_BYTES (all channels, float64), and to no others."""

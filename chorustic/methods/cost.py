@@ -167,7 +167,17 @@ class CostModel:
                            + time_ns_per_tree_query * (passes(classes) - 1) * n_test
                              [tree_max_classes set only]
                            + time_ns_per_feature_pair * N * (n_channels * length)**2
-                           + time_ns_per_feature * n_channels * length) / 1e9)
+                           + time_ns_per_feature * n_channels * length
+                           + (time_ns_per_member_series * N + time_ns_per_member_pair * n_train * N) * members)
+                           / 1e9)
+
+    ``members`` is the in-context ensemble members whose in-context stage runs apart (:meth:`members`): the
+    distinct label shifts, ``min(ensemble_shifts, classes)``, times the distinct channel draws,
+    ``ensemble_draws`` for a series of two channels or more and one for a univariate series.
+
+    With :attr:`context_per_call`, a context whose queries take ``k`` calls (:meth:`query_chunk`) runs its
+    ``n_train`` series ``k`` times: ``N`` (and so ``V``) counts ``k * n_train + n_test`` series in the terms of
+    the values, the series, the series pairs and the members.
 
     With :attr:`memo_embeddings`, where the job's memo holds its embeddings (:meth:`memo_series`), the values
     (``time_ns_per_value``) are not summed over the contexts: each series of the test split and of the training
@@ -181,7 +191,8 @@ class CostModel:
     ``mem_bytes_per_memo_pair * n_test * that many`` more.
 
     ``V'`` counts the values the method computes on at once: of the ``R`` series held at once (the ``H``
-    below, at most :attr:`model_rows`), at most :attr:`model_channels` channels.
+    below, at most :attr:`model_rows`), at most :attr:`model_channels` channels (or their
+    :attr:`channel_encodings`).
     ``H = n_train + q`` is the series held at once: the context and one chunk of ``q`` queries
     (:meth:`query_chunk`: as many as fit :data:`QUERY_MEMORY_MB` at ``mem_kb_per_series`` +
     ``mem_bytes_per_pair * n_train`` + ``mem_bytes_per_query_pair * n_train`` each, + ``mem_bytes_per_row_point
@@ -191,7 +202,8 @@ class CostModel:
     ``band`` is the number of alignment cells per time point of an elastic distance (the whole length
     for unconstrained DTW; see :meth:`estimate`). In the time, ``n_train`` (and so ``N``, ``V``, ``P``) is
     each context's own training size (:attr:`JobSize.context_train`: a 5-shot context fits on 5 series
-    per class), and ``n_channels`` is at most :attr:`model_channels`; the memory is the largest
+    per class), and ``n_channels`` is at most :attr:`model_channels` (or what :attr:`channel_encodings` says a
+    series of that many channels costs); the memory is the largest
     context's. Times are CPU seconds of one thread; more threads (:meth:`thread_speedup`) or a GPU only make a
     job faster.
     Coefficients are fitted by ``benchmarks/archive_scale.py --fit`` on jobs measured on stand-ins of the
@@ -278,6 +290,14 @@ class CostModel:
     """Per context and flattened feature (``n_channels x length``), whatever the series: work per column of a
     table (TabICL's per-column preprocessing and the column embedding's inducing points), which a context of
     few rows and many features is made of."""
+    time_ns_per_member_series: float = 0.0
+    """Per context, series (context and queries) and in-context ensemble member (:meth:`members`): the work of
+    an in-context stage on each row that runs once per member (ChorusTIC's row interaction per channel draw,
+    its ICL transformer's per-row layers per draw and label shift)."""
+    time_ns_per_member_pair: float = 0.0
+    """Per context, (context series, series) and in-context ensemble member: the in-context attention of every
+    row to the context rows, once per member (ChorusTIC's ICL: ~7,500 context rows of PenDigits, 8 label shifts
+    and 4 channel draws)."""
     tree_max_classes: int | None = None
     """The most classes one in-context pass decodes (ChorusTIC's ``K_max``); None: no class tree."""
     memo_pairs: bool = False
@@ -317,6 +337,18 @@ class CostModel:
     """The most channels the method computes on per series (the time's terms use ``min(n_channels,
     model_channels)``; the memory's hold the whole input): a ROCKET kernel reads a few random channels
     whatever their number, ChorusTIC's RSSC draws ``G * S`` channels per draw. None: every channel."""
+    channel_encodings: tuple[float, ...] | None = None
+    """What a series of ``c`` channels costs, in channels (entry ``c - 1``; the last entry for more): in the time's
+    terms and in the values the method computes on at once (``V'``), where the channels a method encodes are not
+    ``min(c, model_channels)`` (ChorusTIC's signal level encodes each distinct channel of each group of each RSSC
+    draw: 1 for 1 channel, 2 for 2, ~44 for 6, 64 from ~16 on). The input's values are held as they are. None:
+    :attr:`model_channels`."""
+    ensemble_shifts: int | None = None
+    """Label-shift members of an in-context ensemble whose in-context stage runs once per distinct shift (at
+    most the context's classes; :meth:`members`). None: one."""
+    ensemble_draws: int | None = None
+    """Channel-draw members of an in-context ensemble whose in-context stage runs once per draw of a
+    multivariate series (a univariate series has one distinct draw; :meth:`members`). None: one."""
     model_rows: int | None = None
     """The most series an encoder processes at once (ChorusTIC's signal-level chunk of 128 rows): caps
     the series of ``mem_bytes_per_model_value``. None: every series held."""
@@ -378,7 +410,7 @@ class CostModel:
                          "time_ns_per_column", "time_ns_per_path_cell", "time_ns_per_dilated_value",
                          "time_ns_per_column_class", "time_ns_per_column_series", "time_ns_per_cell_spilled",
                          "time_ns_per_multichannel_cell", "time_ns_per_tree_query", "time_ns_per_feature_pair",
-                         "time_ns_per_feature")
+                         "time_ns_per_feature", "time_ns_per_member_series", "time_ns_per_member_pair")
     #: The memory coefficients, in the order of :meth:`memory_terms`.
     MEMORY_COEFFICIENTS = ("mem_base_mb", "mem_bytes_per_value", "mem_kb_per_series", "mem_bytes_per_pair",
                            "mem_bytes_per_model_value", "mem_bytes_per_row_point", "mem_bytes_per_query_pair",
@@ -403,26 +435,45 @@ class CostModel:
         held = used * size.n_channels * self.mem_bytes_per_memo_embedding
         return used if held <= EMBEDDING_MEMO_MB * 2**20 else 0
 
-    def _effective(self, size: JobSize, *, channels: bool = True) -> JobSize:
+    def _effective(self, size: JobSize, *, channels: bool = True, encodings: bool = False) -> JobSize:
         """``size`` as the method computes on it: :attr:`model_length`, at most :attr:`model_channels`
-        (``channels``: the time's terms; the memory holds every channel of the input)."""
+        (``channels``: not for the input, which is held whole), or with ``encodings`` what
+        :attr:`channel_encodings` says its channels cost."""
         if self.model_length is not None:
             size = dataclasses.replace(size, length=self.model_length)
-        if channels and self.model_channels is not None:
+        if channels and encodings and self.channel_encodings:
+            table = self.channel_encodings
+            size = dataclasses.replace(size, n_channels=table[min(size.n_channels, len(table)) - 1])
+        elif channels and self.model_channels is not None:
             size = dataclasses.replace(size, n_channels=min(size.n_channels, self.model_channels))
         return size
+
+    def members(self, size: JobSize) -> int:
+        """The in-context ensemble members whose in-context stage runs apart on a context of ``size``: its distinct
+        label shifts (at most its classes) times its distinct channel draws (one for a univariate series)."""
+        classes = max(1, min(size.n_classes, size.n_train))
+        shifts = min(self.ensemble_shifts or 1, classes)
+        draws = (self.ensemble_draws or 1) if size.n_channels > 1 else 1
+        return shifts * draws
+
+    def context_calls(self, size: JobSize) -> int:
+        """The prediction calls a context of ``size`` takes (:attr:`context_per_call`: each runs the context
+        again, :meth:`query_chunk`); 1 where the fit did the context's work."""
+        if not self.context_per_call or size.n_test <= 1:
+            return 1
+        return max(1, math.ceil(size.n_test / self.query_chunk(size)))
 
     def time_terms(self, size: JobSize, *, band: float | None = None) -> tuple[float, ...]:
         """What multiplies each of :data:`TIME_COEFFICIENTS` in the job's time (seconds = their dot
         product): summed over the job's contexts, each at its own training size. What
         ``benchmarks/archive_scale.py --fit`` fits the coefficients on."""
         out = [1.0, size.n_values / 1e9] + [0.0] * (len(self.TIME_COEFFICIENTS) - 2)
-        size = self._effective(size)
+        original, size = size, self._effective(size, encodings=True)
         b = float(size.length if band is None else band)
 
-        def pairs(c: JobSize) -> None:  # the terms of a context's pairs: what a memo pays once per job
+        def pairs(c: JobSize, calls: int = 1) -> None:  # the terms of a context's pairs: what a memo pays once per job
             out[6] += c.n_train * c.n_test * c.n_channels * c.length * b / 1e9
-            out[7] += c.n_train * c.n_series / 1e9
+            out[7] += c.n_train * (c.n_train * calls + c.n_test) / 1e9
             out[9] += c.n_train * c.n_test * c.length * b / 1e9
             if c.n_channels * c.length * 8 > SERIES_CACHE_BYTES:
                 out[13] += c.n_train * c.n_test * c.n_channels * c.length * b / 1e9
@@ -431,13 +482,18 @@ class CostModel:
 
         memo = self.memo_train(size)
         embedded = self.memo_series(size)
-        for c in size.contexts():
+        for c, calls, members in [(c, self.context_calls(c), self.members(c)) for c in original.contexts()]:
             if c.n_train == 0:  # a context the job skips
                 continue
+            c = self._effective(c, encodings=True)
+            # the series each context's calls run (the context once per call where every call runs it again)
+            run = c.n_train * calls + c.n_test
             out[2] += 1.0
             if not embedded:
-                out[3] += c.n_values / 1e9
-            out[4] += c.n_series / 1e9
+                out[3] += run * c.n_channels * c.length / 1e9
+            out[4] += run / 1e9
+            out[18] += members * run / 1e9
+            out[19] += members * c.n_train * run / 1e9
             out[5] += c.n_train * c.n_series * c.n_channels / 1e9
             out[8] += c.n_channels * c.length * math.log2(max(2, c.n_train)) / 1e9
             out[10] += c.n_values * max(1.0, math.log2(c.length / 8)) / 1e9
@@ -450,7 +506,7 @@ class CostModel:
             out[16] += c.n_series * float(c.n_channels * c.length) ** 2 / 1e9
             out[17] += c.n_channels * c.length / 1e9
             if not memo:
-                pairs(c)
+                pairs(c, calls)
         if memo:
             pairs(dataclasses.replace(size, n_train=memo, n_contexts=1, context_train=()))
         if embedded:  # every series the job uses, embedded once
@@ -460,7 +516,7 @@ class CostModel:
     def memory_terms(self, size: JobSize) -> tuple[float, ...]:
         """What multiplies each of :data:`MEMORY_COEFFICIENTS` in the job's peak memory (MB): the largest
         context (all ``n_train`` series) with a chunk of queries held at once."""
-        model = self._effective(size)
+        model = self._effective(size, encodings=True)
         size = self._effective(size, channels=False)
         chunk = self.query_chunk(size)
         held = size.n_train + chunk
