@@ -351,7 +351,7 @@ KEPT = ("time_ns_per_input_value", "mem_bytes_per_row_point", "mem_bytes_per_que
 KEPT_FOR = {**{m: ("time_ns_per_feature_pair", "time_ns_per_feature", "time_ns_per_series_pair")
                for m in ("tabicl", "tabicl_v2")},
             # ChorusTIC's paper configuration: its in-context attention per member and pair, from one prediction at
-            # 500 and at 2,000 context rows (benchmarks/chorustic_memory.py); its jobs here hold at most 100
+            # 500 and at 2,000 context rows (benchmarks/chorustic_memory.py); its jobs here hold at most 749
             "chorustic_paper": ("time_ns_per_member_pair",)}
 
 
