@@ -106,7 +106,10 @@ class ChorusTICMethod(Method):
         model = SMALL_COST if small else self.cost
         draws = int(p["n_rssc_draws"])
         encodings = model.channel_encodings
-        if draws != 4:  # the signal level's plan for 1 .. 32 channels under these draws (8 seeds' mean)
+        # the signal level's plan for 1 .. 32 channels under other draws (8 seeds' mean): ~0.4 s, once per plugin
+        # instance and number of draws (a plan asks its cost model for every job)
+        known = self.__dict__.setdefault("_channel_encodings", {4: encodings})
+        if draws not in known:
             import torch
 
             from chorustic.model import ChorusTICConfig
@@ -120,9 +123,9 @@ class ChorusTICMethod(Method):
                     n_draws=draws, mode=config.rssc_sampling, generator=torch.Generator().manual_seed(seed)),
                     dedupe=True).items_per_size() for seed in range(8)]
                 rows.append(round(sum(u * n for s in slots for u, n in s.items()) / 8, 2))
-            encodings = tuple(rows)
+            known[draws] = tuple(rows)
         return dataclasses.replace(model, ensemble_shifts=int(p["n_label_shifts"]), ensemble_draws=draws,
-                                   channel_encodings=encodings)
+                                   channel_encodings=known[draws])
 
     def _files(self, p: dict[str, Any], *, download: bool) -> dict[str, Any]:
         hparams = p["hparams_json"]
