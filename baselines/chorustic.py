@@ -31,10 +31,14 @@ from chorustic.methods import CostModel, Method, MethodInfo, MethodNotReady, reg
 #: ensemble (CostModel.members: 32 on a multivariate dataset of 10 classes), and ~725 ns per (context series,
 #: series) and member: its in-context attention, which its jobs here cannot separate, from its predictions at 500
 #: and 2,000 context series (benchmarks/chorustic_memory.py: 50.6 and 203.1 CPU-s; the ICL alone, --stage icl:
-#: 516 ns). Each prediction call runs the context again (context_per_call: 463 queries a call). Memory, from one
-#: prediction by context size: ~2.3 MB per series held (context and a chunk of queries: a context of 2,000 series
-#: peaks at 6.1 GB) and ~1 KB per value encoded (the signal level encodes 128 rows at a time:
-#: ChorusTICClassifier's signal_batch_size), within 0.65-1.06 of the jobs. More than K_max = 10 classes: ~25 ms per
+#: 516 ns). Each prediction call runs the context again (context_per_call). Memory, from one prediction by context
+#: size: ~2.3 MB per series held (the context and the 512 rows its task level computes on at once, query_rows:
+#: a context of 2,000 series peaks at 6.1 GB) and ~1 KB per value encoded (the signal level encodes 128 rows at a
+#: time: ChorusTICClassifier's signal_batch_size), within 0.65-1.06 of the jobs. A query of a call beyond those rows
+#: ~16 KB until the call returns: its signal representations of 4 draws (8 KB), its row representations (2 KB) and
+#: its 32 members' logits (~2.6 KB); 300 context series with 1,064 and 3,064 queries peaked at 2,376 and 2,357 MB
+#: (benchmarks/chorustic_memory.py), so a call takes a whole test split (Crop's 16,800 queries: 16 MB a 1,000) and
+#: its context runs once. More than K_max = 10 classes: ~25 ms per
 #: query and extra pass of the class tree (60 context and 60 query rows took 31.2 CPU-s against 21.9 with 10
 #: classes, under the evaluation workers' pinned numerics: benchmarks/many_classes.py). Reading the data cache:
 #: ~20 ns per value (PEMS-SF's 217 M resampled values and the job's start: 11.6 CPU-s). On a GPU: the estimated
@@ -43,7 +47,8 @@ PAPER_COST = CostModel(time_job_s=37.5, time_ns_per_input_value=20, time_base_s=
                        time_ns_per_member_series=7.72e6, time_ns_per_member_pair=725, time_ns_per_tree_query=2.5e7,
                        tree_max_classes=K_MAX, mem_base_mb=1040, mem_bytes_per_value=15.1,
                        mem_kb_per_series=2260, mem_bytes_per_model_value=942, gpu_speedup=100, model_channels=64,
-                       model_rows=128, parallel_fraction=0.88, context_per_call=True,
+                       model_rows=128, parallel_fraction=0.88, context_per_call=True, mem_kb_per_query=16,
+                       query_rows=512,
                        channel_encodings=(1.0, 2.0, 11.5, 4.0, 38.0, 43.75, 54.0, 52.0, 60.62, 61.62, 61.38, 63.0,
                                           63.5, 62.75, 62.75, 63.5) + (64.0,) * 16)
 #: The committed small model (1.1 M parameters): refitted on its first 18 jobs on stand-ins of the largest shapes
@@ -55,13 +60,17 @@ PAPER_COST = CostModel(time_job_s=37.5, time_ns_per_input_value=20, time_base_s=
 #: on PenDigits' 10 classes and 2 channels (1,218 CPU-s in full: 3.7x the model before, which charged the
 #: series once and no pair; its 19-minute request stopped it); ~0.4 ms per value encoded (815 ns x 512 per
 #: channel encoding). Its class tree ~0.7 ms per query and extra pass (one context of 60 + 60 rows: ~1.1 ms,
-#: benchmarks/many_classes.py).
+#: benchmarks/many_classes.py). A query of a call beyond the 512 rows its task level computes on at once holds ~6 KB
+#: (4 draws' 128-dim representations and the members' logits; 1 channel, 1,064 and 3,064 queries: 619 and 627 MB)
+#: and the call's copies of its input, which the values' term counts (32 channels: 944 and 1,624 MB, ~17 B per value
+#: against its 21.3). Memory refitted on its 26 jobs with that (0.88-1.14 of each; StarLightCurves' 8,236 queries in
+#: one call, 791 MB, were 0.53 of the model that held 97 KB for each of them): ~128 KB per series held.
 SMALL_COST = CostModel(time_job_s=10.4, time_ns_per_input_value=20, time_base_s=0, time_ns_per_value=815,
                        time_ns_per_series=628000, time_ns_per_member_series=44900, time_ns_per_member_pair=164,
                        time_ns_per_tree_query=684000, tree_max_classes=K_MAX,
-                       mem_base_mb=516, mem_bytes_per_value=22.6, mem_kb_per_series=97.1,
-                       mem_bytes_per_model_value=44.8, gpu_speedup=20, model_channels=64, model_rows=128,
-                       parallel_fraction=0.64, context_per_call=True,
+                       mem_base_mb=516, mem_bytes_per_value=21.3, mem_kb_per_series=128,
+                       mem_bytes_per_model_value=38.2, gpu_speedup=20, model_channels=64, model_rows=128,
+                       parallel_fraction=0.64, context_per_call=True, mem_kb_per_query=6, query_rows=512,
                        channel_encodings=PAPER_COST.channel_encodings)
 #: Checkpoint files below this size (about 12 M float32 parameters) are costed as the small model.
 SMALL_CHECKPOINT_BYTES = 50_000_000
@@ -95,8 +104,10 @@ class ChorusTICMethod(Method):
         """The paper configuration's cost, or the small model's for a local checkpoint file under
         :data:`SMALL_CHECKPOINT_BYTES` (a checkpoint still to be pretrained, or on the hub, is costed
         as the paper configuration), with the run's ensemble: its label shifts and RSSC draws (the in-context
-        stage runs once per distinct pair, :meth:`CostModel.members`), and for other than 4 draws what a row's
-        signal level encodes under them (``channel_encodings``, as the models' literal has it for 4)."""
+        stage runs once per distinct pair, :meth:`CostModel.members`), for other than 4 draws what a row's
+        signal level encodes under them (``channel_encodings``, as the models' literal has it for 4), and the
+        rows its task level computes on at once (``task_batch_size``: ``query_rows``), beyond which a query
+        of a prediction call holds only its input, representations and logits."""
         import dataclasses
 
         p = self.params(params)
@@ -125,7 +136,7 @@ class ChorusTICMethod(Method):
                 rows.append(round(sum(u * n for s in slots for u, n in s.items()) / 8, 2))
             known[draws] = tuple(rows)
         return dataclasses.replace(model, ensemble_shifts=int(p["n_label_shifts"]), ensemble_draws=draws,
-                                   channel_encodings=known[draws])
+                                   channel_encodings=known[draws], query_rows=int(p["task_batch_size"]))
 
     def _files(self, p: dict[str, Any], *, download: bool) -> dict[str, Any]:
         hparams = p["hparams_json"]

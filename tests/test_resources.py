@@ -189,6 +189,37 @@ def test_a_learner_that_runs_its_context_in_every_call_pays_it_once_per_query_ch
     assert once.estimate(size)[1] == pytest.approx(600 * 20e-6 + 600 * 1e-3 + 500 * 600 * 1e-6)
 
 
+def test_a_learner_that_chunks_its_own_queries_is_called_once_for_a_test_split_its_chunks_would_not_hold():
+    """A method that computes on at most ``query_rows`` queries at once whatever the call (ChorusTIC's task
+    level: 512 rows) holds per query of a call only ``mem_kb_per_query`` and the copies of its input: the harness
+    gives it every query that fits QUERY_MEMORY_MB at that, so its context runs once where the per-series memory
+    would have cut the split into calls; the per-series memory counts at most ``query_rows`` queries."""
+    from chorustic.methods.cost import QUERY_MEMORY_MB
+
+    per_series_kb = QUERY_MEMORY_MB * 1024 / 40  # 40 series of the working memory fill the query budget
+    chunked = CostModel(mem_base_mb=0, mem_bytes_per_value=1024, mem_kb_per_series=per_series_kb, time_job_s=0,
+                        time_ns_per_input_value=0, time_base_s=0, time_ns_per_value=0, time_ns_per_series=1e9,
+                        context_per_call=True)
+    size = JobSize(n_train=500, n_test=3000, n_channels=2, length=16)
+    assert chunked.query_chunk(size) == 40 and chunked.context_calls(size) == 75
+    own = dataclasses.replace(chunked, query_rows=32, mem_kb_per_query=300)
+    # a query holds 300 KB until the call returns: 3,495 queries fit, all 3,000 of them
+    assert own.query_chunk(size) == 3000 and own.context_calls(size) == 1
+    assert own.estimate(size)[1] == pytest.approx(500 + 3000)  # the context's series once
+    assert chunked.estimate(size)[1] == pytest.approx(75 * 500 + 3000)
+    held = own.memory_terms(size)
+    assert held[CostModel.MEMORY_COEFFICIENTS.index("mem_kb_per_series")] == pytest.approx((500 + 32) / 1024)
+    assert own.estimate(size)[0] == pytest.approx(size.n_values / 1024 + (500 + 32) * per_series_kb / 1024
+                                                  + 3000 * 300 / 1024)
+    # more queries than fit: calls of 3,495 (the input's copies are the values' term, whatever the chunk)
+    more = dataclasses.replace(size, n_test=10000)
+    assert own.query_chunk(more) == 3495 and own.context_calls(more) == 3
+    wide = dataclasses.replace(size, n_channels=256)
+    assert own.query_chunk(wide) == 3000 and own.estimate(wide)[0] > own.estimate(size)[0] + 3500 * 254 / 1024
+    # a method without query_rows keeps its model: the new term is 0
+    assert chunked.memory_terms(size)[CostModel.MEMORY_COEFFICIENTS.index("mem_kb_per_query")] == 0
+
+
 def test_channel_encodings_set_what_a_series_costs_in_channels_but_not_what_its_input_holds():
     """ChorusTIC's signal level encodes what its RSSC draws ask for: 2 channels cost 2, 6 channels ~44 of the
     64 slots, more than the table's channels its last entry, in its time and in the values it computes on at
@@ -235,6 +266,10 @@ def test_chorustic_costs_the_ensemble_it_runs(methods):
     two = plugin.cost_model(n_rssc_draws=2)
     assert two.channel_encodings[0] == 1 and two.channel_encodings[-1] == 32  # 2 draws of 16 distinct channels
     assert two.members(size) == 16
+    # its task level computes on task_batch_size rows at once: a call's queries beyond hold their input and result
+    assert full.query_rows == 512 and plugin.cost_model(task_batch_size=128).query_rows == 128
+    crop = JobSize(n_train=7200, n_test=16800, n_channels=1, length=512, n_classes=24)
+    assert full.context_calls(crop) == 1  # Crop's full context runs once, not in 37 calls of 463 queries
 
 
 def test_an_elastic_distance_costs_more_per_channel_once_a_series_leaves_the_cache():

@@ -149,7 +149,7 @@ class CostModel:
                            + mem_kb_per_series * H / 1024 + mem_bytes_per_pair * n_train * H / 2**20
                            + mem_bytes_per_query_pair * n_train * q / 2**20
                            + mem_bytes_per_memo_pair * n_test * n_memo / 2**20
-                           + mem_bytes_per_memo_embedding * E / 2**20
+                           + mem_bytes_per_memo_embedding * E / 2**20 + mem_kb_per_query * q / 1024
         time (s)         = time_job_s + time_ns_per_input_value * V / 1e9
                            + sum over contexts of (time_base_s + (time_ns_per_value * V
                            + time_ns_per_series * N + time_ns_per_pair * P
@@ -197,7 +197,11 @@ class CostModel:
     (:meth:`query_chunk`: as many as fit :data:`QUERY_MEMORY_MB` at ``mem_kb_per_series`` +
     ``mem_bytes_per_pair * n_train`` + ``mem_bytes_per_query_pair * n_train`` each, + ``mem_bytes_per_row_point
     * length`` where ``R`` is not capped;
-    all of them when that is 0 or they fit).
+    all of them when that is 0 or they fit). A method that computes on its queries in chunks of its own
+    (:attr:`query_rows`) holds ``H = n_train + min(q, query_rows)`` series, and each of the call's ``q``
+    queries holds ``mem_kb_per_query`` (0 without ``query_rows``): its chunk is as many queries as fit
+    :data:`QUERY_MEMORY_MB` at ``mem_kb_per_query`` + ``mem_bytes_per_query_pair * n_train`` (the copies
+    of their input are in ``V``, whatever the chunk).
     ``classes = min(n_classes, n_train)`` are the context's classes.
     ``band`` is the number of alignment cells per time point of an elastic distance (the whole length
     for unconstrained DTW; see :meth:`estimate`). In the time, ``n_train`` (and so ``N``, ``V``, ``P``) is
@@ -230,6 +234,10 @@ class CostModel:
     mem_bytes_per_query_pair: float = 0.0
     """Per (query of a chunk, context series) pair only: the distances of a chunk of queries to the context
     and their sort (a nearest-neighbour search), with no (context x context) matrix."""
+    mem_kb_per_query: float = 0.0
+    """Per query of a prediction call, for a method that computes on its queries in chunks of its own
+    (:attr:`query_rows`): what it keeps of every query until the call returns (ChorusTIC: its signal
+    representations and its members' logits), beyond the copies of the input the values' term counts."""
     time_job_s: float = 10.0
     """Once per job: imports, JIT compilation, loading weights."""
     time_ns_per_input_value: float = 1500.0
@@ -352,6 +360,13 @@ class CostModel:
     model_rows: int | None = None
     """The most series an encoder processes at once (ChorusTIC's signal-level chunk of 128 rows): caps
     the series of ``mem_bytes_per_model_value``. None: every series held."""
+    query_rows: int | None = None
+    """The most queries the method computes on at once, whatever the size of a prediction call: its own chunks
+    (ChorusTIC's task level embeds and interacts 512 rows at a time and its ICL attends from 512 queries at a
+    time). The per-series and pair terms of the memory count at most this many of a call's queries, and every
+    query of the call holds :attr:`mem_kb_per_query` until the call returns, which is what the harness's
+    :meth:`query_chunk` fits to :data:`QUERY_MEMORY_MB` (the copies of the input the call makes are in the
+    values' term, whatever the chunk). None: the method computes on every query of a call at once."""
     model_row_points: int | None = None
     """The most time points (series x length) the method computes on at once: caps the ``R * length`` of
     ``mem_bytes_per_row_point`` (a convolution over batches of fewer series when they are long). None: no
@@ -376,9 +391,16 @@ class CostModel:
         """How many queries the harness predicts at once for a context of ``size.n_train`` series: as many
         as fit :data:`QUERY_MEMORY_MB` at this model's per-query memory (at least 1; all when they fit): its
         features or embeddings, its pairs with the context, and, where the method computes on every series
-        of a call at once (:attr:`model_rows` None), its per-time-point working memory."""
-        per_query = (self.mem_kb_per_series * 1024
-                     + (self.mem_bytes_per_pair + self.mem_bytes_per_query_pair) * size.n_train)
+        of a call at once (:attr:`model_rows` None), its per-time-point working memory. A method that
+        computes on its queries in chunks of its own (:attr:`query_rows`) holds per query of the call only
+        what it keeps until the call returns (:attr:`mem_kb_per_query`); the copies of the input it makes are
+        the values' term (:attr:`mem_bytes_per_value`, fitted on calls of whole test splits), which counts
+        every value of the dataset whatever the chunk."""
+        if self.query_rows is not None:  # the method chunks its own work: a query holds its result until the end
+            per_query = self.mem_kb_per_query * 1024 + self.mem_bytes_per_query_pair * size.n_train
+        else:
+            per_query = (self.mem_kb_per_series * 1024
+                         + (self.mem_bytes_per_pair + self.mem_bytes_per_query_pair) * size.n_train)
         if self.model_rows is None:  # the method computes on every query of the chunk at once
             per_query += self.mem_bytes_per_row_point * self._effective(size, channels=False).length
         if per_query <= 0:
@@ -414,7 +436,7 @@ class CostModel:
     #: The memory coefficients, in the order of :meth:`memory_terms`.
     MEMORY_COEFFICIENTS = ("mem_base_mb", "mem_bytes_per_value", "mem_kb_per_series", "mem_bytes_per_pair",
                            "mem_bytes_per_model_value", "mem_bytes_per_row_point", "mem_bytes_per_query_pair",
-                           "mem_bytes_per_memo_pair", "mem_bytes_per_memo_embedding")
+                           "mem_bytes_per_memo_pair", "mem_bytes_per_memo_embedding", "mem_kb_per_query")
 
     def memo_train(self, size: JobSize) -> int:
         """The training series whose pairs with the test split the job's memo keeps: every series its contexts
@@ -519,7 +541,7 @@ class CostModel:
         model = self._effective(size, encodings=True)
         size = self._effective(size, channels=False)
         chunk = self.query_chunk(size)
-        held = size.n_train + chunk
+        held = size.n_train + (chunk if self.query_rows is None else min(chunk, self.query_rows))
         rows = held if self.model_rows is None else min(held, self.model_rows)
         points = rows * model.length if self.model_row_points is None else min(rows * model.length,
                                                                               self.model_row_points)
@@ -531,7 +553,8 @@ class CostModel:
                 embeddings = min(embeddings, EMBEDDING_MEMO_MB * 2**20 / self.mem_bytes_per_memo_embedding)
         return (1.0, size.n_values / 2**20, held / 1024, size.n_train * held / 2**20,
                 rows * model.n_channels * model.length / 2**20, points / 2**20, size.n_train * chunk / 2**20,
-                size.n_test * self.memo_train(size) / 2**20, embeddings / 2**20)
+                size.n_test * self.memo_train(size) / 2**20, embeddings / 2**20,
+                (chunk if self.query_rows is not None else 0) / 1024)
 
     def gpu_seconds(self, size: JobSize | None, seconds: float) -> float:
         """The job's ``seconds`` on one CPU thread (its estimate, without safety margins) on one GPU: the fixed
