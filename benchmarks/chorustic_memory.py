@@ -12,6 +12,11 @@ holds) where the whole job would take days on a CPU.
 
 A shape is ``n_ctx x n_q x channels`` (length 512, as the model sees every series; 24 classes).
 
+``--calls K`` predicts the queries in K calls of equal size instead of one, as the harness predicts a test
+split larger than its query chunk: each call runs the context again (what ``CostModel.context_calls`` charges):
+
+    python benchmarks/chorustic_memory.py --shapes 893x771x1 --calls 1 2
+
 ``--stage rows`` or ``--stage icl`` times one stage of the task level alone on random inputs of its width
 (10 classes): the row stage of one RSSC draw (the column distribution modelling and the row interaction,
 queries in chunks of 512), or the ICL transformer of ``--tables`` label shifts at once (queries in chunks of
@@ -56,7 +61,7 @@ def stage(model, stage_name: str, n_ctx: int, n_q: int, tables: int) -> float:
 
 
 def one(config: str, n_ctx: int, n_q: int, channels: int, classes: int = 24, stage_name: str = "all",
-        tables: int = 8) -> dict:
+        tables: int = 8, calls: int = 1) -> dict:
     """Run one shape in this process (a fresh one: see main)."""
     import numpy as np
     import torch
@@ -74,8 +79,10 @@ def one(config: str, n_ctx: int, n_q: int, channels: int, classes: int = 24, sta
     X = rng.standard_normal((n_ctx + n_q, channels, 512)).astype(np.float32)
     y = np.arange(n_ctx) % classes
     clf = ChorusTICClassifier(model=model, seed=0).fit(X[:n_ctx], y)
+    step = -(-n_q // calls)
     t0 = time.process_time()
-    clf.predict_proba(X[n_ctx:])
+    for start in range(n_ctx, n_ctx + n_q, step):
+        clf.predict_proba(X[start:min(start + step, n_ctx + n_q)])
     return {"cpu_s": round(time.process_time() - t0, 1),
             "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024}
 
@@ -97,24 +104,29 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--stage", default="all", choices=["all", "rows", "icl"],
                     help="the whole prediction, or one task-level stage alone (see the module docstring)")
     ap.add_argument("--tables", type=int, default=8, help="--stage icl: label shifts run at once")
+    ap.add_argument("--calls", type=int, nargs="+", default=[1],
+                    help="predict the queries in this many calls (each value a run of every shape)")
     ap.add_argument("--one", help=argparse.SUPPRESS)  # internal: run one shape in this process
     args = ap.parse_args(argv)
     if args.one:
         n_ctx, n_q, c = map(int, args.one.split("x"))
-        print(json.dumps(one(args.config, n_ctx, n_q, c, stage_name=args.stage, tables=args.tables)))
+        print(json.dumps(one(args.config, n_ctx, n_q, c, stage_name=args.stage, tables=args.tables,
+                             calls=args.calls[0])))
         return 0
     for shape in args.shapes:
         n_ctx, n_q, c = map(int, shape.split("x"))
-        proc = subprocess.run([sys.executable, __file__, "--config", args.config, "--stage", args.stage,
-                               "--tables", str(args.tables), "--one", shape],
-                              capture_output=True, text=True, check=True)
-        row = {"config": args.config, "n_ctx": n_ctx, "n_q": n_q, "channels": c,
-               **json.loads(proc.stdout.strip().splitlines()[-1])}
-        if args.stage == "all":
-            row["model_mb"] = round(model_mb(args.config, n_ctx, n_q, c))
-        else:
-            row.update(stage=args.stage, tables=args.tables if args.stage == "icl" else None)
-        print(json.dumps(row), flush=True)
+        for calls in args.calls:
+            proc = subprocess.run([sys.executable, __file__, "--config", args.config, "--stage", args.stage,
+                                   "--tables", str(args.tables), "--calls", str(calls), "--one", shape],
+                                  capture_output=True, text=True, check=True)
+            row = {"config": args.config, "n_ctx": n_ctx, "n_q": n_q, "channels": c,
+                   **({"calls": calls} if args.stage == "all" else {}),
+                   **json.loads(proc.stdout.strip().splitlines()[-1])}
+            if args.stage == "all":
+                row["model_mb"] = round(model_mb(args.config, n_ctx, n_q, c))
+            else:
+                row.update(stage=args.stage, tables=args.tables if args.stage == "icl" else None)
+            print(json.dumps(row), flush=True)
     return 0
 
 
