@@ -35,7 +35,7 @@ from chorustic.methods import CostModel, Method, MethodInfo, MethodNotReady, reg
 #: size: ~2.3 MB per series held (the context and the 512 rows its task level computes on at once, query_rows:
 #: a context of 2,000 series peaks at 6.1 GB) and ~1 KB per value encoded (the signal level encodes 128 rows at a
 #: time: ChorusTICClassifier's signal_batch_size), within 0.65-1.06 of the jobs. A query of a call beyond those rows
-#: ~16 KB until the call returns: its signal representations of 4 draws (8 KB), its row representations (2 KB) and
+#: holds ~16 KB until the call returns: its signal representations of 4 draws (8 KB), its row representations (2 KB) and
 #: its 32 members' logits (~2.6 KB); 300 context series with 1,064 and 3,064 queries peaked at 2,376 and 2,357 MB
 #: (benchmarks/chorustic_memory.py), so a call takes a whole test split (Crop's 16,800 queries: 16 MB a 1,000) and
 #: its context runs once. More than K_max = 10 classes: ~25 ms per
@@ -63,7 +63,7 @@ PAPER_COST = CostModel(time_job_s=37.5, time_ns_per_input_value=20, time_base_s=
 #: benchmarks/many_classes.py). A query of a call beyond the 512 rows its task level computes on at once holds ~6 KB
 #: (4 draws' 128-dim representations and the members' logits; 1 channel, 1,064 and 3,064 queries: 619 and 627 MB)
 #: and the call's copies of its input, which the values' term counts (32 channels: 944 and 1,624 MB, ~17 B per value
-#: against its 21.3). Memory refitted on its 26 jobs with that (0.88-1.14 of each; StarLightCurves' 8,236 queries in
+#: against its 21.3). Memory refitted on its 26 jobs with that (0.87-1.14 of each; StarLightCurves' 8,236 queries in
 #: one call, 791 MB, were 0.53 of the model that held 97 KB for each of them): ~128 KB per series held.
 SMALL_COST = CostModel(time_job_s=10.4, time_ns_per_input_value=20, time_base_s=0, time_ns_per_value=815,
                        time_ns_per_series=628000, time_ns_per_member_series=44900, time_ns_per_member_pair=164,
