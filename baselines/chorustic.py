@@ -25,7 +25,8 @@ from chorustic.methods import CostModel, Method, MethodInfo, MethodNotReady, reg
 #: Cost of one evaluate job (chorustic.methods.CostModel) on one CPU thread with the full deployment ensemble
 #: (8 label shifts x 4 RSSC draws). The paper configuration (53 M parameters, random weights): time refitted on its
 #: 11 jobs on stand-ins (benchmarks/results/archive_scale.md; 0.84-1.19 of each, PenDigits' 749 context series of
-#: 10 classes at 10 % among them: 3,465 CPU-s, 2.16x the model before): ~55 ms per channel encoding of a series
+#: 10 classes at 10 % among them: 3,465 CPU-s, 2.16x the model before; a 12th since, StarLightCurves at 10 % with its
+#: 824 queries in one call, at 1.28): ~55 ms per channel encoding of a series
 #: (108 us x 512 values; a row of c channels encodes what its RSSC draws ask for, channel_encodings: 1 for 1
 #: channel, 2 for 2, ~44 for 6, 64 from ~17 on), ~7.7 ms per series and distinct (label shift, RSSC draw) of the
 #: ensemble (CostModel.members: 32 on a multivariate dataset of 10 classes), and ~725 ns per (context series,
