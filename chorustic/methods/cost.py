@@ -504,10 +504,11 @@ class CostModel:
 
         memo = self.memo_train(size)
         embedded = self.memo_series(size)
-        for c, calls, members in [(c, self.context_calls(c), self.members(c)) for c in original.contexts()]:
+        for c in original.contexts():
             if c.n_train == 0:  # a context the job skips
                 continue
-            c = self._effective(c, encodings=True)
+            # its calls and members by its own channels; its terms by what the method computes on
+            calls, members, c = self.context_calls(c), self.members(c), self._effective(c, encodings=True)
             # the series each context's calls run (the context once per call where every call runs it again)
             run = c.n_train * calls + c.n_test
             out[2] += 1.0
