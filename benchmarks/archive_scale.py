@@ -279,6 +279,8 @@ def _earlier_cpu_s(runs: list[dict], kept: dict[tuple[str, int], dict]) -> float
 
 
 def measure(workdir: Path, method: str, dataset: str, fraction: float, job: dict, limit_s: float) -> dict:
+    import yaml
+
     from chorustic.data.standin import write_standin
     from chorustic.evaluation.numerics import cpu_model
 
@@ -297,10 +299,11 @@ def measure(workdir: Path, method: str, dataset: str, fraction: float, job: dict
     log = Path(cfg).parent / "evaluate.log"
     # the data read and resampled into the cache first, as the workflow's preprocess rule does before any evaluate
     # job (once per dataset, billed as its own rule): not the job's time
+    paths = yaml.safe_load(Path(cfg).read_text())  # the job's own data folder, cache and lock file
     with open(log, "a") as fh:
-        subprocess.run(["chorustic", "preprocess", dataset, "--data-dir", str(workdir / "data" / job["tag"]),
-                        "--cache-dir", str(workdir / "cache"), "--offline", "--no-progress", "--lock-file",
-                        str(workdir / "data" / job["tag"] / "lock.json")], stdout=fh, stderr=subprocess.STDOUT,
+        subprocess.run(["chorustic", "preprocess", dataset, "--data-dir", paths["paths"]["data_dir"],
+                        "--cache-dir", paths["paths"]["cache_dir"], "--offline", "--no-progress", "--lock-file",
+                        paths["data"]["lock_file"]], stdout=fh, stderr=subprocess.STDOUT,
                        env={**os.environ, "PYTHONWARNINGS": "ignore"}, check=False)
     manifest = Path(cfg).parent / "results" / "runs" / method
     # an interrupted attempt's finished runs, or those of an attempt that ended with failed runs: this one keeps them
