@@ -44,7 +44,7 @@ from chorustic.methods import CostModel, Method, MethodInfo, MethodNotReady, reg
 #: classes, under the evaluation workers' pinned numerics: benchmarks/many_classes.py). Reading the data cache:
 #: ~20 ns per value (PEMS-SF's 217 M resampled values and the job's start: 11.6 CPU-s). On a GPU: the estimated
 #: gpu_speedup until one is measured.
-PAPER_COST = CostModel(time_job_s=37.5, time_ns_per_input_value=20, time_base_s=0, time_ns_per_value=108000,
+PAPER_COST = CostModel(time_job_s=37.5, time_base_s=0, time_ns_per_value=108000,
                        time_ns_per_member_series=7.72e6, time_ns_per_member_pair=725, time_ns_per_tree_query=2.5e7,
                        tree_max_classes=K_MAX, mem_base_mb=1040, mem_bytes_per_value=15.1,
                        mem_kb_per_series=2260, mem_bytes_per_model_value=942, gpu_speedup=100, model_channels=64,
@@ -66,7 +66,7 @@ PAPER_COST = CostModel(time_job_s=37.5, time_ns_per_input_value=20, time_base_s=
 #: and the call's copies of its input, which the values' term counts (32 channels: 944 and 1,624 MB, ~17 B per value
 #: against its 21.3). Memory refitted on its 26 jobs with that (0.87-1.14 of each; StarLightCurves' 8,236 queries in
 #: one call, 791 MB, were 0.53 of the model that held 97 KB for each of them): ~128 KB per series held.
-SMALL_COST = CostModel(time_job_s=10.4, time_ns_per_input_value=20, time_base_s=0, time_ns_per_value=815,
+SMALL_COST = CostModel(time_job_s=10.4, time_base_s=0, time_ns_per_value=815,
                        time_ns_per_series=628000, time_ns_per_member_series=44900, time_ns_per_member_pair=164,
                        time_ns_per_tree_query=684000, tree_max_classes=K_MAX,
                        mem_base_mb=516, mem_bytes_per_value=21.3, mem_kb_per_series=128,

@@ -96,16 +96,18 @@ class MultiRocketHydra(Method):
     estimator = MultiRocketHydraEstimator  # its parameters (n_kernels, n_groups) are the method's
     resources: ClassVar[dict[str, Any]] = {"threads": 4, "mem_mb": 32000, "runtime": 360, "gpu": 0}
     #: Fitted on jobs on stand-ins of the largest archive shapes (benchmarks/archive_scale.py --fit, 1 thread;
-    #: benchmarks/results/archive_scale.md). Time: ~63 us per value (MultiRocket's kernels read few channels
-    #: whatever their number: the time grows as with at most 2) plus ~3 us per value and dilation (Hydra's
+    #: benchmarks/results/archive_scale.md). Time: ~30 us per value (MultiRocket's kernels read few channels
+    #: whatever their number: the time grows as with at most 2) and ~250 ns per value of every channel (each
+    #: dilation's sums over all channels) plus ~5.5 us per value and dilation (Hydra's
     #: dilations double up to the length), the ridge's CV per pair. Memory: ~1 MB per series held
     #: (MultiRocket's ~50,000 and Hydra's features, float64, and the ridge's copies), the ridge's Gram matrix
     #: per pair as MiniRocket's, and Hydra's convolution outputs, ~4-5 KB per time point of the (at most
     #: HYDRA_BATCH series, HYDRA_POINTS points) it convolves at once whatever the channels, measured on their
     #: own (benchmarks/hydra_memory.py: a job's peak cannot separate them). numba compiles its kernels once
     #: per machine (~30 s), not counted.
-    cost: ClassVar[CostModel] = CostModel(time_job_s=12.8, time_base_s=0, time_ns_per_value=62500,
-                                          time_ns_per_dilated_value=3080, time_ns_per_series_pair=2170,
+    cost: ClassVar[CostModel] = CostModel(time_job_s=11.4, time_base_s=0, time_ns_per_value=29900,
+                                          time_ns_per_channel_value=253, time_ns_per_dilated_value=5530,
+                                          time_ns_per_series_pair=1640,
                                           mem_base_mb=892, mem_bytes_per_value=27.9, mem_kb_per_series=988,
                                           mem_bytes_per_pair=33.2, mem_bytes_per_row_point=5000, model_channels=2,
                                           model_rows=HYDRA_BATCH, model_row_points=HYDRA_POINTS,

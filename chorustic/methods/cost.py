@@ -152,7 +152,7 @@ class CostModel:
                            + mem_bytes_per_memo_embedding * E / 2**20 + mem_kb_per_query * q / 1024
         time (s)         = time_job_s + time_ns_per_input_value * V / 1e9
                            + sum over contexts of (time_base_s + (time_ns_per_value * V
-                           + time_ns_per_series * N + time_ns_per_pair * P
+                           + time_ns_per_channel_value * V_all + time_ns_per_series * N + time_ns_per_pair * P
                            + (time_ns_per_cell * n_channels + time_ns_per_path_cell) * n_train * n_test * length * band
                            + time_ns_per_series_pair * n_train * N
                            + time_ns_per_column * n_channels * length * log2(n_train)
@@ -190,6 +190,8 @@ class CostModel:
     too little to measure: 0.1-9 CPU-s for the 15 later contexts of a full job), and the memory holds
     ``mem_bytes_per_memo_pair * n_test * that many`` more.
 
+    In the time, ``V`` within a context counts at most :attr:`model_channels` channels (or their
+    :attr:`channel_encodings`) and ``V_all`` every channel of the input (both at :attr:`model_length`).
     ``V'`` counts the values the method computes on at once: of the ``R`` series held at once (the ``H``
     below, at most :attr:`model_rows`), at most :attr:`model_channels` channels (or their
     :attr:`channel_encodings`).
@@ -240,10 +242,10 @@ class CostModel:
     representations and its members' logits), beyond the copies of the input the values' term counts."""
     time_job_s: float = 10.0
     """Once per job: imports, JIT compilation, loading weights."""
-    time_ns_per_input_value: float = 1500.0
-    """Once per job and input value of every channel: the harness reading and checking the data (the
-    same for every method; ~1.3-1.9 us per value in the fits of ``benchmarks/archive_scale.py``, which
-    keep it fixed)."""
+    time_ns_per_input_value: float = 20.0
+    """Once per job and input value of every channel: the harness reading its arrays from the preprocessed cache
+    and checking them (the same for every method, which the fits of ``benchmarks/archive_scale.py`` keep
+    fixed): 2-33 ns per value on stand-ins of the largest shapes (``benchmarks/job_reading.py``)."""
     time_base_s: float = 1.0
     """Per context: fit and predict overhead independent of the data size."""
     time_ns_per_value: float = 500.0
@@ -306,6 +308,11 @@ class CostModel:
     """Per context, (context series, series) and in-context ensemble member: the in-context attention of every
     row to the context rows, once per member (ChorusTIC's ICL: ~7,500 context rows of PenDigits, 8 label shifts
     and 4 channel draws)."""
+    time_ns_per_channel_value: float = 0.0
+    """Per context and input value of every channel, whatever :attr:`model_channels`: what a method that computes
+    on a few channels at a time does first on all of them (MiniRocket's and MultiRocket's per-dilation sums over
+    every channel before a kernel adds its own few: ~140 and ~250 ns per value on DuckDuckGeese's 1,345 channels,
+    where the capped values' term alone was 3.7x short)."""
     tree_max_classes: int | None = None
     """The most classes one in-context pass decodes (ChorusTIC's ``K_max``); None: no class tree."""
     memo_pairs: bool = False
@@ -432,7 +439,8 @@ class CostModel:
                          "time_ns_per_column", "time_ns_per_path_cell", "time_ns_per_dilated_value",
                          "time_ns_per_column_class", "time_ns_per_column_series", "time_ns_per_cell_spilled",
                          "time_ns_per_multichannel_cell", "time_ns_per_tree_query", "time_ns_per_feature_pair",
-                         "time_ns_per_feature", "time_ns_per_member_series", "time_ns_per_member_pair")
+                         "time_ns_per_feature", "time_ns_per_member_series", "time_ns_per_member_pair",
+                         "time_ns_per_channel_value")
     #: The memory coefficients, in the order of :meth:`memory_terms`.
     MEMORY_COEFFICIENTS = ("mem_base_mb", "mem_bytes_per_value", "mem_kb_per_series", "mem_bytes_per_pair",
                            "mem_bytes_per_model_value", "mem_bytes_per_row_point", "mem_bytes_per_query_pair",
@@ -508,10 +516,12 @@ class CostModel:
             if c.n_train == 0:  # a context the job skips
                 continue
             # its calls and members by its own channels; its terms by what the method computes on
-            calls, members, c = self.context_calls(c), self.members(c), self._effective(c, encodings=True)
+            calls, members, c_in = self.context_calls(c), self.members(c), self._effective(c, channels=False)
+            c = self._effective(c, encodings=True)
             # the series each context's calls run (the context once per call where every call runs it again)
             run = c.n_train * calls + c.n_test
             out[2] += 1.0
+            out[20] += run * c_in.n_channels * c_in.length / 1e9
             if not embedded:
                 out[3] += run * c.n_channels * c.length / 1e9
             out[4] += run / 1e9
