@@ -311,8 +311,8 @@ class CostModel:
     time_ns_per_channel_value: float = 0.0
     """Per context and input value of every channel, whatever :attr:`model_channels`: what a method that computes
     on a few channels at a time does first on all of them (MiniRocket's and MultiRocket's per-dilation sums over
-    every channel before a kernel adds its own few: ~140 and ~250 ns per value on DuckDuckGeese's 1,345 channels,
-    where the capped values' term alone was 3.7x short)."""
+    every channel before a kernel adds its own few: ~140 and ~250 ns per value; on DuckDuckGeese's 1,345 channels
+    a model without it was 3.7x short)."""
     tree_max_classes: int | None = None
     """The most classes one in-context pass decodes (ChorusTIC's ``K_max``); None: no class tree."""
     memo_pairs: bool = False
