@@ -94,17 +94,18 @@ class DTW1NN(Method):
     )
     estimator = DTW1NNEstimator  # its parameter (window) is the method's
     resources: ClassVar[dict[str, Any]] = {"threads": 4, "mem_mb": 8000, "runtime": 2880, "gpu": 0}
-    #: Fitted on jobs on stand-ins of the largest archive shapes, at growing fractions and 9 in full through the
-    #: workflow (benchmarks/archive_scale.py --fit, 1 thread, a variable-length stand-in at its mean length;
-    #: benchmarks/results/archive_scale.md): ~3.7 ns per cell of the warping path, ~0.3 ns per cell and channel of
+    #: Fitted on jobs on stand-ins of the largest archive shapes, at growing fractions and 14 in full (the time
+    #: refitted with FaceDetection's, HandOutlines', MotorImagery's and StarLightCurves' full jobs among them;
+    #: benchmarks/archive_scale.py --fit, 1 thread, a variable-length stand-in at its mean length;
+    #: benchmarks/results/archive_scale.md): ~3.6 ns per cell of the warping path, ~0.46 ns per cell and channel of
     #: the pointwise distances and ~7 ns per cell of multivariate series (portable numerics' code for the channel
     #: loop; benchmarks/dtw_cells.py), ~0.8 ns more where a series does not stay in a core's cache (from the
     #: per-context CPU times of PEMS-SF's and DuckDuckGeese's full contexts); each pair once per job (the memo,
     #: 8 bytes per pair); 16 bytes per pair of a chunk of queries with the context (the distances and their
     #: partial sort), which sets the chunks.
-    cost: ClassVar[CostModel] = CostModel(time_job_s=8.22, time_base_s=0, time_ns_per_value=0,
-                                          time_ns_per_cell=0.281, time_ns_per_path_cell=3.7,
-                                          time_ns_per_cell_spilled=0.81, time_ns_per_multichannel_cell=7.21,
+    cost: ClassVar[CostModel] = CostModel(time_job_s=9.21, time_base_s=0, time_ns_per_value=0,
+                                          time_ns_per_cell=0.461, time_ns_per_path_cell=3.59,
+                                          time_ns_per_cell_spilled=0.81, time_ns_per_multichannel_cell=6.92,
                                           memo_pairs=True, mem_base_mb=485, mem_bytes_per_value=11.2,
                                           mem_bytes_per_query_pair=16, mem_bytes_per_memo_pair=8.22,
                                           parallel_fraction=0.93)
