@@ -56,9 +56,10 @@ class MiniRocket(Method):
     #: benchmarks/results/archive_scale.md, with MiniRocket on all 15 largest shapes in full): ~81 KB per
     #: series (10,000 float64 features), transform time per value of at most 9 channels (a kernel's
     #: channels) and ~140 ns per value of every channel (each dilation's sums over all channels, which
-    #: decide DuckDuckGeese's 1,345 and PEMS-SF's 963), ridge CV per pair; the ridge's Gram matrix and its eigendecomposition (~33 bytes per
-    #: pair: the full contexts of ElectricDevices, PenDigits, SpokenArabicDigits and FaceDetection went
-    #: past a model without it, by 1-2 %, and were stopped at their memory limits).
+    #: decide DuckDuckGeese's 1,345 and PEMS-SF's 963), ridge CV per pair; the ridge's Gram matrix and its
+    #: eigendecomposition (~33 bytes per pair: the full contexts of ElectricDevices, PenDigits,
+    #: SpokenArabicDigits and FaceDetection went past a model without it, by 1-2 %, and were stopped at
+    #: their memory limits).
     cost: ClassVar[CostModel] = CostModel(time_job_s=14.0, time_base_s=0.0149, time_ns_per_value=1800,
                                           time_ns_per_channel_value=143, time_ns_per_series_pair=814,
                                           mem_base_mb=663, mem_bytes_per_value=18.9,

@@ -99,8 +99,8 @@ def test_cost_model_contexts_channels_and_per_job_terms():
                           time_ns_per_input_value=0, time_ns_per_value=1e9, model_channels=4)
     one = JobSize(n_train=1, n_test=1, n_channels=20, length=1)
     assert per_value.estimate(one) == pytest.approx((40, 8))
-    # ... and what a method does on every channel first (MiniRocket's sums per dilation) counts them all, per
-    # context: 16 of them, 2 series x 20 channels (20 of 4 with the capped term above)
+    # ... and what a method does on every channel first (MiniRocket's sums per dilation) counts all 20 of them,
+    # in every context: 16 contexts x 2 series x 20 channels at 1 s a value
     every = dataclasses.replace(per_value, time_ns_per_value=0, time_ns_per_channel_value=1e9)
     assert every.estimate(dataclasses.replace(one, context_train=(1,) * 16))[1] == pytest.approx(16 * 40)
     assert every.estimate(dataclasses.replace(one, n_channels=2))[1] == pytest.approx(4)
