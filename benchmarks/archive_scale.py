@@ -278,6 +278,16 @@ def _earlier_cpu_s(runs: list[dict], kept: dict[tuple[str, int], dict]) -> float
     return total
 
 
+def preprocess(dataset: str, data_dir: str | Path, cache_dir: str | Path, lock_file: str | Path,
+               out=subprocess.PIPE) -> subprocess.CompletedProcess:
+    """``chorustic preprocess`` on a stand-in's data folder, as the workflow's preprocess rule runs it before any
+    evaluate job (parsed and resampled into the cache once per dataset); its messages go to ``out``."""
+    return subprocess.run(["chorustic", "preprocess", dataset, "--data-dir", str(data_dir), "--cache-dir",
+                           str(cache_dir), "--offline", "--no-progress", "--lock-file", str(lock_file)],
+                          stdout=out, stderr=subprocess.STDOUT, text=True,
+                          env={**os.environ, "PYTHONWARNINGS": "ignore"}, check=False)
+
+
 def measure(workdir: Path, method: str, dataset: str, fraction: float, job: dict, limit_s: float) -> dict:
     import yaml
 
@@ -301,10 +311,7 @@ def measure(workdir: Path, method: str, dataset: str, fraction: float, job: dict
     # job (once per dataset, billed as its own rule): not the job's time
     paths = yaml.safe_load(Path(cfg).read_text())  # the job's own data folder, cache and lock file
     with open(log, "a") as fh:
-        subprocess.run(["chorustic", "preprocess", dataset, "--data-dir", paths["paths"]["data_dir"],
-                        "--cache-dir", paths["paths"]["cache_dir"], "--offline", "--no-progress", "--lock-file",
-                        paths["data"]["lock_file"]], stdout=fh, stderr=subprocess.STDOUT,
-                       env={**os.environ, "PYTHONWARNINGS": "ignore"}, check=False)
+        preprocess(dataset, paths["paths"]["data_dir"], paths["paths"]["cache_dir"], paths["data"]["lock_file"], fh)
     manifest = Path(cfg).parent / "results" / "runs" / method
     # an interrupted attempt's finished runs, or those of an attempt that ended with failed runs: this one keeps them
     kept = {**_kept_runs(manifest / f"{dataset}.failed.json"), **_kept_runs(manifest / f".{dataset}.progress.json")}

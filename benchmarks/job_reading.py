@@ -42,13 +42,16 @@ print(json.dumps({"import_s": t1 - t0, "read_s": t2 - t1, "values": int(values)}
 
 
 def measure(name: str, fraction: float, workdir: Path) -> list[dict]:
+    from archive_scale import preprocess  # the same folders as its jobs': a --workdir of either serves both
+
     from chorustic.data.standin import standin_spec, write_standin
 
     data_dir, cache_dir = workdir / "data" / f"{name}-f{fraction:g}", workdir / "cache"
     lock = data_dir / "lock.json"
     write_standin(standin_spec(name, series_fraction=fraction), data_dir)
-    subprocess.run(["chorustic", "preprocess", name, "--data-dir", str(data_dir), "--cache-dir", str(cache_dir),
-                    "--offline", "--no-progress", "--lock-file", str(lock)], check=True, capture_output=True)
+    done = preprocess(name, data_dir, cache_dir, lock)
+    if done.returncode:
+        raise SystemExit(f"chorustic preprocess {name} failed:\n{done.stdout}")
     rows = []
     for series in ("native", "resampled"):
         out = subprocess.run([sys.executable, "-c", _CHILD, name, str(data_dir), str(cache_dir), str(lock), series],

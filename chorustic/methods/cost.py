@@ -515,7 +515,8 @@ class CostModel:
         for c in original.contexts():
             if c.n_train == 0:  # a context the job skips
                 continue
-            # its calls and members by its own channels; its terms by what the method computes on
+            # its calls and members by its own channels; its terms by what the method computes on, but for the
+            # work on every channel of its input (c_in)
             calls, members, c_in = self.context_calls(c), self.members(c), self._effective(c, channels=False)
             c = self._effective(c, encodings=True)
             # the series each context's calls run (the context once per call where every call runs it again)
