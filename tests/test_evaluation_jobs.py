@@ -897,6 +897,26 @@ def test_method_only_ever_sees_test_features(gunpoint, plugin_dir, tmp_path, mon
     assert all(c["n"] == 150 and c["args"] == 0 and c["kwargs"] == [] for c in calls if c["call"] == "predict_proba")
 
 
+def test_a_full_context_is_a_view_of_the_training_split_and_a_subset_a_copy():
+    """FaceDetection's full context is 1.7 GB at 512 points: the job hands it to ``fit`` without a copy (the
+    contract forbids a method to change its input in place: ``chorustic check-method``'s "inputs left
+    unchanged"); a sampled context is the rows it names."""
+    from chorustic.methods.inputs import take_series
+    from chorustic.protocols.full import full_context
+
+    X = np.arange(60, dtype=np.float32).reshape(10, 2, 3)
+    full = take_series(X, full_context(np.zeros(10)))
+    assert np.shares_memory(full, X) and np.array_equal(full, X)
+    tail = take_series(X, np.arange(4, 10))
+    assert np.shares_memory(tail, X) and np.array_equal(tail, X[4:])
+    shots = take_series(X, np.array([0, 2, 5]))
+    assert not np.shares_memory(shots, X) and np.array_equal(shots, X[[0, 2, 5]])
+    with pytest.raises(IndexError):  # past the split: an error, as any index, never a shorter slice
+        take_series(X, np.arange(8, 12))
+    ragged = [X[i, :, : i % 3 + 1] for i in range(10)]
+    assert all(a is ragged[i] for a, i in zip(take_series(ragged, [1, 4]), [1, 4]))
+
+
 def test_rerun_removes_files_of_an_unfinished_attempt(gunpoint, plugin_dir, tmp_path):
     """A job about to run its contexts removes what an earlier attempt left of exactly those contexts; the
     files of contexts it does not run (another protocol selection's finished results) stay."""

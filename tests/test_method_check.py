@@ -276,7 +276,7 @@ def test_check_method_takes_the_path_of_a_plugin_file(tmp_path):
     head = "checking my_method (baselines/my_method.py), parameters: plugin defaults"
     assert out.stdout.startswith(head), out.stdout
     clauses = [ln for ln in out.stdout.splitlines() if ln.startswith(("PASS", "FAIL", "SKIP"))]
-    assert len(clauses) == 17 and all(ln.startswith("PASS") for ln in clauses), out.stdout
+    assert len(clauses) == 18 and all(ln.startswith("PASS") for ln in clauses), out.stdout
     assert "note:" not in out.stdout  # the file is in the plugin folder
 
 
@@ -317,3 +317,51 @@ def test_a_plugin_path_that_is_missing_broken_or_registers_nothing_says_so(tmp_p
     (tmp_path / "ok.py").write_text(textwrap.dedent(SCALED))
     assert main(["check-method", str(tmp_path / "ok.py"), "--config", "x.yaml"]) == 2
     assert "--config selects a method run by its name" in capsys.readouterr().err
+
+
+IN_PLACE = """
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+
+from chorustic.methods import Method, MethodInfo, register
+
+
+class InPlaceEstimator(ClassifierMixin, BaseEstimator):
+    \"\"\"Nearest class mean on series it centres in place: the caller's array changes.\"\"\"
+
+    def __init__(self, random_state: int = 0):
+        self.random_state = random_state
+
+    def fit(self, X, y):
+        X -= X.mean(axis=-1, keepdims=True)
+        self.classes_ = np.unique(y)
+        Z = X.mean(axis=1)
+        self.means_ = np.stack([Z[y == k].mean(axis=0) for k in self.classes_])
+        return self
+
+    def predict_proba(self, X):
+        X = X - X.mean(axis=-1, keepdims=True)
+        d = ((X.mean(axis=1)[:, None, :] - self.means_[None]) ** 2).sum(-1)
+        e = np.exp(-(d - d.min(axis=1, keepdims=True)))
+        return e / e.sum(axis=1, keepdims=True)
+
+    def predict(self, X):
+        return self.classes_[self.predict_proba(X).argmax(axis=1)]
+
+
+@register
+class InPlace(Method):
+    info = MethodInfo(name="in_place", display_name="InPlace", group="Classical", fits_on_target=True)
+    estimator = InPlaceEstimator
+"""
+
+
+def test_a_method_that_changes_its_input_in_place_fails_the_contract(tmp_path, capsys):
+    """The harness hands a full training split as a view of the dataset's array (no copy): a fit that centres
+    its X in place would change what every later context of the job reads. The check names fit and the fix."""
+    (tmp_path / "in_place.py").write_text(textwrap.dedent(IN_PLACE))
+    assert main(["check-method", "in_place", "--plugin-dir", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    line = next(ln for ln in out.splitlines() if "inputs left unchanged" in ln)
+    assert line.startswith("FAIL") and "fit changed its input X in place" in line and "copy" in line, line
+    assert "predict_proba" not in line, line

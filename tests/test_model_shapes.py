@@ -116,6 +116,21 @@ def test_labels_must_be_encoded(model):
         model(torch.full((1, 6, 1, 32), float("nan")), torch.tensor([[0, 1, 0, 1]]))
 
 
+def test_inputs_are_checked_for_bad_values_without_a_copy_of_their_size(model):
+    """A finite sum clears the input at once; a sum that is not finite (a bad value, or float32 overflowing on
+    finite values) checks every value, block by block: one bad value anywhere is found, large finite
+    values pass."""
+    X = torch.randn(1, 40, 3, 32)
+    X[0, 37, 2, 5] = float("inf")
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        model.prepare_inputs(X)
+    X[0, 37, 2, 5] = float("nan")
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        model.prepare_inputs(X)
+    big = torch.full((1, 40, 3, 32), 3e38)  # the sum overflows, every value is finite
+    assert torch.equal(model.prepare_inputs(big)[0][..., :1], torch.full((1, 40, 3, 1), 3e38))
+
+
 # --------------------------------------------------------------------------- RSSC
 def test_rssc_sampling_rules():
     mask = torch.ones(3, 5, dtype=torch.bool)

@@ -80,6 +80,32 @@ def test_tensors_and_arrays_give_the_same_numbers_in_float64():
     assert resample_linear(x, 512) is x  # the model's no-op when the length already matches
 
 
+def test_large_inputs_resample_in_blocks_to_the_same_numbers(monkeypatch):
+    """The float64 arithmetic runs on blocks of rows (a model of length 128 given a whole episode of 512-point
+    series held ~14 bytes per input value more); the blocks give the numbers of one pass, and ``out`` writes
+    into rows of a larger array without another copy."""
+    import chorustic.resampling as resampling
+
+    rng = np.random.default_rng(5)
+    x = (rng.normal(size=(4, 7, 3, 100)) * 30).astype(np.float32)
+    i0, i1, w1 = linear_weights(100, 37)
+    xf = x.astype(np.float64)
+    one_pass = (xf[..., i0] * (1.0 - w1) + xf[..., i1] * w1).astype(np.float32)
+    monkeypatch.setattr(resampling, "BLOCK_VALUES", 250)  # 2 rows of 100 points at a time: 42 blocks
+    assert np.array_equal(resample_linear(x, 37), one_pass)
+    t = resample_linear(torch.from_numpy(x), 37)
+    assert t.dtype == torch.float32 and np.array_equal(t.numpy(), one_pass)
+    episode = np.full((9, 3, 37), np.nan, dtype=np.float32)
+    got = resample_linear(x[0], 37, out=episode[2:])
+    assert got.base is episode and np.array_equal(episode[2:], one_pass[0]) and np.isnan(episode[:2]).all()
+    resample_linear(x[1, :2, :, :37], 37, out=episode[:2])  # the length already matches: copied in
+    assert np.array_equal(episode[:2], x[1, :2, :, :37])
+    with pytest.raises(ValueError, match="C-contiguous"):
+        resample_linear(x[0], 37, out=np.empty((7, 3, 74), dtype=np.float32)[..., ::2])
+    with pytest.raises(TypeError, match="numpy input only"):
+        resample_linear(torch.from_numpy(x), 37, out=episode)
+
+
 def test_methods_resample_variable_length_series_with_it():
     from chorustic.methods.inputs import to_fixed_length
 

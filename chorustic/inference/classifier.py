@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import assert_all_finite, check_is_fitted
 
 from chorustic.hub import DEFAULT_CHECKPOINT
 
@@ -176,10 +176,12 @@ class ChorusTICClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(f"{what}: expected an array (n, C, L), got shape {X.shape}")
         if X.shape[0] == 0:
             raise ValueError(f"{what}: no samples")
-        if not np.isfinite(X).all():
+        try:  # scikit-learn's check sums first: no temporary of the input's size
+            assert_all_finite(X)
+        except ValueError:
             raise ValueError(
                 f"{what}: contains NaN or infinite values; replace missing values (e.g. by 0) first"
-            )
+            ) from None
         return X
 
     def _validate_params(self) -> None:
@@ -224,6 +226,17 @@ class ChorusTICClassifier(ClassifierMixin, BaseEstimator):
             self.model_ = self._load_model()
         return self
 
+    def _episode(self, X: np.ndarray, length: int) -> np.ndarray:
+        """The context's rows, then the queries', at the model's length: the one copy of the input a prediction
+        makes (a model of length 128 given series of 512 holds a quarter of their values)."""
+        from chorustic.resampling import resample_linear
+
+        n = len(self.X_context_)
+        episode = np.empty((n + len(X), self.n_channels_, length), dtype=np.float32)
+        resample_linear(self.X_context_, length, out=episode[:n])
+        resample_linear(X, length, out=episode[n:])
+        return episode
+
     def decision_function(self, X) -> np.ndarray:
         """Ensemble-averaged logits ``(n, n_classes)`` (before the temperature softmax)."""
         check_is_fitted(self, "model_")
@@ -251,7 +264,7 @@ class ChorusTICClassifier(ClassifierMixin, BaseEstimator):
 
         model = self.model_
         device = next(model.parameters()).device
-        episode = torch.from_numpy(np.concatenate([self.X_context_, X]))[None].to(device)  # (1, T, C, L)
+        episode = torch.from_numpy(self._episode(X, model.config.seq_len))[None].to(device)  # (1, T, C, L_0)
         y = torch.from_numpy(self.y_context_).to(device)
         offsets = label_shift_offsets(
             k, int(self.n_label_shifts), rule=self.label_shift_rule, seed=int(self.seed)

@@ -20,6 +20,9 @@ Estimator contract (sklearn/aeon style)
   (the classes seen in ``fit``; never more).
 * ``predict(X) -> classes_[argmax predict_proba]``.
 * ``classes_`` after ``fit``; ``get_params()`` returns the constructor parameters.
+* ``fit`` and ``predict_proba`` leave ``X`` as it is: the harness hands the context and the queries as
+  views of the dataset's arrays where it can (no copy of a full training split), which every later context
+  of the job reads. A method that changes its input in place works on a copy.
 * Same seed, same machine, same inputs -> identical outputs.
 
 A method that cannot run (missing weights, missing checkout, no GPU) raises :class:`MethodNotReady`

@@ -203,8 +203,20 @@ def check_predict_proba_signature(t: _Subject) -> None:
     _assert(len(required) == 1, f"predict_proba must take only X (the query series), signature is {sig}")
 
 
+def _copy(X):
+    return [np.array(x) for x in X] if isinstance(X, list) else np.array(X)
+
+
+def _unchanged(before, X) -> bool:
+    if isinstance(X, list):
+        return len(before) == len(X) and all(np.array_equal(a, b) for a, b in zip(before, X))
+    return np.array_equal(before, X)
+
+
 def check_fit(t: _Subject) -> None:
+    before = _copy(t.X_context)
     _assert(t.est.fit(t.X_context, t.y_context) is t.est, "fit(X, y) must return self")
+    t.observed["fit changed its X"] = not _unchanged(before, t.X_context)
 
 
 def check_classes(t: _Subject) -> None:
@@ -217,12 +229,23 @@ def check_classes(t: _Subject) -> None:
 
 
 def check_probabilities(t: _Subject) -> None:
+    before = _copy(t.X_query)
     proba = np.asarray(t.est.predict_proba(t.X_query), dtype=np.float64)
+    t.observed["predict_proba changed its X"] = not _unchanged(before, t.X_query)
     shape = (t.n_query, len(t.classes))
     _assert(proba.shape == shape, f"predict_proba shape {proba.shape} != (n_query, n_classes) = {shape}")
     _assert(np.all(np.isfinite(proba)), "probabilities must be finite")
     _assert_probabilities(proba)
     t.proba = t.observed["proba"] = proba
+
+
+def check_inputs_unchanged(t: _Subject) -> None:
+    changed = [f for f in ("fit", "predict_proba") if t.observed.get(f"{f} changed its X")]
+    _assert(
+        not changed,
+        f"{' and '.join(changed)} changed its input X in place: the harness hands the context and the queries "
+        "as views of the dataset's arrays, which every later context of the job reads; work on a copy",
+    )
 
 
 def check_predict(t: _Subject) -> None:
@@ -305,6 +328,7 @@ def _estimator_checks(t: _Subject, extra_inputs: dict[str, tuple[Any, np.ndarray
     yield "classes_", check_classes, "fit returns self", "", None
     hint = f"predict_proba(X) -> (n_query, len(classes_)), rows sum to 1 within {PROBA_TOL:g}"
     yield "probabilities", check_probabilities, "fit returns self", hint, None
+    yield "inputs left unchanged", check_inputs_unchanged, "probabilities", "", None
     yield "predict", check_predict, "probabilities", "", None
     yield "same seed, same output", check_same_seed, "probabilities", "", None
     unchecked = None if t.check_query_order else "not checked for this method"

@@ -148,5 +148,13 @@ def series_digests(X: np.ndarray | list[np.ndarray]) -> list[bytes]:
 
 
 def take_series(X: np.ndarray | list[np.ndarray], idx: Any) -> np.ndarray | list[np.ndarray]:
-    """The series at positions ``idx`` of either kind of input, as the same kind."""
-    return [X[i] for i in idx] if isinstance(X, list) else X[idx]
+    """The series at positions ``idx`` of either kind of input, as the same kind: a view of ``X`` when ``idx``
+    is a run of consecutive positions (the full-context protocol's whole training split is not copied)."""
+    if isinstance(X, list):
+        return [X[i] for i in idx]
+    idx = np.asarray(idx)
+    if idx.ndim == 1 and idx.size and idx.dtype.kind in "iu" and idx[0] >= 0:
+        first = int(idx[0])
+        if first + idx.size <= len(X) and np.array_equal(idx, np.arange(first, first + idx.size)):
+            return X[first : first + idx.size]
+    return X[idx]
