@@ -42,11 +42,15 @@ from chorustic.methods import CostModel, Method, MethodInfo, MethodNotReady, reg
 #: its context runs once. More than K_max = 10 classes: ~25 ms per
 #: query and extra pass of the class tree (60 context and 60 query rows took 31.2 CPU-s against 21.9 with 10
 #: classes, under the evaluation workers' pinned numerics: benchmarks/many_classes.py). Reading the data cache:
-#: ~20 ns per value (PEMS-SF's 217 M resampled values and the job's start: 11.6 CPU-s). On a GPU: the estimated
-#: gpu_speedup until one is measured.
+#: ~20 ns per value (PEMS-SF's 217 M resampled values and the job's start: 11.6 CPU-s). The input held: 8 bytes per
+#: value, the job's arrays (4) and the one episode a prediction writes at the model's length (4: `python
+#: benchmarks/chorustic_memory.py --stage inputs --shapes 267x173x963`, 4.01 held and at the peak; 6.44 and 13.43
+#: before that episode replaced a concatenation, the context's copy and torch.isfinite's temporaries), set from that
+#: measurement (15.1 before): the paper configuration's jobs here, at most 10 % of a shape, hold too few values to
+#: fit it. On a GPU: the estimated gpu_speedup until one is measured.
 PAPER_COST = CostModel(time_job_s=37.5, time_base_s=0, time_ns_per_value=108000,
                        time_ns_per_member_series=7.72e6, time_ns_per_member_pair=725, time_ns_per_tree_query=2.5e7,
-                       tree_max_classes=K_MAX, mem_base_mb=1040, mem_bytes_per_value=15.1,
+                       tree_max_classes=K_MAX, mem_base_mb=1040, mem_bytes_per_value=8.0,
                        mem_kb_per_series=2260, mem_bytes_per_model_value=942, gpu_speedup=100, model_channels=64,
                        model_rows=128, parallel_fraction=0.88, context_per_call=True, mem_kb_per_query=16,
                        query_rows=512,
@@ -62,15 +66,17 @@ PAPER_COST = CostModel(time_job_s=37.5, time_base_s=0, time_ns_per_value=108000,
 #: series once and no pair; its 19-minute request stopped it); ~0.4 ms per value encoded (815 ns x 512 per
 #: channel encoding). Its class tree ~0.7 ms per query and extra pass (one context of 60 + 60 rows: ~1.1 ms,
 #: benchmarks/many_classes.py). A query of a call beyond the 512 rows its task level computes on at once holds ~6 KB
-#: (4 draws' 128-dim representations and the members' logits; 1 channel, 1,064 and 3,064 queries: 619 and 627 MB)
-#: and the call's copies of its input, which the values' term counts (32 channels: 944 and 1,624 MB, ~17 B per value
-#: against its 21.3). Memory refitted on its 26 jobs with that (0.87-1.14 of each; StarLightCurves' 8,236 queries in
-#: one call, 791 MB, were 0.53 of the model that held 97 KB for each of them): ~128 KB per series held.
+#: (4 draws' 128-dim representations and the members' logits; 1 channel, 1,064 and 3,064 queries: 619 and 627 MB).
+#: The input: ~6 bytes per value, the job's arrays (4) and the one episode a prediction writes at the model's length
+#: of 128 (~1 per 512-point value: `benchmarks/chorustic_memory.py --config small --stage inputs --shapes
+#: 267x173x963`, 1.13 held and 1.40 at the peak; 21.3 before, with the context's copy, a concatenation and a float64
+#: resample of the whole episode). Memory refitted on its 15 jobs in full measured again with that and its 13 jobs
+#: at fractions (0.82-1.16 of each; FaceDetection in full 5,453 MB, 16,648 before): ~163 KB per series held.
 SMALL_COST = CostModel(time_job_s=10.4, time_base_s=0, time_ns_per_value=815,
                        time_ns_per_series=628000, time_ns_per_member_series=44900, time_ns_per_member_pair=164,
                        time_ns_per_tree_query=684000, tree_max_classes=K_MAX,
-                       mem_base_mb=516, mem_bytes_per_value=21.3, mem_kb_per_series=128,
-                       mem_bytes_per_model_value=38.2, gpu_speedup=20, model_channels=64, model_rows=128,
+                       mem_base_mb=572, mem_bytes_per_value=6.07, mem_kb_per_series=163,
+                       mem_bytes_per_model_value=63.7, gpu_speedup=20, model_channels=64, model_rows=128,
                        parallel_fraction=0.64, context_per_call=True, mem_kb_per_query=6, query_rows=512,
                        channel_encodings=PAPER_COST.channel_encodings)
 #: Checkpoint files below this size (about 12 M float32 parameters) are costed as the small model.
@@ -93,11 +99,13 @@ class ChorusTICMethod(Method):
     #: The parameters are the classifier's (checkpoint, ensemble sizes, temperature, batch sizes ...).
     estimator = ChorusTICClassifier
     fixed_params: ClassVar[dict[str, Any]] = {"model": None}  # always loaded from `checkpoint`
-    # The model is used through the inference code: both are part of the method.
-    code: ClassVar[tuple[str, ...]] = ("chorustic.model", "chorustic.inference", "chorustic.class_tree")
+    # The model is used through the inference code: both are part of the method, and the resampler that brings a
+    # series to the model's length (the classifier's episode, the model's own length fix).
+    code: ClassVar[tuple[str, ...]] = ("chorustic.model", "chorustic.inference", "chorustic.class_tree",
+                                       "chorustic.resampling")
     # On CPU the paper model takes minutes per small dataset and hours for the largest ones. Memory: what its cost
-    # model asks for the largest context (FaceDetection's 5,890 series of 144 channels: 43.9 GB with the safety
-    # margin; PenDigits and SpokenArabicDigits ~29 GB); the paper's machine had 251 GiB for its four GPUs.
+    # model asks for the largest context (FaceDetection's 5,890 series of 144 channels: 37.1 GB with the safety
+    # margin; SpokenArabicDigits 32.1 GB, PenDigits 29.1 GB); the paper's machine had 251 GiB for its four GPUs.
     resources: ClassVar[dict[str, Any]] = {"threads": 2, "mem_mb": 48000, "runtime": 720, "gpu": 1}
     cost: ClassVar[CostModel] = PAPER_COST
 

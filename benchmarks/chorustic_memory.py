@@ -23,6 +23,14 @@ queries in chunks of 512), or the ICL transformer of ``--tables`` label shifts a
 512), what the cost model's terms per ensemble member and (context row, row) pair stand for:
 
     python benchmarks/chorustic_memory.py --config small --stage icl --tables 8 --shapes 1000x1000x1 4000x1000x1
+
+``--stage inputs`` measures what a prediction holds of its input, the job's way (the context a full-context
+job hands ``fit``, the test split to ``predict_proba``), stopped where the signal level starts: per input
+value, the memory held there and the peak before it, over the job's own arrays (4 bytes per value, not
+counted):
+
+    python benchmarks/chorustic_memory.py --stage inputs --shapes 267x173x963
+    python benchmarks/chorustic_memory.py --config small --stage inputs --shapes 267x173x963
 """
 
 from __future__ import annotations
@@ -60,6 +68,52 @@ def stage(model, stage_name: str, n_ctx: int, n_q: int, tables: int) -> float:
         return time.process_time() - t0
 
 
+def inputs(model, n_ctx: int, n_q: int, channels: int) -> dict:
+    """Bytes per input value a prediction holds where the signal level starts, and its peak before it, over the
+    job's arrays (see the module docstring)."""
+    import threading
+
+    import numpy as np
+    import psutil
+
+    from chorustic.inference import ChorusTICClassifier
+    from chorustic.methods.inputs import take_series
+    from chorustic.protocols.full import full_context
+
+    proc, peak, seen = psutil.Process(), [0], {}
+
+    def sample() -> None:
+        while "held" not in seen:
+            peak[0] = max(peak[0], proc.memory_info().rss)
+            time.sleep(0.002)
+
+    rng = np.random.default_rng(0)
+    X_train = rng.standard_normal((n_ctx, channels, 512), dtype=np.float32)
+    X_test = rng.standard_normal((n_q, channels, 512), dtype=np.float32)
+    y = np.arange(n_ctx) % 7
+    base = proc.memory_info().rss
+    threading.Thread(target=sample, daemon=True).start()
+
+    class SignalLevel(Exception):
+        pass
+
+    def stop(*args, **kwargs):
+        time.sleep(0.05)  # a sample of the peak before it
+        seen["held"] = proc.memory_info().rss
+        raise SignalLevel
+
+    clf = ChorusTICClassifier(model=model, seed=0).fit(take_series(X_train, full_context(y)), y)
+    model.encode_signal = stop
+    try:
+        clf.predict_proba(X_test)
+    except SignalLevel:
+        pass
+    values = (n_ctx + n_q) * channels * 512
+    return {"seq_len": model.config.seq_len, "values_m": round(values / 1e6, 1),
+            "held_bytes_per_value": round((seen["held"] - base) / values, 2),
+            "peak_bytes_per_value": round((max(peak[0], seen["held"]) - base) / values, 2)}
+
+
 def one(config: str, n_ctx: int, n_q: int, channels: int, classes: int = 24, stage_name: str = "all",
         tables: int = 8, calls: int = 1) -> dict:
     """Run one shape in this process (a fresh one: see main)."""
@@ -72,6 +126,8 @@ def one(config: str, n_ctx: int, n_q: int, channels: int, classes: int = 24, sta
 
     torch.set_num_threads(1)
     model = randomized_chorustic(getattr(ChorusTICConfig, config)(), scale=0.02).eval()
+    if stage_name == "inputs":
+        return inputs(model, n_ctx, n_q, channels)
     if stage_name != "all":
         return {"cpu_s": round(stage(model, stage_name, n_ctx, n_q, tables), 2),
                 "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024}
@@ -101,8 +157,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--config", default="paper", choices=["paper", "small"], help="model configuration")
     ap.add_argument("--shapes", nargs="+", default=["500x64x1", "2000x64x1"], help="n_ctx x n_q x channels")
-    ap.add_argument("--stage", default="all", choices=["all", "rows", "icl"],
-                    help="the whole prediction, or one task-level stage alone (see the module docstring)")
+    ap.add_argument("--stage", default="all", choices=["all", "rows", "icl", "inputs"],
+                    help="the whole prediction, one task-level stage alone, or the input copies (module docstring)")
     ap.add_argument("--tables", type=int, default=8, help="--stage icl: label shifts run at once")
     ap.add_argument("--calls", type=int, nargs="+", default=[1],
                     help="predict the queries in this many calls (each value a run of every shape)")
@@ -125,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.stage == "all":
                 row["model_mb"] = round(model_mb(args.config, n_ctx, n_q, c))
             else:
-                row.update(stage=args.stage, tables=args.tables if args.stage == "icl" else None)
+                row.update(stage=args.stage, **({"tables": args.tables} if args.stage == "icl" else {}))
             print(json.dumps(row), flush=True)
     return 0
 

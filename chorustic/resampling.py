@@ -49,7 +49,7 @@ def linear_weights(in_length: int, out_length: int) -> tuple[np.ndarray, np.ndar
 
 #: Values (input or output, the larger) resampled at once: the float64 arithmetic holds a few copies of a
 #: block, not of the whole input (a model of length 128 given an episode of FaceDetection's 9,414 series x 144
-#: channels x 512 points held ~14 bytes per input value more while it resampled them in one pass).
+#: channels x 512 points held ~13 bytes per input value more while it resampled them in one pass).
 BLOCK_VALUES = 1 << 22
 
 

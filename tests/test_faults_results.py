@@ -761,3 +761,16 @@ def test_the_cost_model_module_is_not_part_of_any_methods_code():
         files = method_code_files(disc.methods[name], default_plugin_dir() / disc.sources[name])
         assert default_plugin_dir() / disc.sources[name] in files
         assert not any(f.name == "cost.py" for f in files), name
+
+
+def test_chorustics_code_holds_the_resampler_its_episode_and_model_use():
+    """ChorusTIC resamples every series to its model's length (the classifier's episode, the model's length fix):
+    an edit of the resampler re-makes its results, as an edit of its model or inference code does."""
+    from chorustic.evaluation.integrity import method_code_files
+    from chorustic.methods import default_plugin_dir, discover
+    from chorustic.paths import REPO_ROOT
+
+    disc = discover()
+    files = {f.relative_to(REPO_ROOT).as_posix() for f in
+             method_code_files(disc.methods["chorustic"], default_plugin_dir() / disc.sources["chorustic"])}
+    assert {"chorustic/resampling.py", "chorustic/inference/classifier.py", "chorustic/model/chorustic.py"} <= files

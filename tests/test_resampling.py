@@ -82,7 +82,7 @@ def test_tensors_and_arrays_give_the_same_numbers_in_float64():
 
 def test_large_inputs_resample_in_blocks_to_the_same_numbers(monkeypatch):
     """The float64 arithmetic runs on blocks of rows (a model of length 128 given a whole episode of 512-point
-    series held ~14 bytes per input value more); the blocks give the numbers of one pass, and ``out`` writes
+    series held ~13 bytes per input value more); the blocks give the numbers of one pass, and ``out`` writes
     into rows of a larger array without another copy."""
     import chorustic.resampling as resampling
 

@@ -52,7 +52,7 @@ HIERARCHICAL_EPS = 1e-6
 
 def _all_finite(X: Tensor, block_values: int = 1 << 24) -> bool:
     """Whether every value of ``X`` is finite, with no temporary of ``X``'s size (``torch.isfinite(X).all()``
-    on CPU holds ~7 bytes per value a while: 670 MB for 100 M values, torch 2.13). A NaN or
+    on CPU held ~7 bytes per value a while: ``benchmarks/chorustic_memory.py --stage inputs``). A NaN or
     an infinity makes the sum NaN or infinite; a finite sum means every value is finite. Only when the sum
     is not finite (a bad value, or finite values overflowing float32) are the values checked, row block by
     row block."""
