@@ -53,8 +53,14 @@ def linear_weights(in_length: int, out_length: int) -> tuple[np.ndarray, np.ndar
 BLOCK_VALUES = 1 << 22
 
 
-def _block_rows(in_length: int, out_length: int) -> int:
-    return max(1, BLOCK_VALUES // max(in_length, out_length))
+def _resample_rows(rows: Any, out_rows: Any, weights: tuple, float64: Any) -> None:
+    """Write every row of ``rows`` ``(r, n)`` (numpy or torch) resampled into ``out_rows`` ``(r, length)`` (cast
+    to its dtype), a block of rows at a time; ``float64`` turns a block into the float64 the arithmetic runs in."""
+    i0, i1, w1 = weights
+    step = max(1, BLOCK_VALUES // max(rows.shape[1], out_rows.shape[1]))
+    for r0 in range(0, rows.shape[0], step):
+        xf = float64(rows[r0 : r0 + step])
+        out_rows[r0 : r0 + step] = xf[:, i0] * (1.0 - w1) + xf[:, i1] * w1
 
 
 def _is_tensor(x: Any) -> bool:
@@ -91,12 +97,8 @@ def resample_linear(x: Any, length: int, *, out: np.ndarray | None = None) -> An
     if n == length:
         np.copyto(out, x)
         return out
-    i0, i1, w1 = linear_weights(n, length)
-    rows, out_rows = x.reshape(-1, n), out.reshape(-1, length)
-    step = _block_rows(n, length)
-    for r0 in range(0, rows.shape[0], step):
-        xf = rows[r0 : r0 + step].astype(np.float64, copy=False)
-        out_rows[r0 : r0 + step] = xf[:, i0] * (1.0 - w1) + xf[:, i1] * w1
+    _resample_rows(x.reshape(-1, n), out.reshape(-1, length), linear_weights(n, length),
+                   lambda block: block.astype(np.float64, copy=False))
     return out
 
 
@@ -111,11 +113,8 @@ def _resample_tensor(x, length: int):
     out_dtype = torch.float64 if x.dtype == torch.float64 else torch.float32
     # float64 everywhere but on devices without it (Apple's MPS): those compute on the CPU
     device = x.device if x.device.type != "mps" else torch.device("cpu")
-    i0, i1, w1 = (torch.from_numpy(a).to(device) for a in linear_weights(n, length))
+    weights = tuple(torch.from_numpy(a).to(device) for a in linear_weights(n, length))
     out = torch.empty(*x.shape[:-1], length, dtype=out_dtype, device=x.device)
-    rows, out_rows = x.reshape(-1, n), out.view(-1, length)
-    step = _block_rows(n, length)
-    for r0 in range(0, rows.shape[0], step):
-        xf = rows[r0 : r0 + step].to(device=device, dtype=torch.float64)
-        out_rows[r0 : r0 + step] = (xf[:, i0] * (1.0 - w1) + xf[:, i1] * w1).to(device=x.device, dtype=out_dtype)
+    _resample_rows(x.reshape(-1, n), out.view(-1, length), weights,
+                   lambda block: block.to(device=device, dtype=torch.float64))
     return out
