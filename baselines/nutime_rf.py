@@ -76,41 +76,52 @@ class NuTimeBackbone:
         return feats.reshape(feats.shape[0], -1).float().cpu().numpy()
 
 
+def config_path(checkout: Path, config_file: str) -> Path:
+    return Path(config_file) if Path(config_file).is_absolute() else checkout / config_file
+
+
+def build_nutime(checkout: Path, config_file: str, *, series_length: int):
+    """``nn.Sequential(encoder, WinT)`` built by the authors' factories from ``config_file`` (their
+    initialisation, no weights loaded), as their classification experiment builds it."""
+    import torch
+
+    cfg_path = config_path(checkout, config_file)
+    if not cfg_path.is_file():
+        raise MethodNotReady(
+            f"{LABEL}: configuration file {cfg_path} not found in the checkout; set "
+            f"`config_file` to the JSON configuration matching checkpoint_bias9"
+        )
+    settings = json.loads(cfg_path.read_text())
+    with checkout_imports(checkout, ("src",), label=LABEL):
+        from src.config import Config
+        from src.models.build import get_model
+        from src.models.encoders.build import get_encoder
+
+        config = Config()
+        config.update_by_dict(settings)
+        config.update_by_dict(
+            {
+                "task": "cls",
+                "num_channels": 1,
+                "num_classes": 2,
+                "model_series_size": int(series_length),
+                "transform_size": int(series_length),
+                "transformer_mask_type": "none",
+            }
+        )
+        encoder = get_encoder(config, types.SimpleNamespace(samples=None, targets=None))
+        model = get_model(config)
+    return torch.nn.Sequential(encoder, model)
+
+
 def load_nutime(
     checkout: Path, checkpoint: Path, *, config_file: str, series_length: int, device: str
 ) -> NuTimeBackbone:
     dev = torch_device(device)
-    cfg_path = Path(config_file) if Path(config_file).is_absolute() else checkout / config_file
+    cfg_path = config_path(checkout, config_file)
 
     def load():
-        import torch
-
-        if not cfg_path.is_file():
-            raise MethodNotReady(
-                f"{LABEL}: configuration file {cfg_path} not found in the checkout; set "
-                f"`config_file` to the JSON configuration matching checkpoint_bias9"
-            )
-        settings = json.loads(cfg_path.read_text())
-        with checkout_imports(checkout, ("src",), label=LABEL):
-            from src.config import Config
-            from src.models.build import get_model
-            from src.models.encoders.build import get_encoder
-
-            config = Config()
-            config.update_by_dict(settings)
-            config.update_by_dict(
-                {
-                    "task": "cls",
-                    "num_channels": 1,
-                    "num_classes": 2,
-                    "model_series_size": int(series_length),
-                    "transform_size": int(series_length),
-                    "transformer_mask_type": "none",
-                }
-            )
-            encoder = get_encoder(config, types.SimpleNamespace(samples=None, targets=None))
-            model = get_model(config)
-        net = torch.nn.Sequential(encoder, model)
+        net = build_nutime(checkout, config_file, series_length=series_length)
         report = load_state_dict_report(
             net, authors_state_dict(load_torch_checkpoint(checkpoint, label=LABEL))
         )

@@ -21,7 +21,9 @@ Each job's messages (its progress through a long context) are in ``<workdir>/run
 Methods: the classical four (``minirocket``, ``multirocket_hydra``, ``quant``, ``dtw_1nn``), ``chorustic_small``
 (the committed ``models/chorustic-small``), ``chorustic_paper`` (the paper configuration, random weights),
 and the pretrained baselines with random weights at their real architectures: ``tabicl`` (v1.1),
-``tabicl_v2``, ``mantis_rf`` (Mantis-8M), ``mantisv2_rf``, ``mantisv2_lr``, ``moment_svm`` (MOMENT-1-base); any
+``tabicl_v2``, ``mantis_rf`` (Mantis-8M), ``mantisv2_rf``, ``mantisv2_lr``, ``moment_svm`` (MOMENT-1-base);
+``nutime_rf`` where ``--checkouts`` (default ``$CHORUSTIC_CHECKOUTS``) holds a clone of NuTime's repository (the
+authors' code builds the model; random weights in the released file's layout; their code needs ``timm``); any
 other plugin that runs offline by its name, with its default parameters. The committed table is
 ``benchmarks/results/archive_scale.csv``, its summary ``benchmarks/results/archive_scale.md``.
 
@@ -73,8 +75,11 @@ COLUMNS = ["method", "dataset", "axis", "series_fraction", "n_train", "n_test", 
            "request_mb", "request_min", "error", "date", "cpu"]
 
 
-def _assets(workdir: Path) -> dict[str, dict]:
-    """Method runs (plugin + params) for every benchmarked method; random-weight files written once."""
+def _assets(workdir: Path, checkouts: Path | None = None) -> dict[str, dict]:
+    """Method runs (plugin + params) for every benchmarked method; random-weight files written once.
+    ``checkouts``: a folder of the authors' clones (``chorustic fetch-weights``' layout); ``nutime_rf`` runs
+    when it holds NuTime's, with a random-weight checkpoint_bias9 built by the authors' factories."""
+    from chorustic.methods.checkout import default_checkout_root
     from chorustic.testing import checkpoints as ck
 
     assets = workdir / "assets"
@@ -108,6 +113,10 @@ def _assets(workdir: Path) -> dict[str, dict]:
     runs["mantisv2_lr"] = {"plugin": "mantisv2_lr", "params": {"weights": mantisv2}}
     runs["moment_svm"] = {"plugin": "moment_svm", "params": {"weights": once(
         assets / "moment-base", lambda p: ck.write_moment(p, real_size=True))}}
+    nutime = Path(checkouts if checkouts is not None else default_checkout_root()) / "NuTime"
+    if (nutime / "src" / "models" / "build.py").is_file():
+        runs["nutime_rf"] = {"plugin": "nutime_rf", "params": {"checkout": str(nutime), "checkpoint": once(
+            assets / "nutime-checkpoint_bias9-random.pth", lambda p: ck.write_nutime_checkpoint(nutime, p))}}
     return runs
 
 
@@ -440,7 +449,7 @@ def _literal(coef: dict[str, float], model) -> str:
     return "CostModel(" + ", ".join(parts) + ")"
 
 
-def fit(csv_paths: list[Path], workdir: Path, figure: Path | None = None) -> str:
+def fit(csv_paths: list[Path], workdir: Path, figure: Path | None = None, checkouts: Path | None = None) -> str:
     """Refit every measured method's cost model on the rows of ``csv_paths``: a summary,
     then per method the refitted model and every job's measured / model ratio with the committed model
     and with the refit. Markdown; with ``figure``, measured against modelled time and memory (PNG)."""
@@ -464,7 +473,7 @@ def fit(csv_paths: list[Path], workdir: Path, figure: Path | None = None) -> str
     # every job counts: a finished one for time and memory, one stopped at a limit as a lower bound (its
     # CPU time so far; the peak it reached at the memory limit) that the refit is checked against
     rows = [r for r in latest.values() if r.get("cpu_s") not in ("", None, "None")]
-    runs = _assets(workdir)
+    runs = _assets(workdir, checkouts)
     _add_plugins(runs, [r["method"] for r in rows])
     scratch_dir = tempfile.TemporaryDirectory(prefix="archive-scale-fit-")  # removed when fit returns
     scratch = Path(scratch_dir.name)  # the jobs' configurations, re-made here
@@ -588,6 +597,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="series fractions tried in this order while the next fits --max-job-seconds")
     ap.add_argument("--max-job-seconds", type=float, default=600.0, help="the longest job run here")
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/archive-scale"), help="stand-ins, assets, runs")
+    ap.add_argument("--checkouts", type=Path, default=None,
+                    help="the authors' clones (default: $CHORUSTIC_CHECKOUTS); nutime_rf runs where NuTime's is")
     ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "archive_scale.csv",
                     help="CSV the rows are appended to (one row per job)")
     ap.add_argument("--fit", nargs="+", type=Path, metavar="CSV",
@@ -597,7 +608,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--figure", type=Path, help="with --fit: write the measured-against-model figure (PNG) here")
     args = ap.parse_args(argv)
     if args.fit:
-        print(fit(args.fit, args.workdir, args.figure))
+        print(fit(args.fit, args.workdir, args.figure, args.checkouts))
         return 0
     if args.collect:
         rows = collect(*args.collect)
@@ -609,7 +620,7 @@ def main(argv: list[str] | None = None) -> int:
             writer.writerows(rows)
         print(f"{len(rows)} rows appended to {args.out}")
         return 0
-    runs = _assets(args.workdir)
+    runs = _assets(args.workdir, args.checkouts)
     _add_plugins(runs, args.methods)
     unknown = [m for m in args.methods if m not in runs]
     if unknown:

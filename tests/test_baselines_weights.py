@@ -224,6 +224,30 @@ def test_checkout_without_checkpoint_and_with_a_wrong_checkpoint(discovery, tmp_
         discovery.get("nutime_rf").check_ready(checkout=str(nut), checkpoint=str(wrong))
 
 
+def test_a_random_nutime_checkpoint_fills_every_tensor_of_the_model_the_plugin_builds(discovery, tmp_path):
+    """write_nutime_checkpoint (the random weights benchmarks/archive_scale.py measures NuTime with) writes the
+    released file's layout: the plugin loads every tensor of its model but the class head, and reports the
+    checkpoint's other entries as skipped."""
+    import numpy as np
+    import torch
+
+    from chorustic.methods import import_plugin_module
+    from chorustic.paths import REPO_ROOT
+    from chorustic.testing.checkpoints import write_nutime_checkpoint
+
+    nut = write_nutime(tmp_path / "NuTime")
+    plugin = import_plugin_module("nutime_rf", REPO_ROOT / "baselines" / "nutime_rf.py")
+    ckpt = write_nutime_checkpoint(nut, tmp_path / "random.pth", seed=3, extra={"queue": torch.zeros(4)})
+    model_keys = plugin.build_nutime(nut, "configs/demo_ft_epilepsy.json", series_length=512).state_dict()
+    m = discovery.get("nutime_rf")
+    X = np.random.default_rng(0).normal(size=(8, 1, 512)).astype(np.float32)
+    est = m.build(seed=0, **m.params({"checkout": str(nut), "checkpoint": str(ckpt)})).fit(X, [0, 1] * 4)
+    info = est.run_info_
+    heads = [k for k in model_keys if k.startswith("1.fc.")]
+    assert heads and info["tensors_loaded"] == len(model_keys) - len(heads)
+    assert info["tensors_missing"] == len(heads) and info["tensors_skipped_unexpected"] == 1, info
+
+
 def test_checkout_imports_do_not_leak_generic_module_names(tmp_path):
     for tag in ("a", "b"):
         (tmp_path / tag / "models").mkdir(parents=True)

@@ -21,6 +21,7 @@ __all__ = [
     "write_mantis",
     "write_moment",
     "write_nutime",
+    "write_nutime_checkpoint",
     "write_tabicl",
     "write_ticfm",
     "write_tree",
@@ -377,42 +378,33 @@ def write_unishape(root: Path) -> Path:
 
 
 def write_nutime(root: Path) -> Path:
-    import sys
-    import types
-
     import torch
 
     write_tree(root, NUTIME_FILES)
-    sys.path.insert(0, str(root))
-    try:
-        for k in [k for k in sys.modules if k == "src" or k.startswith("src.")]:
-            del sys.modules[k]
-        from src.config import Config
-        from src.models.build import get_model
-        from src.models.encoders.build import get_encoder
-
-        cfg = Config()
-        cfg.update_by_dict(
-            {
-                "window_emb_dim": 16,
-                "window_size": 16,
-                "task": "cls",
-                "num_classes": 4,
-                "num_channels": 1,
-                "model_series_size": 512,
-            }
-        )
-        torch.manual_seed(0)
-        net = torch.nn.Sequential(get_encoder(cfg, types.SimpleNamespace(samples=None)), get_model(cfg))
-    finally:
-        sys.path.remove(str(root))
-        for k in [k for k in sys.modules if k == "src" or k.startswith("src.")]:
-            del sys.modules[k]
-    state = {f"backbone.{k}": v for k, v in net.state_dict().items()}
-    state["online_projector.weight"] = torch.zeros(2, 2)  # BYOL head: unexpected, skipped and reported
-    (root / "ckpt").mkdir(exist_ok=True)
-    torch.save({"epoch": 10, "state_dict": state}, root / "ckpt/checkpoint_bias9.pth")
+    # a BYOL head the released file also holds: unexpected, skipped and reported
+    write_nutime_checkpoint(root, root / "ckpt/checkpoint_bias9.pth", epoch=10,
+                            extra={"online_projector.weight": torch.zeros(2, 2)})
     return root
+
+
+def write_nutime_checkpoint(checkout: Path, path: Path, *, config_file: str = "configs/demo_ft_epilepsy.json",
+                            seed: int = 0, epoch: int = 0, extra: dict[str, Any] | None = None) -> Path:
+    """A random-weight ``checkpoint_bias9.pth`` for a NuTime checkout (a real one, for measuring cost, or the
+    stand-in): the model the plugin builds with the authors' factories from ``config_file`` (their
+    initialisation, seeded), saved as the released file holds it (``{"epoch", "state_dict"}``, the model's
+    keys under ``backbone.``; ``extra``: more entries of the state dict)."""
+    import torch
+
+    from chorustic.methods import import_plugin_module
+    from chorustic.paths import REPO_ROOT
+
+    plugin = import_plugin_module("nutime_rf", REPO_ROOT / "baselines" / "nutime_rf.py")
+    torch.manual_seed(seed)
+    net = plugin.build_nutime(Path(checkout), config_file, series_length=plugin.NuTimeRFClassifier.series_length)
+    state = {f"backbone.{k}": v for k, v in net.state_dict().items()} | dict(extra or {})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save({"epoch": epoch, "state_dict": state}, path)
+    return path
 
 
 def write_ticfm(root: Path) -> Path:
