@@ -72,7 +72,9 @@ DATASETS = {
 CLASSICAL = ["minirocket", "multirocket_hydra", "quant", "dtw_1nn"]
 COLUMNS = ["method", "dataset", "axis", "series_fraction", "n_train", "n_test", "n_channels", "length",
            "contexts", "status", "cpu_s", "wall_s", "model_s", "time_ratio", "peak_mb", "model_mb", "mem_ratio",
-           "request_mb", "request_min", "error", "date", "cpu"]
+           "request_mb", "request_min", "error", "date", "cpu", "torch"]
+#: torch's version where a row has none: every row before the column was measured with the CPU build
+ROWS_TORCH = "2.13.0+cpu"
 
 
 def _assets(workdir: Path, checkouts: Path | None = None) -> dict[str, dict]:
@@ -194,6 +196,20 @@ def _estimate(cfg_path: Path, method: str, dataset: str, spec) -> tuple[float, f
     return mem, seconds, req_mb, req_min, size.n_contexts
 
 
+def _torch_version() -> str:
+    """The installed torch's version (this process runs the jobs' Python): ``+cpu`` marks the CPU build."""
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        return ""
+
+
+def _row_build(r: dict) -> str:
+    return "cpu" if (r.get("torch") or ROWS_TORCH).endswith("+cpu") else "cuda"
+
+
 def prepare(workdir: Path, method: str, run: dict, dataset: str, fraction: float, threads: int = 1) -> dict:
     """The job's configuration and the cost model's numbers at the stand-in's shape (nothing runs); a job on
     more than one thread has a folder of its own."""
@@ -309,7 +325,7 @@ def measure(workdir: Path, method: str, dataset: str, fraction: float, job: dict
     row = {"method": method, "dataset": dataset, "axis": DATASETS.get(dataset, ""), "series_fraction": fraction,
            "n_train": spec.n_train, "n_test": spec.n_test, "n_channels": spec.n_channels, "length": spec.length,
            "contexts": contexts, "model_s": round(seconds, 1), "model_mb": round(mem), "request_mb": req_mb,
-           "request_min": req_min, "date": time.strftime("%Y-%m-%d"), "cpu": cpu_model()}
+           "request_min": req_min, "date": time.strftime("%Y-%m-%d"), "cpu": cpu_model(), "torch": _torch_version()}
     # the job's own limits are the request's (a limit hit is a finding), capped by this benchmark's budget
     runtime = min(req_min, 3 * limit_s / 60)  # wall clock: room for other work on the machine
     cmd = ["chorustic", "evaluate", "--config", str(cfg), "--method", method, "--dataset", dataset,
@@ -493,8 +509,10 @@ def fit(csv_paths: list[Path], workdir: Path, figure: Path | None = None, checko
             band = plugin.cost_band(size, **params)
             t.append(model.time_terms(size, band=band))
             m.append(model.memory_terms(size))
-            # what the plugin's job_cost adds to its cost model's memory (TabICL's forward passes): kept as is
-            extra.append(plugin.job_cost(size, **params)[0] - model.estimate(size, band=band)[0])
+            # what the plugin's job_cost adds to its cost model's memory (TabICL's forward passes), and the CUDA
+            # build's libraries where the row ran on it: kept as they are
+            extra.append(plugin.job_cost(size, **params)[0] - model.estimate(size, band=band)[0]
+                         + model.torch_build_mb(_row_build(r)))
             secs.append(float(r["cpu_s"]))
             mbs.append(peak_of(r))
             labels.append(f"{r['dataset']} {float(r['series_fraction']):g} "

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 MAX_WORKERS = 8
+
+#: The torch build the jobs of the tests are costed for (chorustic.methods.cost.torch_build): the CPU build the
+#: cost models are fitted on, whichever build runs the tests, so that the requests they check are the same on
+#: every machine (the CUDA build's allowance has a test of its own).
+os.environ["CHORUSTIC_TORCH_BUILD"] = "cpu"
 
 
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: pytest without it (the GPU machines) ignores it

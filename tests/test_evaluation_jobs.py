@@ -930,6 +930,16 @@ def test_rerun_removes_files_of_an_unfinished_attempt(gunpoint, plugin_dir, tmp_
 
 
 @pytest.mark.slow
+def test_the_worker_of_a_method_without_torch_never_loads_it(gunpoint, plugin_dir, tmp_path):
+    """torch is the method's to load: a worker that loaded it for every job held its libraries (190 MB with the
+    CPU build, 480 MB with the CUDA build) in the classical methods' jobs too, and on the CUDA build their
+    smallest jobs went past their memory. The manifest's numerics say which libraries the worker loaded."""
+    m = run_supervised(_spec(gunpoint, plugin_dir, tmp_path, "centroid", ["fixed5"]))
+    assert m["runs"][0]["status"] == "ok"
+    assert m["numerics"]["effective"]["torch_cpu_capability"] is None
+    assert m["numerics"]["effective"]["numpy_simd"] is not None
+
+
 def test_supervisor_records_memory_limit_and_continues(gunpoint, plugin_dir, tmp_path):
     m = run_supervised(_spec(gunpoint, plugin_dir, tmp_path, "hog", ["full", "fixed5"]), mem_mb=1500)
     runs = {(r["protocol"], r["seed"]): r for r in m["runs"]}

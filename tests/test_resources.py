@@ -82,6 +82,37 @@ def test_cost_model_terms():
     assert secs == pytest.approx(5 + 3 * (1 + 1 + 1 + 1))
 
 
+def test_a_method_that_loads_torch_asks_for_the_cuda_builds_libraries_where_that_build_runs(monkeypatch, methods):
+    """The coefficients are fitted on torch's CPU build; the CUDA build (what ``pip install torch`` installs on
+    Linux) holds TORCH_CUDA_BUILD_MB more in every job of a method that loads torch: with it not counted, tiny
+    jobs of Mantis went past their memory limit. A method that does not load torch costs the same on both."""
+    from chorustic.methods import cost
+
+    size = JobSize(n_train=30, n_test=30, n_channels=1, length=512, n_contexts=16)
+    base = CostModel(mem_base_mb=500, mem_bytes_per_value=12)
+    torch_model = dataclasses.replace(base, loads_torch=True)
+    monkeypatch.setenv("CHORUSTIC_TORCH_BUILD", "cpu")
+    cpu = torch_model.estimate(size)[0]
+    assert cpu == base.estimate(size)[0]
+    monkeypatch.setenv("CHORUSTIC_TORCH_BUILD", "cuda")
+    assert torch_model.estimate(size)[0] == pytest.approx(cpu + cost.TORCH_CUDA_BUILD_MB)
+    assert base.estimate(size)[0] == cpu
+    cfg = _cfg()
+    on_cuda = {m: cr.evaluate_resources(cfg, m, "GunPoint", methods[m])["mem_mb"] for m in ("mantis_rf", "quant")}
+    monkeypatch.setenv("CHORUSTIC_TORCH_BUILD", "cpu")
+    on_cpu = {m: cr.evaluate_resources(cfg, m, "GunPoint", methods[m])["mem_mb"] for m in ("mantis_rf", "quant")}
+    assert on_cuda["quant"] == on_cpu["quant"]
+    assert on_cuda["mantis_rf"] >= on_cpu["mantis_rf"] + cost.TORCH_CUDA_BUILD_MB * cr.MEM_SAFETY - 100
+    # unset: the installed build (a "+cpu" version is the CPU build)
+    monkeypatch.delenv("CHORUSTIC_TORCH_BUILD")
+    import importlib.metadata
+
+    assert cost.torch_build() == ("cpu" if importlib.metadata.version("torch").endswith("+cpu") else "cuda")
+    monkeypatch.setenv("CHORUSTIC_TORCH_BUILD", "rocm")
+    with pytest.raises(ValueError, match="CHORUSTIC_TORCH_BUILD='rocm': expected 'cpu' or 'cuda'"):
+        torch_model.estimate(size)
+
+
 def test_cost_model_contexts_channels_and_per_job_terms():
     from chorustic.protocols.base import ContextSpec
     from chorustic.protocols.contexts import expected_train_size

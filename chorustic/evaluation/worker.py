@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from chorustic.evaluation.job import JobSpec, run_job
+from chorustic.evaluation.supervisor import thread_env
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -16,12 +18,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     with open(args.spec) as fh:
         spec = JobSpec.from_dict(json.load(fh))
-    try:
-        import torch
-
-        torch.set_num_threads(max(1, int(spec.n_jobs)))
-    except ImportError:  # pragma: no cover
-        pass
+    # The job's threads for every library the method loads (torch reads OMP_NUM_THREADS when it loads): the
+    # supervisor sets them already, a worker started by hand gets them here. torch is not imported here: a
+    # method that does not use it (the classical four) would hold its libraries for nothing, 190 MB with the
+    # CPU build and 480 MB with the CUDA build (benchmarks/results/archive_scale.md, "torch's build").
+    os.environ.update(thread_env(spec.n_jobs, {}))
     try:
         run_job(spec, resume=args.resume)
     except Exception as exc:  # outside one context: the supervisor records this reason for every context left

@@ -9,14 +9,16 @@ which adds the safety margins and the site's limits). What every job needs besid
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
+import os
 
 from chorustic.class_tree import class_tree_passes
 
 __all__ = [
     "CHECKPOINT_MIN_QUERIES", "CHECKPOINT_S", "CostModel", "EMBEDDING_MEMO_MB", "JobSize", "PAIR_MEMO_MB", "QUERY_MEMORY_MB",
     "PAIR_BLOCK_S", "SERIES_CACHE_BYTES", "JOB_OVERHEAD_MB",
-    "MIN_WORKER_MB",
+    "MIN_WORKER_MB", "TORCH_CUDA_BUILD_MB", "torch_build",
     "MIN_JOB_MEM_MB", "job_memory_problem",
 ]
 
@@ -29,6 +31,41 @@ MIN_WORKER_MB = 300
 #: The least memory an evaluation job can be given (``methods.<run>.resources.mem_mb``, ``--mem-mb``):
 #: what runs beside the worker plus the worker's own minimum.
 MIN_JOB_MEM_MB = JOB_OVERHEAD_MB + MIN_WORKER_MB
+
+
+#: What the CUDA build of torch holds resident beyond its CPU build once loaded, before any GPU is touched
+#: (its CUDA libraries' code and data): ``pip install torch`` installs the CUDA build on Linux, the CPU
+#: build comes from PyTorch's CPU index. Every job of a method that loads torch (:attr:`CostModel.loads_torch`)
+#: on the CUDA build peaks this much higher; the cost models' coefficients are fitted on the CPU build, and
+#: :meth:`CostModel.estimate` adds it where the build is CUDA (:func:`torch_build`). Measured on the tiny jobs
+#: of ShapesAll's stand-in at 1 % of every method that loads torch (benchmarks/results/archive_scale.md,
+#: "torch's build").
+TORCH_CUDA_BUILD_MB = 290.0
+
+
+def torch_build() -> str:
+    """The torch build the jobs are costed for: ``$CHORUSTIC_TORCH_BUILD`` (``cpu`` or ``cuda``) where set (a
+    workflow whose jobs run in the methods' conda environments, which install the PyPI wheel, while this
+    environment has another build), else the installed one: ``"cpu"`` for a ``+cpu`` version (PyPI's CPU
+    index), ``"cuda"`` otherwise: the PyPI wheel for Linux, and where no torch is installed here."""
+    env = os.environ.get("CHORUSTIC_TORCH_BUILD")
+    if env:
+        if env not in ("cpu", "cuda"):
+            raise ValueError(f"CHORUSTIC_TORCH_BUILD={env!r}: expected 'cpu' or 'cuda' (the torch build the "
+                             "evaluation jobs run with), or unset it to cost the installed one")
+        return env
+    return _installed_torch_build()
+
+
+@functools.cache
+def _installed_torch_build() -> str:
+    import importlib.metadata
+
+    try:
+        version = importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        return "cuda"
+    return "cpu" if version.endswith("+cpu") else "cuda"
 
 
 def job_memory_problem(mem_mb: float, where: str) -> str | None:
@@ -218,7 +255,7 @@ class CostModel:
     """
 
     mem_base_mb: float = 700.0
-    """The worker with its imports and model weights, before any data."""
+    """The worker with its imports (torch's CPU build for a method that loads it) and model weights, before any data."""
     mem_bytes_per_value: float = 16.0
     """Per input value: the data itself (float32) and the method's working copies."""
     mem_bytes_per_model_value: float = 0.0
@@ -335,6 +372,9 @@ class CostModel:
     call's input), so a chunk of queries costs a pass over the context too, and the harness predicts in no
     more chunks than :data:`QUERY_MEMORY_MB` asks for (:meth:`checkpoint_chunk`). False: the fit did the
     context's work (features, a memo of distances) and a chunk costs its own queries only."""
+    loads_torch: bool = False
+    """The method computes with torch, so its worker loads it (the harness itself does not): the job's peak
+    holds torch's libraries, more of them with the CUDA build (:data:`TORCH_CUDA_BUILD_MB`)."""
     gpu_speedup: float | None = None
     """How many times faster one GPU runs a job's per-context work than one CPU thread (``time_job_s`` is
     not sped up). An estimate until measured on a GPU; ``chorustic plan-run`` prints it with the GPU
@@ -568,6 +608,11 @@ class CostModel:
                 size.n_test * self.memo_train(size) / 2**20, embeddings / 2**20,
                 (chunk if self.query_rows is not None else 0) / 1024)
 
+    def torch_build_mb(self, build: str) -> float:
+        """What torch's ``build`` (``"cpu"``, ``"cuda"``) adds to this method's peak over the CPU build its
+        coefficients are fitted on."""
+        return TORCH_CUDA_BUILD_MB if self.loads_torch and build == "cuda" else 0.0
+
     def gpu_seconds(self, size: JobSize | None, seconds: float) -> float:
         """The job's ``seconds`` on one CPU thread (its estimate, without safety margins) on one GPU: the fixed
         ``time_job_s`` as it is, the feature-pair term at :attr:`gpu_speedup_feature_pairs`, the rest at
@@ -588,7 +633,9 @@ class CostModel:
         return fixed + rest / self.gpu_speedup + pairs / (self.gpu_speedup_feature_pairs or self.gpu_speedup)
 
     def estimate(self, size: JobSize, *, band: float | None = None) -> tuple[float, float]:
-        """(peak memory in MB, time in seconds), without safety margins."""
+        """(peak memory in MB, time in seconds), without safety margins; the memory with torch's CUDA libraries
+        where the method loads torch and the installed build is CUDA (:data:`TORCH_CUDA_BUILD_MB`)."""
         mem = sum(getattr(self, k) * t for k, t in zip(self.MEMORY_COEFFICIENTS, self.memory_terms(size)))
+        mem += self.torch_build_mb(torch_build())
         seconds = sum(getattr(self, k) * t for k, t in zip(self.TIME_COEFFICIENTS, self.time_terms(size, band=band)))
         return mem, seconds
