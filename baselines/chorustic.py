@@ -48,7 +48,7 @@ from chorustic.methods import CostModel, Method, MethodInfo, MethodNotReady, reg
 #: before that episode replaced a concatenation, the context's copy and torch.isfinite's temporaries), set from that
 #: measurement (15.1 before): the paper configuration's jobs here, at most 10 % of a shape, hold too few values to
 #: fit it. On a GPU: the estimated gpu_speedup until one is measured.
-PAPER_COST = CostModel(loads_torch=True, time_job_s=37.5, time_base_s=0, time_ns_per_value=108000,
+PAPER_COST = CostModel(time_job_s=37.5, time_base_s=0, time_ns_per_value=108000,
                        time_ns_per_member_series=7.72e6, time_ns_per_member_pair=725, time_ns_per_tree_query=2.5e7,
                        tree_max_classes=K_MAX, mem_base_mb=1040, mem_bytes_per_value=8.0,
                        mem_kb_per_series=2260, mem_bytes_per_model_value=942, gpu_speedup=100, model_channels=64,
@@ -72,7 +72,7 @@ PAPER_COST = CostModel(loads_torch=True, time_job_s=37.5, time_base_s=0, time_ns
 #: 267x173x963`, 1.13 held and 1.40 at the peak; 21.3 before, with the context's copy, a concatenation and a float64
 #: resample of the whole episode). Memory refitted on its 15 jobs in full measured again with that and its 13 jobs
 #: at fractions (0.82-1.16 of each; FaceDetection in full 5,453 MB, 16,648 before): ~163 KB per series held.
-SMALL_COST = CostModel(loads_torch=True, time_job_s=10.4, time_base_s=0, time_ns_per_value=815,
+SMALL_COST = CostModel(time_job_s=10.4, time_base_s=0, time_ns_per_value=815,
                        time_ns_per_series=628000, time_ns_per_member_series=44900, time_ns_per_member_pair=164,
                        time_ns_per_tree_query=684000, tree_max_classes=K_MAX,
                        mem_base_mb=572, mem_bytes_per_value=6.07, mem_kb_per_series=163,

@@ -149,7 +149,7 @@ class MantisBase(HubMethod):
     #: through the frozen encoder once per job (~37 ms per channel and series in batches of 16, the embeddings
     #: kept: chorustic.methods.embedding_memo), then a forest or logistic regression on each context.
     #: Thread scaling (benchmarks/thread_scaling.py): Mantis-8M's, the lower of Mantis-8M's and MantisV2's.
-    cost: ClassVar[CostModel] = CostModel(loads_torch=True, time_job_s=11.9, time_base_s=0.319, time_ns_per_value=72_600,
+    cost: ClassVar[CostModel] = CostModel(time_job_s=11.9, time_base_s=0.319, time_ns_per_value=72_600,
                                           time_ns_per_series_pair=897, mem_base_mb=504, mem_bytes_per_value=12.1,
                                           memo_embeddings=True, mem_bytes_per_memo_embedding=1280,
                                           parallel_fraction=0.58)

@@ -179,7 +179,7 @@ class MomentSVM(HubMethod):
     #: and the memory per value and per pair are kept from the earlier fit (the refit would drop them: these
     #: jobs, at most 180 context series, are too small to show them). On a GPU: the estimated gpu_speedup until
     #: one is measured.
-    cost: ClassVar[CostModel] = CostModel(loads_torch=True, time_job_s=7.78, time_base_s=0.66, time_ns_per_value=1_310_000,
+    cost: ClassVar[CostModel] = CostModel(time_job_s=7.78, time_base_s=0.66, time_ns_per_value=1_310_000,
                                           time_ns_per_series_pair=503, mem_base_mb=1360, mem_bytes_per_value=43, mem_bytes_per_pair=10.8,
                                           gpu_speedup=50, model_length=512, parallel_fraction=0.94,
                                           memo_embeddings=True, mem_bytes_per_memo_embedding=3328)

@@ -522,7 +522,7 @@ class TabICLBase(HubMethod):
     #: model weights included; the 2 KB per value before came from one-shot passes); within 0.49-1.06 of the jobs.
     #: On a GPU: the estimated gpu_speedup (and for the attention over features, half-precision flash attention on
     #: a GPU's matrix units against ~27 GFLOP/s on a CPU thread, gpu_speedup_feature_pairs) until one is measured.
-    cost: ClassVar[CostModel] = CostModel(loads_torch=True, time_job_s=3.64, time_base_s=0, time_ns_per_value=127_000,
+    cost: ClassVar[CostModel] = CostModel(time_job_s=3.64, time_base_s=0, time_ns_per_value=127_000,
                                           time_ns_per_series=16_000_000, time_ns_per_series_pair=7_000,
                                           time_ns_per_tree_query=13_300_000, tree_max_classes=MAX_CLASSES,
                                           time_ns_per_feature_pair=650,

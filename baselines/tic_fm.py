@@ -263,7 +263,7 @@ class TICFM(CheckoutMethod):
     #: Cost model not measured (its weights are not available offline): estimated from the architecture on one CPU thread:
     #: the encoder over every series (channels concatenated into 512 steps) and 32 in-context ensemble
     #: members attending from every query to the context.
-    cost: ClassVar[CostModel] = CostModel(loads_torch=True, mem_base_mb=1500, mem_bytes_per_value=64, mem_bytes_per_pair=64,
+    cost: ClassVar[CostModel] = CostModel(mem_base_mb=1500, mem_bytes_per_value=64, mem_bytes_per_pair=64,
                                           time_job_s=60, time_base_s=2, time_ns_per_value=100_000,
                                           time_ns_per_pair=10_000, gpu_speedup=50,
                                           context_per_call=True)

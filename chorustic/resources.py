@@ -175,7 +175,7 @@ def site_resources(cfg: Mapping[str, Any], *, mem_mb: int, runtime: int, gpus: i
 #: headroom over `chorustic preprocess` on stand-ins (2026-11-26, 1 thread): DuckDuckGeese (36 M values)
 #: 15.6 CPU-s / 1.16 GB, MotorImagery at 30 % (21.7 M) 8.3 s / 0.65 GB, StarLightCurves at 30 % (2.8 M)
 #: 2.5 s / 0.36 GB, ElectricDevices at 30 % (0.5 M) 2.0 s / 0.31 GB.
-_PREPROCESS = CostModel(mem_base_mb=300.0, mem_bytes_per_value=20.0, time_job_s=2.0, time_ns_per_input_value=0.0,
+_PREPROCESS = CostModel(loads_torch=False, mem_base_mb=300.0, mem_bytes_per_value=20.0, time_job_s=2.0, time_ns_per_input_value=0.0,
                         time_base_s=0.0, time_ns_per_value=500.0)
 #: Fixed resources of the rules whose cost does not grow with a dataset (or grows negligibly).
 _FIXED = {

@@ -53,6 +53,18 @@ PLUGINS = {
             def build(self, *, seed, device="cpu", n_jobs=1, **params):
                 return Centroid(seed)
     ''',
+    "plain.py": '''
+        from chorustic.methods import CostModel, Method, MethodInfo, register
+        from chorustic_plugins.centroid import Centroid
+
+        @register
+        class PlainMethod(Method):
+            """The centroid, declared as computing without torch."""
+            info = MethodInfo(name="plain", display_name="Plain", group="Classical", fits_on_target=True)
+            cost = CostModel(loads_torch=False)
+            def build(self, *, seed, device="cpu", n_jobs=1, **params):
+                return Centroid(seed)
+    ''',
     "flaky.py": '''
         import numpy as np
         from chorustic.methods import Method, MethodInfo, register
@@ -931,13 +943,20 @@ def test_rerun_removes_files_of_an_unfinished_attempt(gunpoint, plugin_dir, tmp_
 
 @pytest.mark.slow
 def test_the_worker_of_a_method_without_torch_never_loads_it(gunpoint, plugin_dir, tmp_path):
-    """torch is the method's to load: a worker that loaded it for every job held its libraries (190 MB with the
-    CPU build, 480 MB with the CUDA build) in the classical methods' jobs too, and on the CUDA build their
-    smallest jobs went past their memory. The manifest's numerics say which libraries the worker loaded."""
-    m = run_supervised(_spec(gunpoint, plugin_dir, tmp_path, "centroid", ["fixed5"]))
-    assert m["runs"][0]["status"] == "ok"
-    assert m["numerics"]["effective"]["torch_cpu_capability"] is None
-    assert m["numerics"]["effective"]["numpy_simd"] is not None
+    """torch is the method's to load: a worker that loaded it for every job, or to see whether ``device: auto``
+    has a GPU, held its libraries (190 MB with the CPU build, 480 MB with the CUDA build) in the classical
+    methods' jobs too, and on the CUDA build their smallest jobs went past their memory. A method whose cost
+    model says it does not load torch runs ``auto`` on the CPU. The manifest's numerics say which libraries the
+    worker loaded."""
+    plain = run_supervised(dataclasses.replace(_spec(gunpoint, plugin_dir, tmp_path / "plain", "plain", ["fixed5"]),
+                                               device="auto"))
+    assert plain["runs"][0]["status"] == "ok" and plain["device"] == "cpu"
+    assert plain["numerics"]["effective"]["torch_cpu_capability"] is None
+    assert plain["numerics"]["effective"]["numpy_simd"] is not None
+    # a method whose cost model leaves loads_torch at its default: auto asks torch for a GPU
+    asked = run_supervised(dataclasses.replace(_spec(gunpoint, plugin_dir, tmp_path / "c", "centroid", ["fixed5"]),
+                                               device="auto"))
+    assert asked["numerics"]["effective"]["torch_cpu_capability"] is not None
 
 
 def test_supervisor_records_memory_limit_and_continues(gunpoint, plugin_dir, tmp_path):

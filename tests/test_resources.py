@@ -89,7 +89,7 @@ def test_a_method_that_loads_torch_asks_for_the_cuda_builds_libraries_where_that
     from chorustic.methods import cost
 
     size = JobSize(n_train=30, n_test=30, n_channels=1, length=512, n_contexts=16)
-    base = CostModel(mem_base_mb=500, mem_bytes_per_value=12)
+    base = CostModel(loads_torch=False, mem_base_mb=500, mem_bytes_per_value=12)
     torch_model = dataclasses.replace(base, loads_torch=True)
     monkeypatch.setenv("CHORUSTIC_TORCH_BUILD", "cpu")
     cpu = torch_model.estimate(size)[0]

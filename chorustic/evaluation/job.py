@@ -272,9 +272,14 @@ def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def _resolve_device(device: str) -> str:
+def _resolve_device(device: str, loads_torch: bool = True) -> str:
+    """``auto``: cuda where torch sees a GPU, for a method that computes with torch. A method that does not (its
+    cost model's ``loads_torch`` is False: the classical ones) runs on the CPU, without torch loaded to ask:
+    its libraries would be held for nothing (190 MB with the CPU build, 480 MB with the CUDA build)."""
     if device != "auto":
         return device
+    if not loads_torch:
+        return "cpu"
     try:
         import torch
 
@@ -542,7 +547,7 @@ def _run_job(spec: JobSpec, *, resume: bool, log) -> dict[str, Any]:
 
     PAIR_MEMO.clear()  # the distances another job kept in this process: this job's memory is its own
     EMBEDDING_MEMO.clear()  # and the embeddings
-    device = _resolve_device(spec.device)
+    device = _resolve_device(spec.device, method.cost_model(**params).loads_torch)
     manifest["device"] = device
     native = info.input_kind == "native"
     # only the input the method takes: the other form of the series is never read (it can be larger)

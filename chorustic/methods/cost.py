@@ -372,9 +372,10 @@ class CostModel:
     call's input), so a chunk of queries costs a pass over the context too, and the harness predicts in no
     more chunks than :data:`QUERY_MEMORY_MB` asks for (:meth:`checkpoint_chunk`). False: the fit did the
     context's work (features, a memo of distances) and a chunk costs its own queries only."""
-    loads_torch: bool = False
-    """The method computes with torch, so its worker loads it (the harness itself does not): the job's peak
-    holds torch's libraries, more of them with the CUDA build (:data:`TORCH_CUDA_BUILD_MB`)."""
+    loads_torch: bool = True
+    """The method computes with torch, so its worker loads it: the job's peak holds torch's libraries, more of
+    them with the CUDA build (:data:`TORCH_CUDA_BUILD_MB`), and ``device: auto`` asks torch for a GPU. False (the
+    classical methods): the harness never loads torch for its jobs, and ``auto`` is the CPU."""
     gpu_speedup: float | None = None
     """How many times faster one GPU runs a job's per-context work than one CPU thread (``time_job_s`` is
     not sped up). An estimate until measured on a GPU; ``chorustic plan-run`` prints it with the GPU
