@@ -33,14 +33,14 @@ MIN_WORKER_MB = 300
 MIN_JOB_MEM_MB = JOB_OVERHEAD_MB + MIN_WORKER_MB
 
 
-#: What the CUDA build of torch holds resident beyond its CPU build once loaded, before any GPU is touched
-#: (its CUDA libraries' code and data): ``pip install torch`` installs the CUDA build on Linux, the CPU
-#: build comes from PyTorch's CPU index. Every job of a method that loads torch (:attr:`CostModel.loads_torch`)
-#: on the CUDA build peaks this much higher; the cost models' coefficients are fitted on the CPU build, and
-#: :meth:`CostModel.estimate` adds it where the build is CUDA (:func:`torch_build`). Measured on the tiny jobs
-#: of ShapesAll's stand-in at 1 % of every method that loads torch (benchmarks/results/archive_scale.md,
-#: "torch's build").
-TORCH_CUDA_BUILD_MB = 290.0
+#: What the CUDA build of torch holds resident beyond its CPU build in a job, before any GPU is touched (its
+#: CUDA libraries' code and data): ``pip install torch`` installs the CUDA build on Linux, the CPU build comes
+#: from PyTorch's CPU index. The cost models' coefficients are fitted on the CPU build; :meth:`CostModel.estimate`
+#: adds this for a method that loads torch (:attr:`CostModel.loads_torch`) where the jobs run the CUDA build
+#: (:func:`torch_build`). The largest of the differences measured on the tiny jobs (ShapesAll's stand-in at
+#: 1 %) of five methods that load torch, 290-378 MB (benchmarks/results/archive_scale.md, "torch's build");
+#: loading torch alone: 284 MB.
+TORCH_CUDA_BUILD_MB = 380.0
 
 
 def torch_build() -> str:
