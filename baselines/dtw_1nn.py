@@ -103,6 +103,7 @@ class DTW1NN(Method):
     #: per-context CPU times of PEMS-SF's and DuckDuckGeese's full contexts); each pair once per job (the memo,
     #: 8 bytes per pair); 16 bytes per pair of a chunk of queries with the context (the distances and their
     #: partial sort), which sets the chunks.
+    #: loads_torch=False: aeon's DTW is numba code; its jobs never load torch.
     cost: ClassVar[CostModel] = CostModel(loads_torch=False, time_job_s=9.21, time_base_s=0, time_ns_per_value=0,
                                           time_ns_per_cell=0.461, time_ns_per_path_cell=3.59,
                                           time_ns_per_cell_spilled=0.81, time_ns_per_multichannel_cell=6.92,

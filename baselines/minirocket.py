@@ -60,7 +60,8 @@ class MiniRocket(Method):
     #: eigendecomposition (~33 bytes per pair: the full contexts of ElectricDevices, PenDigits,
     #: SpokenArabicDigits and FaceDetection went past a model without it, by 1-2 %, and were stopped at
     #: their memory limits).
-    cost: ClassVar[CostModel] = CostModel(loads_torch=False, time_job_s=14.0, time_base_s=0.0149, time_ns_per_value=1800,
+    #: loads_torch (the default): its convolution transformers' package imports torch where installed (Hydra's soft dependency).
+    cost: ClassVar[CostModel] = CostModel(time_job_s=14.0, time_base_s=0.0149, time_ns_per_value=1800,
                                           time_ns_per_channel_value=143, time_ns_per_series_pair=814,
                                           mem_base_mb=663, mem_bytes_per_value=18.9,
                                           mem_kb_per_series=81, mem_bytes_per_pair=33.2, model_channels=9,

@@ -105,7 +105,8 @@ class MultiRocketHydra(Method):
     #: HYDRA_BATCH series, HYDRA_POINTS points) it convolves at once whatever the channels, measured on their
     #: own (benchmarks/hydra_memory.py: a job's peak cannot separate them). numba compiles its kernels once
     #: per machine (~30 s), not counted.
-    cost: ClassVar[CostModel] = CostModel(loads_torch=False, time_job_s=11.4, time_base_s=0, time_ns_per_value=29900,
+    #: loads_torch (the default): Hydra computes with torch.
+    cost: ClassVar[CostModel] = CostModel(time_job_s=11.4, time_base_s=0, time_ns_per_value=29900,
                                           time_ns_per_channel_value=253, time_ns_per_dilated_value=5530,
                                           time_ns_per_series_pair=1640,
                                           mem_base_mb=892, mem_bytes_per_value=27.9, mem_kb_per_series=988,

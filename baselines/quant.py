@@ -70,7 +70,8 @@ class QUANT(Method):
     #: about n (1 - 1/classes) splits of n series that do not separate, each level visiting every series
     #: (trees grown to pure leaves); it dominates for few long or many-channel series of many classes
     #: (PEMS-SF, 7 classes: 487 CPU-s for 7 + 7 series).
-    cost: ClassVar[CostModel] = CostModel(loads_torch=False, time_job_s=5.19, time_base_s=0.593, time_ns_per_value=1350,
+    #: loads_torch (the default): aeon's QUANT imports torch where installed (its soft dependency).
+    cost: ClassVar[CostModel] = CostModel(time_job_s=5.19, time_base_s=0.593, time_ns_per_value=1350,
                                           time_ns_per_column_class=75_000, time_ns_per_column_series=1150,
                                           mem_base_mb=465, mem_bytes_per_value=95.2,
                                           mem_kb_per_series=9.62, parallel_fraction=0.82)

@@ -941,11 +941,10 @@ def test_rerun_removes_files_of_an_unfinished_attempt(gunpoint, plugin_dir, tmp_
     assert not stale.exists() and other.exists()
 
 
-@pytest.mark.slow
 def test_the_worker_of_a_method_without_torch_never_loads_it(gunpoint, plugin_dir, tmp_path):
     """torch is the method's to load: a worker that loaded it for every job, or to see whether ``device: auto``
-    has a GPU, held its libraries (190 MB with the CPU build, 480 MB with the CUDA build) in the classical
-    methods' jobs too, and on the CUDA build their smallest jobs went past their memory. A method whose cost
+    has a GPU, held its libraries (190 MB with the CPU build, 480 MB with the CUDA build) in 1NN-DTW's jobs too,
+    and on the CUDA build its smallest jobs went past their memory. A method whose cost
     model says it does not load torch runs ``auto`` on the CPU. The manifest's numerics say which libraries the
     worker loaded."""
     plain = run_supervised(dataclasses.replace(_spec(gunpoint, plugin_dir, tmp_path / "plain", "plain", ["fixed5"]),
@@ -959,6 +958,7 @@ def test_the_worker_of_a_method_without_torch_never_loads_it(gunpoint, plugin_di
     assert asked["numerics"]["effective"]["torch_cpu_capability"] is not None
 
 
+@pytest.mark.slow
 def test_supervisor_records_memory_limit_and_continues(gunpoint, plugin_dir, tmp_path):
     m = run_supervised(_spec(gunpoint, plugin_dir, tmp_path, "hog", ["full", "fixed5"]), mem_mb=1500)
     runs = {(r["protocol"], r["seed"]): r for r in m["runs"]}

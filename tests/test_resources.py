@@ -98,10 +98,10 @@ def test_a_method_that_loads_torch_asks_for_the_cuda_builds_libraries_where_that
     assert torch_model.estimate(size)[0] == pytest.approx(cpu + cost.TORCH_CUDA_BUILD_MB)
     assert base.estimate(size)[0] == cpu
     cfg = _cfg()
-    on_cuda = {m: cr.evaluate_resources(cfg, m, "GunPoint", methods[m])["mem_mb"] for m in ("mantis_rf", "quant")}
+    on_cuda = {m: cr.evaluate_resources(cfg, m, "GunPoint", methods[m])["mem_mb"] for m in ("mantis_rf", "dtw_1nn")}
     monkeypatch.setenv("CHORUSTIC_TORCH_BUILD", "cpu")
-    on_cpu = {m: cr.evaluate_resources(cfg, m, "GunPoint", methods[m])["mem_mb"] for m in ("mantis_rf", "quant")}
-    assert on_cuda["quant"] == on_cpu["quant"]
+    on_cpu = {m: cr.evaluate_resources(cfg, m, "GunPoint", methods[m])["mem_mb"] for m in ("mantis_rf", "dtw_1nn")}
+    assert on_cuda["dtw_1nn"] == on_cpu["dtw_1nn"]
     assert on_cuda["mantis_rf"] >= on_cpu["mantis_rf"] + cost.TORCH_CUDA_BUILD_MB * cr.MEM_SAFETY - 100
     # unset: the installed build (a "+cpu" version is the CPU build)
     monkeypatch.delenv("CHORUSTIC_TORCH_BUILD")

@@ -374,8 +374,9 @@ class CostModel:
     context's work (features, a memo of distances) and a chunk costs its own queries only."""
     loads_torch: bool = True
     """The method computes with torch, so its worker loads it: the job's peak holds torch's libraries, more of
-    them with the CUDA build (:data:`TORCH_CUDA_BUILD_MB`), and ``device: auto`` asks torch for a GPU. False (the
-    classical methods): the harness never loads torch for its jobs, and ``auto`` is the CPU."""
+    them with the CUDA build (:data:`TORCH_CUDA_BUILD_MB`), and ``device: auto`` asks torch for a GPU. False
+    (1NN-DTW; aeon loads torch for the other classical methods where it is installed): the harness never loads
+    torch for its jobs, and ``auto`` is the CPU."""
     gpu_speedup: float | None = None
     """How many times faster one GPU runs a job's per-context work than one CPU thread (``time_job_s`` is
     not sped up). An estimate until measured on a GPU; ``chorustic plan-run`` prints it with the GPU
