@@ -190,7 +190,7 @@ class UniShapeRF(CheckoutMethod):
     checkout_files = (MODEL_FILE,)
     checkpoint_in_checkout = CKPT_NAME
     checkpoint_source = f"The authors distribute unishape_checkpoint_zeroshot.pth separately from the code (see {REPO_URL})."
-    resources: ClassVar[dict[str, Any]] = {"threads": 4, "mem_mb": 16000, "runtime": 2880, "gpu": 1}  # Mantis-8M's
+    resources: ClassVar[dict[str, Any]] = {"threads": 4, "mem_mb": 20000, "runtime": 2880, "gpu": 1}  # Mantis-8M's
     #: Cost model not measured (its code and weights are not available offline): Mantis-8M's fitted model
     #: (baselines/mantis_rf.py, benchmarks/results/archive_scale.md), the measured method closest to it: each
     #: channel of each series through a small frozen encoder once per job (the embeddings kept), then a random

@@ -38,7 +38,7 @@ MIN_JOB_MEM_MB = JOB_OVERHEAD_MB + MIN_WORKER_MB
 #: from PyTorch's CPU index. The cost models' coefficients are fitted on the CPU build; :meth:`CostModel.estimate`
 #: adds this for a method that loads torch (:attr:`CostModel.loads_torch`) where the jobs run the CUDA build
 #: (:func:`torch_build`). The largest of the differences measured on the tiny jobs (ShapesAll's stand-in at
-#: 1 %) of five methods that load torch, 290-378 MB (benchmarks/results/archive_scale.md, "torch's build");
+#: 1 %) of eight methods that load torch, 279-378 MB (benchmarks/results/archive_scale.md, "torch's build");
 #: loading torch alone: 284 MB.
 TORCH_CUDA_BUILD_MB = 380.0
 
