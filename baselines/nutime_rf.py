@@ -201,18 +201,17 @@ class NuTimeRF(CheckoutMethod):
     checkout_files = REQUIRED
     checkpoint_in_checkout = CKPT_NAME
     checkpoint_source = f"The authors ship it in their repository as {CKPT_NAME}."
-    #: Memory: FaceDetection asks for 16.5 GB (17.0 where the jobs run torch's CUDA build).
+    #: Memory: FaceDetection asks for 15.9 GB (16.4 where the jobs run torch's CUDA build).
     resources: ClassVar[dict[str, Any]] = {"threads": 4, "mem_mb": 20000, "runtime": 2880, "gpu": 0}
-    #: Fitted on 34 jobs on stand-ins of 8 of the largest shapes (5 in full: ShapesAll, PigAirwayPressure, FordA,
-    #: ElectricDevices, EigenWorms; benchmarks/archive_scale.py --fit, one thread, random weights of
-    #: checkpoint_bias9's architecture built by the authors' code, torch's CUDA build:
-    #: benchmarks/results/archive_scale.md, "NuTime with its authors' code"): Mantis-8M's form (each channel of each
-    #: series through the frozen encoder once per job, the embeddings kept, then a random forest on them) with its
-    #: own terms: 17.9 us per resampled value in the encoder (Mantis-8M: 72.6), 550 MB before any data (their code
-    #: loads timm and torchvision too). Its thread scaling is not measured.
-    cost: ClassVar[CostModel] = dataclasses.replace(_mantis.MantisBase.cost, time_job_s=10.9, time_base_s=0.567,
-                                                    time_ns_per_value=17_900, time_ns_per_series_pair=130,
-                                                    mem_base_mb=550, mem_bytes_per_value=12.6, parallel_fraction=None)
+    #: Fitted on 66 jobs on stand-ins of the 15 largest shapes, 10 of them in full (benchmarks/archive_scale.py
+    #: --fit, one thread, random weights of checkpoint_bias9's architecture built by the authors' code, torch's CUDA
+    #: build: benchmarks/results/archive_scale.md, "NuTime with its authors' code"): Mantis-8M's form (each channel
+    #: of each series through the frozen encoder once per job, the embeddings kept, then a random forest on them)
+    #: with its own terms: 16.1 us per resampled value in the encoder (Mantis-8M: 72.6), 620 MB before any data
+    #: (their code loads timm and torchvision too). Its thread scaling is not measured.
+    cost: ClassVar[CostModel] = dataclasses.replace(_mantis.MantisBase.cost, time_job_s=11.5, time_base_s=0.526,
+                                                    time_ns_per_value=16_100, time_ns_per_series_pair=202,
+                                                    mem_base_mb=620, mem_bytes_per_value=11.9, parallel_fraction=None)
 
     def load(self, params: dict[str, Any], resolved: dict[str, Any]):
         return load_nutime(

@@ -943,7 +943,7 @@ def test_rerun_removes_files_of_an_unfinished_attempt(gunpoint, plugin_dir, tmp_
 
 def test_the_worker_of_a_method_without_torch_never_loads_it(gunpoint, plugin_dir, tmp_path):
     """torch is the method's to load: a worker that loaded it for every job, or to see whether ``device: auto``
-    has a GPU, held its libraries (190 MB with the CPU build, 480 MB with the CUDA build) in 1NN-DTW's jobs too,
+    has a GPU, held its libraries (190 MB with the CPU build, 470 MB with the CUDA build) in 1NN-DTW's jobs too,
     and on the CUDA build its smallest jobs went past their memory. A method whose cost
     model says it does not load torch runs ``auto`` on the CPU. The manifest's numerics say which libraries the
     worker loaded."""

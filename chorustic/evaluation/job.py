@@ -275,7 +275,7 @@ def _peak_rss_mb() -> float:
 def _resolve_device(device: str, loads_torch: bool = True) -> str:
     """``auto``: cuda where torch sees a GPU, for a method that computes with torch. A method that does not (its
     cost model's ``loads_torch`` is False: 1NN-DTW) runs on the CPU, without torch loaded to ask:
-    its libraries would be held for nothing (190 MB with the CPU build, 480 MB with the CUDA build)."""
+    its libraries would be held for nothing (190 MB with the CPU build, 470 MB with the CUDA build)."""
     if device != "auto":
         return device
     if not loads_torch:

@@ -21,7 +21,7 @@ def main(argv: list[str] | None = None) -> int:
     # The job's threads for every library the method loads (torch reads OMP_NUM_THREADS when it loads): the
     # supervisor sets them already, a worker started by hand gets them here. torch is not imported here: a
     # method that does not use it (1NN-DTW) would hold its libraries for nothing, 190 MB with the
-    # CPU build and 480 MB with the CUDA build (benchmarks/results/archive_scale.md, "torch's build").
+    # CPU build and 470 MB with the CUDA build (benchmarks/results/archive_scale.md, "torch's build").
     os.environ.update(thread_env(spec.n_jobs, {}))
     try:
         run_job(spec, resume=args.resume)
