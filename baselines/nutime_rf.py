@@ -208,10 +208,11 @@ class NuTimeRF(CheckoutMethod):
     #: build: benchmarks/results/archive_scale.md, "NuTime with its authors' code"): Mantis-8M's form (each channel
     #: of each series through the frozen encoder once per job, the embeddings kept, then a random forest on them)
     #: with its own terms: 16.1 us per resampled value in the encoder (Mantis-8M: 72.6), 620 MB before any data
-    #: (their code loads timm and torchvision too). Its thread scaling is not measured.
+    #: (their code loads timm and torchvision too). Its thread scaling (benchmarks/thread_scaling.py, Crop at 10 %):
+    #: 1.53x on 2 threads.
     cost: ClassVar[CostModel] = dataclasses.replace(_mantis.MantisBase.cost, time_job_s=11.5, time_base_s=0.526,
                                                     time_ns_per_value=16_100, time_ns_per_series_pair=202,
-                                                    mem_base_mb=620, mem_bytes_per_value=11.9, parallel_fraction=None)
+                                                    mem_base_mb=620, mem_bytes_per_value=11.9, parallel_fraction=0.69)
 
     def load(self, params: dict[str, Any], resolved: dict[str, Any]):
         return load_nutime(
