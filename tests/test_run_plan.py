@@ -93,7 +93,7 @@ def test_threads_speed_a_job_up_by_amdahls_law():
 def test_the_bill_names_the_methods_whose_thread_scaling_is_not_measured(paper):
     bill = make_bill(paper, Machine(cores=16, gpus=0, mem_mb=128 * 1024))
     note = [n for n in bill["notes"] if n.startswith("thread scaling not measured")]
-    assert len(note) == 1 and "nutime_rf" in note[0], bill["notes"]  # needs its authors' code: not measured here
+    assert len(note) == 1 and "unishape_rf" in note[0], bill["notes"]  # needs its authors' code: not measured here
     costs = {j.method: j.cost for j in paper.jobs}
     measured = {m for m, c in costs.items() if c is not None and c.parallel_fraction is not None}
     named = set(note[0].split(" for ", 1)[1].split(":", 1)[0].split(", "))
