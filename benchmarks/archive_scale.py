@@ -81,6 +81,7 @@ def _assets(workdir: Path, checkouts: Path | None = None) -> dict[str, dict]:
     """Method runs (plugin + params) for every benchmarked method; random-weight files written once.
     ``checkouts``: a folder of the authors' clones (``chorustic fetch-weights``' layout); ``nutime_rf`` runs
     when it holds NuTime's, with a random-weight checkpoint_bias9 built by the authors' factories."""
+    from chorustic.methods import import_plugin_module
     from chorustic.methods.checkout import default_checkout_root
     from chorustic.testing import checkpoints as ck
 
@@ -116,7 +117,8 @@ def _assets(workdir: Path, checkouts: Path | None = None) -> dict[str, dict]:
     runs["moment_svm"] = {"plugin": "moment_svm", "params": {"weights": once(
         assets / "moment-base", lambda p: ck.write_moment(p, real_size=True))}}
     nutime = Path(checkouts if checkouts is not None else default_checkout_root()) / "NuTime"
-    if (nutime / "src" / "models" / "build.py").is_file():
+    nutime_plugin = import_plugin_module("nutime_rf", REPO / "baselines" / "nutime_rf.py")
+    if all((nutime / f).is_file() for f in nutime_plugin.REQUIRED):
         runs["nutime_rf"] = {"plugin": "nutime_rf", "params": {"checkout": str(nutime), "checkpoint": once(
             assets / "nutime-checkpoint_bias9-random.pth", lambda p: ck.write_nutime_checkpoint(nutime, p))}}
     return runs
@@ -196,18 +198,10 @@ def _estimate(cfg_path: Path, method: str, dataset: str, spec) -> tuple[float, f
     return mem, seconds, req_mb, req_min, size.n_contexts
 
 
-def _torch_version() -> str:
-    """The installed torch's version (this process runs the jobs' Python): ``+cpu`` marks the CPU build."""
-    import importlib.metadata
-
-    try:
-        return importlib.metadata.version("torch")
-    except importlib.metadata.PackageNotFoundError:
-        return ""
-
-
 def _row_build(r: dict) -> str:
-    return "cpu" if (r.get("torch") or ROWS_TORCH).endswith("+cpu") else "cuda"
+    from chorustic.methods.cost import torch_build_of
+
+    return torch_build_of(r.get("torch") or ROWS_TORCH)
 
 
 def prepare(workdir: Path, method: str, run: dict, dataset: str, fraction: float, threads: int = 1) -> dict:
@@ -318,6 +312,7 @@ def measure(workdir: Path, method: str, dataset: str, fraction: float, job: dict
 
     from chorustic.data.standin import write_standin
     from chorustic.evaluation.numerics import cpu_model
+    from chorustic.methods.cost import installed_torch_version
 
     spec, cfg, mem, seconds = job["spec"], job["cfg"], job["mem"], job["seconds"]
     req_mb, req_min, contexts = job["req_mb"], job["req_min"], job["contexts"]
@@ -325,7 +320,8 @@ def measure(workdir: Path, method: str, dataset: str, fraction: float, job: dict
     row = {"method": method, "dataset": dataset, "axis": DATASETS.get(dataset, ""), "series_fraction": fraction,
            "n_train": spec.n_train, "n_test": spec.n_test, "n_channels": spec.n_channels, "length": spec.length,
            "contexts": contexts, "model_s": round(seconds, 1), "model_mb": round(mem), "request_mb": req_mb,
-           "request_min": req_min, "date": time.strftime("%Y-%m-%d"), "cpu": cpu_model(), "torch": _torch_version()}
+           "request_min": req_min, "date": time.strftime("%Y-%m-%d"), "cpu": cpu_model(),
+           "torch": installed_torch_version() or ""}  # this process runs the jobs' Python
     # the job's own limits are the request's (a limit hit is a finding), capped by this benchmark's budget
     runtime = min(req_min, 3 * limit_s / 60)  # wall clock: room for other work on the machine
     cmd = ["chorustic", "evaluate", "--config", str(cfg), "--method", method, "--dataset", dataset,

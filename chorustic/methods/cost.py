@@ -18,7 +18,7 @@ from chorustic.class_tree import class_tree_passes
 __all__ = [
     "CHECKPOINT_MIN_QUERIES", "CHECKPOINT_S", "CostModel", "EMBEDDING_MEMO_MB", "JobSize", "PAIR_MEMO_MB", "QUERY_MEMORY_MB",
     "PAIR_BLOCK_S", "SERIES_CACHE_BYTES", "JOB_OVERHEAD_MB",
-    "MIN_WORKER_MB", "TORCH_CUDA_BUILD_MB", "torch_build",
+    "MIN_WORKER_MB", "TORCH_CUDA_BUILD_MB", "installed_torch_version", "torch_build", "torch_build_of",
     "MIN_JOB_MEM_MB", "job_memory_problem",
 ]
 
@@ -57,15 +57,25 @@ def torch_build() -> str:
     return _installed_torch_build()
 
 
-@functools.cache
-def _installed_torch_build() -> str:
+def torch_build_of(version: str | None) -> str:
+    """The build a torch ``version`` string names: ``"cpu"`` for a ``+cpu`` version (PyPI's CPU index), else
+    ``"cuda"`` (the PyPI wheel for Linux; and no torch at all)."""
+    return "cpu" if version and version.endswith("+cpu") else "cuda"
+
+
+def installed_torch_version() -> str | None:
+    """The installed torch's version (from its metadata, without loading it), or None."""
     import importlib.metadata
 
     try:
-        version = importlib.metadata.version("torch")
+        return importlib.metadata.version("torch")
     except importlib.metadata.PackageNotFoundError:
-        return "cuda"
-    return "cpu" if version.endswith("+cpu") else "cuda"
+        return None
+
+
+@functools.cache
+def _installed_torch_build() -> str:
+    return torch_build_of(installed_torch_version())
 
 
 def job_memory_problem(mem_mb: float, where: str) -> str | None:
