@@ -13,6 +13,14 @@ finished (Ctrl-C, the machine's session ending) continues where it stopped when 
 with the same ``--workdir``: its finished contexts and the chunks of test series a long context had
 predicted are kept (``chorustic.evaluation.checkpoints``), and its row's CPU time counts every attempt's.
 Each job's messages (its progress through a long context) are in ``<workdir>/runs/<job>/evaluate.log``.
+A job longer than a machine's lease (1NN-DTW on EigenWorms' full shape: ~20 CPU-hours) continues on another
+machine with ``--keep DIR``: the job's kept work (its progress file, partial predictions, memo files and the
+prediction files of its finished contexts) is copied into ``DIR/<job>/<method>/`` every :data:`KEEP_EVERY_S`
+and when the job ends, and copied back into a new ``--workdir`` before the job starts; a folder in the
+repository carries it in a commit (``benchmarks/kept/``). The kept runs name their prediction files by path,
+so the job keeps its finished contexts where ``--workdir`` is the same path (elsewhere it runs them again, as
+for any missing prediction file); its partial predictions and memos are known by their inputs alone. The
+folder is removed once the job has finished.
 
     python benchmarks/archive_scale.py --methods minirocket quant --datasets Crop PEMS-SF \\
         [--fractions 0.01 0.03 0.1 0.3 1] [--max-job-seconds 600] [--workdir /tmp/archive-scale] \\
@@ -42,6 +50,7 @@ import json
 import os
 import re
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -307,7 +316,78 @@ def preprocess(dataset: str, data_dir: str | Path, cache_dir: str | Path, lock_f
                           env={**os.environ, "PYTHONWARNINGS": "ignore"}, check=False)
 
 
-def measure(workdir: Path, method: str, dataset: str, fraction: float, job: dict, limit_s: float) -> dict:
+#: Seconds between two copies of a running job's kept work into ``--keep``'s folder (a machine that goes away
+#: loses at most this much of the job's work, beyond what the job itself had not yet written).
+KEEP_EVERY_S = 300.0
+
+
+def kept_work(results: Path, method: str, dataset: str) -> list[Path]:
+    """The files of an unfinished job's work that its next attempt continues from: the progress file (or the
+    record of an attempt that ended with failed runs), the partial predictions of unfinished contexts and the memo
+    files (not the worker's spec file, not a write in progress), and the prediction files of its finished
+    contexts; none once the job has finished."""
+    runs = results / "runs" / method
+    record = [p for p in (runs / f".{dataset}.progress.json", runs / f"{dataset}.failed.json") if p.is_file()]
+    if not record:  # a finished job (its manifest) or none: its prediction files are results, not work kept
+        return []
+    own = [p for p in runs.glob(f".{dataset}.*") if p.name.endswith((".partial.npz", "memo.npz"))]
+    return sorted(record + own + list(results.glob(f"*/{method}/Predictions/{dataset}/testResample*.csv")))
+
+
+def keep_work(results: Path, keep: Path, method: str, dataset: str) -> int:
+    """Make ``keep`` the copy of the job's kept work (paths relative to its results folder): each file whose
+    bytes differ is copied in atomically (a reader never sees half a file), and a file the job no longer keeps
+    (a context's partial file once it finished) is removed; the files copied."""
+    from chorustic.io import atomic_open
+
+    files = {p.relative_to(results): p for p in kept_work(results, method, dataset)}
+    copied = 0
+    for rel, src in files.items():
+        dst = keep / rel
+        try:
+            data = src.read_bytes()
+        except FileNotFoundError:  # removed by the job since it was listed
+            continue
+        if dst.is_file() and dst.read_bytes() == data:
+            continue
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_open(dst, "wb") as fh:
+            fh.write(data)
+        copied += 1
+    for old in [p for p in keep.rglob("*") if p.is_file() and p.relative_to(keep) not in files]:
+        old.unlink()
+    return copied
+
+
+def restore_work(keep: Path, results: Path) -> int:
+    """Copy the kept work in ``keep`` into the job's results folder where it holds no file of that name (its
+    own is at least as new); the files copied."""
+    copied = 0
+    for src in sorted(p for p in keep.rglob("*") if p.is_file()) if keep.is_dir() else []:
+        dst = results / src.relative_to(keep)
+        if not dst.exists():
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dst)
+            copied += 1
+    return copied
+
+
+def _run_keeping(cmd: list[str], log: Path, keep: Path | None, results: Path, method: str, dataset: str) -> int:
+    """Run the job (its messages to ``log``), copying its kept work to ``keep`` as it goes; its exit status."""
+    with open(log, "a") as fh:
+        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, text=True,
+                                env={**os.environ, "PYTHONWARNINGS": "ignore"})
+        while True:
+            try:
+                code = proc.wait(timeout=KEEP_EVERY_S if keep is not None else None)
+                break
+            except subprocess.TimeoutExpired:
+                keep_work(results, keep, method, dataset)
+    return code
+
+
+def measure(workdir: Path, method: str, dataset: str, fraction: float, job: dict, limit_s: float,
+            keep: Path | None = None) -> dict:
     import yaml
 
     from chorustic.data.standin import write_standin
@@ -333,13 +413,15 @@ def measure(workdir: Path, method: str, dataset: str, fraction: float, job: dict
     paths = yaml.safe_load(Path(cfg).read_text())  # the job's own data folder, cache and lock file
     with open(log, "a") as fh:
         preprocess(dataset, paths["paths"]["data_dir"], paths["paths"]["cache_dir"], paths["data"]["lock_file"], fh)
-    manifest = Path(cfg).parent / "results" / "runs" / method
+    results = Path(cfg).parent / "results"
+    manifest = results / "runs" / method
+    keep = keep / job["tag"] / method if keep is not None else None
+    if keep is not None and (n := restore_work(keep, results)):
+        print(f"{method}/{job['tag']}: continuing from {n} file(s) of kept work in {keep}", file=sys.stderr)
     # an interrupted attempt's finished runs, or those of an attempt that ended with failed runs: this one keeps them
     kept = {**_kept_runs(manifest / f"{dataset}.failed.json"), **_kept_runs(manifest / f".{dataset}.progress.json")}
     t0, r0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
-    with open(log, "a") as fh:
-        proc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, text=True,
-                              env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    returncode = _run_keeping(cmd, log, keep, results, method, dataset)
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     row["wall_s"] = round(time.perf_counter() - t0, 1)
     # the job's CPU time (its processes: the command, the supervisor, the worker), what the cost model's
@@ -356,7 +438,12 @@ def measure(workdir: Path, method: str, dataset: str, fraction: float, job: dict
     peaks += [p for r in runs if (p := _peak_at_limit(r.get("error"))) is not None]  # stopped at the limit
     row["peak_mb"] = round(max(peaks)) if peaks else None
     failed = [r for r in runs if r.get("status") == "failed"]
-    row["status"] = "ok" if doc and not failed and proc.returncode in (0, 1) else "failed"
+    row["status"] = "ok" if doc and not failed and returncode in (0, 1) else "failed"
+    if keep is not None:  # a finished job keeps nothing; one that ended with failed runs, what its next attempt takes
+        if row["status"] == "ok":
+            shutil.rmtree(keep, ignore_errors=True)
+        else:
+            keep_work(results, keep, method, dataset)
     row["error"] = (failed[0]["error"][:200] if failed else
                     (log.read_text().strip().splitlines() or [""])[-1][:200] if row["status"] != "ok" else "")
     row["time_ratio"] = round(row["cpu_s"] / seconds, 2) if seconds else None
@@ -615,6 +702,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="the authors' clones (default: $CHORUSTIC_CHECKOUTS); nutime_rf runs where NuTime's is")
     ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "archive_scale.csv",
                     help="CSV the rows are appended to (one row per job)")
+    ap.add_argument("--keep", type=Path, default=None,
+                    help="copy each job's kept work here as it runs and continue from it (a job longer than a machine)")
     ap.add_argument("--fit", nargs="+", type=Path, metavar="CSV",
                     help="run nothing: refit the cost models on these measured tables and print the result")
     ap.add_argument("--collect", nargs=2, type=Path, metavar=("RESULTS", "LOGS"),
@@ -656,7 +745,7 @@ def main(argv: list[str] | None = None) -> int:
                     if (last is not None and last["status"] != "ok") or (
                             last is not None and expected > args.max_job_seconds):
                         break
-                    row = measure(args.workdir, method, dataset, f, job, args.max_job_seconds)
+                    row = measure(args.workdir, method, dataset, f, job, args.max_job_seconds, args.keep)
                     writer.writerow(row)
                     fh.flush()
                     print("\t".join(str(row[c]) for c in COLUMNS[:18]), flush=True)

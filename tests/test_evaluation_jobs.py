@@ -700,6 +700,49 @@ def test_a_job_stopped_in_a_chunks_distances_keeps_the_blocks_of_queries_compute
                                   read_result_file(again["result_file"]).proba)
 
 
+def test_a_stopped_job_continues_on_another_machine_from_the_kept_work_a_folder_carried(
+        gunpoint, plugin_dir, tmp_path, monkeypatch, capsys, benchmark_script):
+    """benchmarks/archive_scale.py --keep: a job longer than a machine's lease (1NN-DTW on EigenWorms) is stopped
+    with its 5-shot contexts done and its full context's first two chunks predicted; its kept work (progress file,
+    partial predictions, pair memo, finished prediction files) is copied to a folder, the machine's folder is
+    gone, and the copy restored into the same path lets the next attempt compute only what no attempt computed:
+    each pair once over both, the predictions of an uninterrupted job. Once the job has finished it keeps
+    nothing, and the folder's copy is emptied too."""
+    import shutil
+
+    bench = benchmark_script("archive_scale")
+    spec, memo = _memo_job(gunpoint, plugin_dir, tmp_path, monkeypatch, "whole")
+    whole = run_job(spec)
+    assert _pairs(tmp_path / "pairs.txt") == 150 * 50
+    spec, memo = _memo_job(gunpoint, plugin_dir, tmp_path, monkeypatch)
+    monkeypatch.setenv("HALT_AT", "3")
+    monkeypatch.setenv("HALT_COUNT", str(tmp_path / "count"))
+    run_job(spec)
+    computed = _pairs(tmp_path / "pairs.txt")
+    results, keep = tmp_path / "res", tmp_path / "repo" / "kept"
+    (keep / "stale.npz").parent.mkdir(parents=True)
+    (keep / "stale.npz").write_bytes(b"from an earlier copy")
+    assert bench.keep_work(results, keep, "memo_nn", "GunPoint") == len(bench.kept_work(results, "memo_nn", "GunPoint"))
+    names = sorted(p.name for p in keep.rglob("*") if p.is_file())
+    assert names == sorted(["GunPoint.failed.json", ".GunPoint.full.seed0.partial.npz", ".GunPoint.pairmemo.npz"]
+                           + ["testResample%d.csv" % i for i in range(5)])
+    assert bench.keep_work(results, keep, "memo_nn", "GunPoint") == 0  # nothing changed: nothing copied
+    shutil.rmtree(results)  # the machine is gone
+    assert bench.restore_work(keep, results) == len(names)
+    monkeypatch.delenv("HALT_AT")
+    capsys.readouterr()
+    again = run_job(spec)
+    assert f"{computed} distances computed by an earlier attempt are kept" in capsys.readouterr().err
+    assert computed + _pairs(tmp_path / "pairs.txt") == 150 * 50
+    assert all(r["status"] == "ok" for r in again["runs"])
+    assert next(r for r in again["runs"] if r["protocol"] == "full")["extra"]["resumed_at_query"] == 80
+    for a, b in zip(whole["runs"], again["runs"]):
+        np.testing.assert_array_equal(read_result_file(a["result_file"]).proba, read_result_file(b["result_file"]).proba)
+    assert bench.kept_work(results, "memo_nn", "GunPoint") == []
+    bench.keep_work(results, keep, "memo_nn", "GunPoint")
+    assert not [p for p in keep.rglob("*") if p.is_file()]
+
+
 def test_a_stopped_job_keeps_its_embedding_memo_and_embeds_each_series_once_over_its_attempts(
         gunpoint, plugin_dir, tmp_path, monkeypatch, capsys):
     """A frozen-encoder job stopped in its full context's third chunk: its embedding memo file keeps the 50
