@@ -496,3 +496,34 @@ def test_caches_can_be_cleared():
     clear_cache()
     EMBEDDING_MEMO.clear()
     assert len(EMBEDDING_MEMO) == 0 and EMBEDDING_MEMO.nbytes == 0
+
+
+def test_auto_runs_where_torch_sees_a_gpu_and_a_method_without_torch_on_the_cpu(monkeypatch):
+    """One rule for ``device: auto`` (the worker's device and a plugin's torch device): cuda where torch sees a
+    GPU, for a method that computes with torch; a method that does not, or a machine without torch, runs on the
+    CPU without loading torch; a named device is kept, and a CUDA request without CUDA is a clear error."""
+    import builtins
+    import sys
+
+    import torch
+
+    from chorustic.methods import MethodNotReady
+    from chorustic.methods.estimators import resolve_device, torch_device
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert resolve_device("auto") == resolve_device(None) == "cuda"
+    assert resolve_device("auto", loads_torch=False) == "cpu" and resolve_device("cuda:1", loads_torch=False) == "cuda:1"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert resolve_device("auto") == "cpu" and torch_device("auto") == torch.device("cpu")
+    with pytest.raises(MethodNotReady, match="CUDA is not available; use device 'cpu'"):
+        torch_device("cuda")
+    real_import = builtins.__import__
+
+    def no_torch(name, *args, **kwargs):
+        if name == "torch":
+            raise ImportError("no torch here")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.delitem(sys.modules, "torch")
+    monkeypatch.setattr(builtins, "__import__", no_torch)
+    assert resolve_device("auto") == "cpu"

@@ -272,22 +272,6 @@ def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def _resolve_device(device: str, loads_torch: bool = True) -> str:
-    """``auto``: cuda where torch sees a GPU, for a method that computes with torch. A method that does not (its
-    cost model's ``loads_torch`` is False: 1NN-DTW) runs on the CPU, without torch loaded to ask:
-    its libraries would be held for nothing (190 MB with the CPU build, 470 MB with the CUDA build)."""
-    if device != "auto":
-        return device
-    if not loads_torch:
-        return "cpu"
-    try:
-        import torch
-
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    except ImportError:
-        return "cpu"
-
-
 #: The libraries whose version is part of the key of work kept from an earlier attempt (a job's partial
 #: predictions and pair memo): what computes the methods' numbers.
 KEPT_WORK_LIBRARIES = ("numpy", "scipy", "numba", "scikit-learn", "aeon", "torch", "tabicl", "mantis-tsfm", "momentfm")
@@ -473,6 +457,7 @@ def run_job(spec: JobSpec, *, resume: bool = False, log=None) -> dict[str, Any]:
 def _run_job(spec: JobSpec, *, resume: bool, log) -> dict[str, Any]:
     """:func:`run_job`'s work."""
     from chorustic.methods import MethodNotReady, ReportedMethod, discover
+    from chorustic.methods.estimators import resolve_device
     from chorustic.protocols import ContextSpec, parse_protocol_id
     from chorustic.protocols.contexts import iter_contexts, read_contexts
 
@@ -547,7 +532,7 @@ def _run_job(spec: JobSpec, *, resume: bool, log) -> dict[str, Any]:
 
     PAIR_MEMO.clear()  # the distances another job kept in this process: this job's memory is its own
     EMBEDDING_MEMO.clear()  # and the embeddings
-    device = _resolve_device(spec.device, method.cost_model(**params).loads_torch)
+    device = resolve_device(spec.device, method.cost_model(**params).loads_torch)
     manifest["device"] = device
     native = info.input_kind == "native"
     # only the input the method takes: the other form of the series is never read (it can be larger)
