@@ -372,6 +372,26 @@ def restore_work(keep: Path, results: Path) -> int:
     return copied
 
 
+def _note_harness(keep: Path, method: str) -> None:
+    """Write beside ``keep`` the harness commit that ran the job (``<method>.harness.json``), and say so when an
+    earlier attempt's was another: its kept work counts only where the method's code is the same (the job
+    discards work made by other code), so a job carried over many sessions runs from the commit it started on."""
+    note = keep.with_name(f"{method}.harness.json")
+    head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True,
+                          check=False).stdout.strip() or "unknown"
+    try:
+        before = json.loads(note.read_text()).get("commit")
+    except (OSError, ValueError):
+        before = None
+    if before and before != head and keep.is_dir():
+        print(f"{method}: the kept work in {keep} was made by harness commit {before}, this is {head}; it is kept "
+              f"only if {method}'s code is the same (run from {before} to keep it: git worktree add <dir> {before})",
+              file=sys.stderr)
+        return
+    note.parent.mkdir(parents=True, exist_ok=True)
+    note.write_text(json.dumps({"commit": head, "method": method}) + "\n")
+
+
 def _run_keeping(cmd: list[str], log: Path, keep: Path | None, results: Path, method: str, dataset: str) -> int:
     """Run the job (its messages to ``log``), copying its kept work to ``keep`` as it goes; its exit status."""
     with open(log, "a") as fh:
@@ -416,8 +436,10 @@ def measure(workdir: Path, method: str, dataset: str, fraction: float, job: dict
     results = Path(cfg).parent / "results"
     manifest = results / "runs" / method
     keep = keep / job["tag"] / method if keep is not None else None
-    if keep is not None and (n := restore_work(keep, results)):
-        print(f"{method}/{job['tag']}: continuing from {n} file(s) of kept work in {keep}", file=sys.stderr)
+    if keep is not None:
+        _note_harness(keep, method)
+        if n := restore_work(keep, results):
+            print(f"{method}/{job['tag']}: continuing from {n} file(s) of kept work in {keep}", file=sys.stderr)
     # an interrupted attempt's finished runs, or those of an attempt that ended with failed runs: this one keeps them
     kept = {**_kept_runs(manifest / f"{dataset}.failed.json"), **_kept_runs(manifest / f".{dataset}.progress.json")}
     t0, r0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -442,6 +464,7 @@ def measure(workdir: Path, method: str, dataset: str, fraction: float, job: dict
     if keep is not None:  # a finished job keeps nothing; one that ended with failed runs, what its next attempt takes
         if row["status"] == "ok":
             shutil.rmtree(keep, ignore_errors=True)
+            keep.with_name(f"{method}.harness.json").unlink(missing_ok=True)
         else:
             keep_work(results, keep, method, dataset)
     row["error"] = (failed[0]["error"][:200] if failed else

@@ -743,6 +743,22 @@ def test_a_stopped_job_continues_on_another_machine_from_the_kept_work_a_folder_
     assert not [p for p in keep.rglob("*") if p.is_file()]
 
 
+def test_kept_work_names_the_harness_commit_that_made_it(tmp_path, capsys, benchmark_script):
+    """A job carried over many sessions runs from the commit it started on: its kept work counts only under the
+    same method code. The folder names that commit, and an attempt from another says which to run from."""
+    bench = benchmark_script("archive_scale")
+    keep = tmp_path / "kept" / "EigenWorms-f1" / "dtw_1nn"
+    bench._note_harness(keep, "dtw_1nn")
+    note = keep.with_name("dtw_1nn.harness.json")
+    head = json.loads(note.read_text())["commit"]
+    assert len(head) == 40 or head == "unknown"
+    note.write_text(json.dumps({"commit": "0" * 40, "method": "dtw_1nn"}))
+    keep.mkdir(parents=True)
+    bench._note_harness(keep, "dtw_1nn")
+    assert f"git worktree add <dir> {'0' * 40}" in capsys.readouterr().err
+    assert json.loads(note.read_text())["commit"] == "0" * 40  # the note still names the commit of the work
+
+
 def test_a_stopped_job_keeps_its_embedding_memo_and_embeds_each_series_once_over_its_attempts(
         gunpoint, plugin_dir, tmp_path, monkeypatch, capsys):
     """A frozen-encoder job stopped in its full context's third chunk: its embedding memo file keeps the 50
