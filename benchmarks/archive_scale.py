@@ -3,8 +3,8 @@
 Each point is one evaluate job run as the workflow runs it: ``chorustic evaluate`` in a fresh process
 (the supervisor, its worker, the job's memory and time limits) on a stand-in
 (:mod:`chorustic.data.standin`: random data with the dataset's exact shape, never a result), every
-protocol context of the paper profile (full, 5/10-shot x 5 seeds, 20-60 %), one thread. Recorded side by
-side: the job's wall time and its worker's peak memory, the method's cost model at the same shape
+protocol context of the paper profile (full, 5/10-shot x 5 seeds, 20-60 %), one thread (``--threads`` sets
+more: a row's CPU time is then all its threads'). Recorded side by side: the job's wall time and its worker's peak memory, the method's cost model at the same shape
 (``chorustic.resources.evaluate_estimate``: before margins) and what the job asks for
 (``job_request``: with margins). Where the whole shape would take longer than ``--max-job-seconds``
 here, the dataset's series are scaled down (``--fractions``, growing until the next one would not fit),
@@ -81,7 +81,7 @@ DATASETS = {
 CLASSICAL = ["minirocket", "multirocket_hydra", "quant", "dtw_1nn"]
 COLUMNS = ["method", "dataset", "axis", "series_fraction", "n_train", "n_test", "n_channels", "length",
            "contexts", "status", "cpu_s", "wall_s", "model_s", "time_ratio", "peak_mb", "model_mb", "mem_ratio",
-           "request_mb", "request_min", "error", "date", "cpu", "torch"]
+           "request_mb", "request_min", "error", "date", "cpu", "torch", "threads"]
 #: torch's version where a row has none: every row before the column was measured with the CPU build
 ROWS_TORCH = "2.13.0+cpu"
 
@@ -421,7 +421,8 @@ def measure(workdir: Path, method: str, dataset: str, fraction: float, job: dict
            "n_train": spec.n_train, "n_test": spec.n_test, "n_channels": spec.n_channels, "length": spec.length,
            "contexts": contexts, "model_s": round(seconds, 1), "model_mb": round(mem), "request_mb": req_mb,
            "request_min": req_min, "date": time.strftime("%Y-%m-%d"), "cpu": cpu_model(),
-           "torch": installed_torch_version() or ""}  # this process runs the jobs' Python
+           "torch": installed_torch_version() or "",  # this process runs the jobs' Python
+           "threads": job.get("threads", 1)}
     # the job's own limits are the request's (a limit hit is a finding), capped by this benchmark's budget
     runtime = min(req_min, 3 * limit_s / 60)  # wall clock: room for other work on the machine
     cmd = ["chorustic", "evaluate", "--config", str(cfg), "--method", method, "--dataset", dataset,
@@ -713,6 +714,28 @@ def _figure(points: dict, path: Path) -> None:
     fig.savefig(path, dpi=120)
 
 
+def _upgrade_header(path: Path) -> None:
+    """A table written before the last columns (``torch``, ``threads``) gets the current header, its rows kept
+    with those columns empty (a row without ``threads`` ran on one, without ``torch`` on :data:`ROWS_TORCH`), so
+    that new rows append under it."""
+    if not path.is_file():
+        return
+    with open(path, newline="") as fh:
+        header = next(csv.reader(fh), [])
+        rows = list(csv.DictReader(fh, fieldnames=header)) if header and header != COLUMNS else None
+    if rows is None:
+        return
+    if set(header) - set(COLUMNS):
+        raise SystemExit(f"{path}: columns {sorted(set(header) - set(COLUMNS))} are not this benchmark's; "
+                         "write to another --out")
+    from chorustic.io import atomic_open
+
+    with atomic_open(path, "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--methods", nargs="+", default=CLASSICAL, help="method keys (see the module docstring)")
@@ -725,8 +748,12 @@ def main(argv: list[str] | None = None) -> int:
                     help="the authors' clones (default: $CHORUSTIC_CHECKOUTS); nutime_rf runs where NuTime's is")
     ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "archive_scale.csv",
                     help="CSV the rows are appended to (one row per job)")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="the jobs' threads (default 1, as the cost models' CPU time; a row's CPU time is all "
+                         "its threads')")
     ap.add_argument("--keep", type=Path, default=None,
-                    help="copy each job's kept work here as it runs and continue from it (a job longer than a machine)")
+                    help="copy each job's kept work here as it runs and continue from it (a job longer than a "
+                         "machine's lease)")
     ap.add_argument("--fit", nargs="+", type=Path, metavar="CSV",
                     help="run nothing: refit the cost models on these measured tables and print the result")
     ap.add_argument("--collect", nargs=2, type=Path, metavar=("RESULTS", "LOGS"),
@@ -738,6 +765,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.collect:
         rows = collect(*args.collect)
+        _upgrade_header(args.out)
         new = not args.out.exists()
         with open(args.out, "a", newline="") as fh:
             writer = csv.DictWriter(fh, fieldnames=COLUMNS, extrasaction="ignore")
@@ -752,6 +780,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         ap.error(f"unknown method(s) {unknown}; known: {sorted(runs)} and every plugin that runs offline")
     args.out.parent.mkdir(parents=True, exist_ok=True)
+    _upgrade_header(args.out)
     new = not args.out.exists()
     with open(args.out, "a", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=COLUMNS)
@@ -761,7 +790,7 @@ def main(argv: list[str] | None = None) -> int:
             for method in args.methods:
                 last = None
                 for f in sorted(args.fractions):
-                    job = prepare(args.workdir, method, runs[method], dataset, f)
+                    job = prepare(args.workdir, method, runs[method], dataset, f, args.threads)
                     # grow only while the next job is expected to fit the budget: the last one's time
                     # times the cost model's growth (the model's form is what the rows test)
                     expected = job["seconds"] if last is None else last["cpu_s"] * job["seconds"] / last["model_s"]
