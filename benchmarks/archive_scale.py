@@ -310,10 +310,9 @@ def preprocess(dataset: str, data_dir: str | Path, cache_dir: str | Path, lock_f
                out=subprocess.PIPE) -> subprocess.CompletedProcess:
     """``chorustic preprocess`` on a stand-in's data folder, as the workflow's preprocess rule runs it before any
     evaluate job (parsed and resampled into the cache once per dataset); its messages go to ``out``."""
-    return subprocess.run(["chorustic", "preprocess", dataset, "--data-dir", str(data_dir), "--cache-dir",
-                           str(cache_dir), "--offline", "--no-progress", "--lock-file", str(lock_file)],
-                          stdout=out, stderr=subprocess.STDOUT, text=True,
-                          env={**os.environ, "PYTHONWARNINGS": "ignore"}, check=False)
+    return subprocess.run([sys.executable, "-m", "chorustic", "preprocess", dataset, "--data-dir", str(data_dir),
+                           "--cache-dir", str(cache_dir), "--offline", "--no-progress", "--lock-file", str(lock_file)],
+                          stdout=out, stderr=subprocess.STDOUT, text=True, env=_job_env(), check=False)
 
 
 #: Seconds between two copies of a running job's kept work into ``--keep``'s folder (a machine that goes away
@@ -322,40 +321,69 @@ KEEP_EVERY_S = 300.0
 
 
 def kept_work(results: Path, method: str, dataset: str) -> list[Path]:
-    """The files of an unfinished job's work that its next attempt continues from: the progress file (or the
-    record of an attempt that ended with failed runs), the partial predictions of unfinished contexts and the memo
-    files (not the worker's spec file, not a write in progress), and the prediction files of its finished
-    contexts; none once the job has finished."""
+    """The files of a job's work that its next attempt continues from, its record first: the progress file
+    (or the record of an attempt that ended with failed runs), then the partial predictions of unfinished
+    contexts and the memo files (not the worker's spec file, not a write in progress), then, where a record
+    names them, the prediction files of its finished contexts. A job in its first context (1NN-DTW's full
+    context of EigenWorms: hours) has no record yet, only partial predictions and memos; a finished job has
+    none of these (its prediction files are results)."""
     runs = results / "runs" / method
     record = [p for p in (runs / f".{dataset}.progress.json", runs / f"{dataset}.failed.json") if p.is_file()]
-    if not record:  # a finished job (its manifest) or none: its prediction files are results, not work kept
-        return []
-    own = [p for p in runs.glob(f".{dataset}.*") if p.name.endswith((".partial.npz", "memo.npz"))]
-    return sorted(record + own + list(results.glob(f"*/{method}/Predictions/{dataset}/testResample*.csv")))
+    own = sorted(p for p in runs.glob(f".{dataset}.*") if p.name.endswith((".partial.npz", "memo.npz")))
+    preds = sorted(results.glob(f"*/{method}/Predictions/{dataset}/testResample*.csv")) if record else []
+    return record + own + preds
 
 
-def keep_work(results: Path, keep: Path, method: str, dataset: str) -> int:
-    """Make ``keep`` the copy of the job's kept work (paths relative to its results folder): each file whose
-    bytes differ is copied in atomically (a reader never sees half a file), and a file the job no longer keeps
-    (a context's partial file once it finished) is removed; the files copied."""
+def _copy_if_changed(src: Path, dst: Path, data: bytes | None = None) -> bool:
+    """``src``'s bytes (or ``data``) into ``dst`` atomically (a reader never sees half a file) where they differ."""
     from chorustic.io import atomic_open
 
-    files = {p.relative_to(results): p for p in kept_work(results, method, dataset)}
-    copied = 0
-    for rel, src in files.items():
-        dst = keep / rel
+    if data is None:
         try:
             data = src.read_bytes()
         except FileNotFoundError:  # removed by the job since it was listed
-            continue
-        if dst.is_file() and dst.read_bytes() == data:
-            continue
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        with atomic_open(dst, "wb") as fh:
-            fh.write(data)
-        copied += 1
-    for old in [p for p in keep.rglob("*") if p.is_file() and p.relative_to(keep) not in files]:
-        old.unlink()
+            return False
+    if dst.is_file() and dst.read_bytes() == data:
+        return False
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_open(dst, "wb") as fh:
+        fh.write(data)
+    return True
+
+
+def keep_work(results: Path, keep: Path, method: str, dataset: str) -> int:
+    """Make ``keep`` a copy of the job's kept work (paths relative to its results folder) that a next attempt
+    can continue from; the files copied. The record is read first and written last, so the copy never names a
+    prediction file it lacks, and the copy is made again while the record changed during it (a context that
+    finished meanwhile). Files the job no longer keeps (a context's partial file once it finished) are removed
+    from ``keep``, but only while the job holds work: a job that holds none yet (just started, or its restored
+    work not yet read) never empties the copy."""
+    copied = 0
+    for _ in range(3):
+        files = kept_work(results, method, dataset)
+        records = {}
+        for f in files:
+            if not f.name.endswith((".progress.json", ".failed.json")):
+                continue
+            try:
+                records[f] = f.read_bytes()
+            except FileNotFoundError:
+                pass
+        copied += sum(_copy_if_changed(f, keep / f.relative_to(results)) for f in files if f not in records)
+        copied += sum(_copy_if_changed(f, keep / f.relative_to(results), data) for f, data in records.items())
+        now = {}
+        for f in kept_work(results, method, dataset):
+            if f.name.endswith((".progress.json", ".failed.json")):
+                try:
+                    now[f] = f.read_bytes()
+                except FileNotFoundError:
+                    pass
+        if now == records:
+            break
+    if files:
+        names = {f.relative_to(results) for f in files}
+        for old in [p for p in keep.rglob("*") if p.is_file() and p.relative_to(keep) not in names]:
+            old.unlink()
     return copied
 
 
@@ -372,38 +400,65 @@ def restore_work(keep: Path, results: Path) -> int:
     return copied
 
 
-def _note_harness(keep: Path, method: str) -> None:
-    """Write beside ``keep`` the harness commit that ran the job (``<method>.harness.json``), and say so when an
-    earlier attempt's was another: its kept work counts only where the method's code is the same (the job
-    discards work made by other code), so a job carried over many sessions runs from the commit it started on."""
-    note = keep.with_name(f"{method}.harness.json")
-    head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True,
+def _head() -> str:
+    """The commit of this benchmark's repository (the harness the jobs run: :func:`_job_env`)."""
+    return subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True,
                           check=False).stdout.strip() or "unknown"
+
+
+def _note_harness(keep: Path, method: str) -> None:
+    """Name beside ``keep`` the harness commit that makes the job's kept work (``<method>.harness.json``). A job's
+    work counts only under the method code that made it (every kept file's key holds its fingerprint; other code
+    discards it and the copy would follow), so kept work made by another commit stops the benchmark with the
+    commit to run from (or the folder to remove to start the job again)."""
+    note = keep.with_name(f"{method}.harness.json")
+    head = _head()
     try:
         before = json.loads(note.read_text()).get("commit")
     except (OSError, ValueError):
         before = None
-    if before and before != head and keep.is_dir():
-        print(f"{method}: the kept work in {keep} was made by harness commit {before}, this is {head}; it is kept "
-              f"only if {method}'s code is the same (run from {before} to keep it: git worktree add <dir> {before})",
-              file=sys.stderr)
-        return
+    if before and before != head and keep.is_dir() and any(p.is_file() for p in keep.rglob("*")):
+        raise SystemExit(f"{method}: the kept work in {keep} was made by harness commit {before}, this is {head}. "
+                         f"Run this benchmark from {before} (git worktree add <dir> {before}) to continue it, or "
+                         f"remove {keep} and {note} to start the job again.")
     note.parent.mkdir(parents=True, exist_ok=True)
     note.write_text(json.dumps({"commit": head, "method": method}) + "\n")
 
 
+def _job_env() -> dict[str, str]:
+    """The environment of the jobs' processes: the harness of this benchmark's repository first on the path (a
+    worktree at another commit runs its own code, whatever the installed package points at)."""
+    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+    return {**os.environ, "PYTHONPATH": path, "PYTHONWARNINGS": "ignore"}
+
+
 def _run_keeping(cmd: list[str], log: Path, keep: Path | None, results: Path, method: str, dataset: str) -> int:
-    """Run the job (its messages to ``log``), copying its kept work to ``keep`` as it goes; its exit status."""
+    """Run the job (its messages to ``log``), copying its kept work to ``keep`` as it goes and when it ends,
+    stopped from outside included; its exit status. A copy that fails is said and tried again at the next
+    turn: it never stops the job."""
+    def copy() -> None:
+        try:
+            keep_work(results, keep, method, dataset)
+        except OSError as exc:
+            print(f"{method}/{dataset}: the kept work could not be copied to {keep} ({exc}); trying again in "
+                  f"{KEEP_EVERY_S:.0f} s", file=sys.stderr)
+
     with open(log, "a") as fh:
-        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, text=True,
-                                env={**os.environ, "PYTHONWARNINGS": "ignore"})
-        while True:
-            try:
-                code = proc.wait(timeout=KEEP_EVERY_S if keep is not None else None)
-                break
-            except subprocess.TimeoutExpired:
-                keep_work(results, keep, method, dataset)
-    return code
+        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, text=True, env=_job_env())
+        try:
+            while True:
+                try:
+                    return proc.wait(timeout=KEEP_EVERY_S if keep is not None else None)
+                except subprocess.TimeoutExpired:
+                    copy()
+        finally:
+            if proc.poll() is None:  # stopped from outside (Ctrl-C): the job's own signal handling stops it
+                try:
+                    proc.wait(timeout=60)
+                except (subprocess.TimeoutExpired, KeyboardInterrupt):
+                    pass
+            if keep is not None:
+                copy()
 
 
 def measure(workdir: Path, method: str, dataset: str, fraction: float, job: dict, limit_s: float,
@@ -425,8 +480,8 @@ def measure(workdir: Path, method: str, dataset: str, fraction: float, job: dict
            "threads": job.get("threads", 1)}
     # the job's own limits are the request's (a limit hit is a finding), capped by this benchmark's budget
     runtime = min(req_min, 3 * limit_s / 60)  # wall clock: room for other work on the machine
-    cmd = ["chorustic", "evaluate", "--config", str(cfg), "--method", method, "--dataset", dataset,
-           "--threads", str(job.get("threads", 1)), "--mem-mb", str(req_mb), "--runtime", f"{runtime:.2f}"]
+    cmd = [sys.executable, "-m", "chorustic", "evaluate", "--config", str(cfg), "--method", method,
+           "--dataset", dataset, "--threads", str(job.get("threads", 1)), "--mem-mb", str(req_mb), "--runtime", f"{runtime:.2f}"]
     # the job's messages (its progress through a long context's chunks) as they come; every attempt's
     log = Path(cfg).parent / "evaluate.log"
     # the data read and resampled into the cache first, as the workflow's preprocess rule does before any evaluate
@@ -585,7 +640,10 @@ def fit(csv_paths: list[Path], workdir: Path, figure: Path | None = None, checko
     latest = {}  # a job measured again (numba's caches warm, a quieter machine): its last measurement
     for p in csv_paths:
         for r in csv.DictReader(open(p)):
-            latest[(r["method"], r["dataset"], float(r["series_fraction"]))] = r
+            key = (r["method"], r["dataset"], float(r["series_fraction"]))
+            if int(r.get("threads") or 1) > 1 and key in latest and int(latest[key].get("threads") or 1) == 1:
+                continue  # the models are one thread's CPU time: a job measured on one thread keeps that row
+            latest[key] = r
 
     def peak_of(r):  # the worker's peak; for a job stopped at its memory limit, the peak it reached
         if r["status"] != "ok":

@@ -38,3 +38,26 @@ def test_a_table_from_before_the_last_columns_keeps_its_rows_under_the_current_h
     with pytest.raises(SystemExit, match="held_mb"):
         bench._upgrade_header(other)
     assert other.read_text() == "method,held_mb\nx,1\n"
+
+
+def test_a_running_job_s_work_is_copied_as_it_goes_and_when_it_ends(bench, tmp_path, monkeypatch, capsys):
+    """--keep while the job runs: what it has written is copied at each turn and once more when it ends (the
+    memo it wrote last included); a copy that fails is said and never stops the job."""
+    import sys
+
+    results, keep = tmp_path / "results", tmp_path / "kept"
+    runs = results / "runs" / "m"
+    code = (f"import pathlib, time; r = pathlib.Path({str(runs)!r}); r.mkdir(parents=True); "
+            "(r / '.D.full.seed0.partial.npz').write_bytes(b'rows'); time.sleep(1.0); "
+            "(r / '.D.pairmemo.npz').write_bytes(b'distances')")
+    monkeypatch.setattr(bench, "KEEP_EVERY_S", 0.2)
+    assert bench._run_keeping([sys.executable, "-c", code], tmp_path / "log", keep, results, "m", "D") == 0
+    assert sorted(p.name for p in keep.rglob("*") if p.is_file()) == [".D.full.seed0.partial.npz", ".D.pairmemo.npz"]
+
+    def full_disk(*args):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(bench, "keep_work", full_disk)
+    assert bench._run_keeping([sys.executable, "-c", "import time; time.sleep(0.5); raise SystemExit(3)"],
+                              tmp_path / "log", keep, results, "m", "D") == 3
+    assert "the kept work could not be copied" in capsys.readouterr().err

@@ -527,3 +527,10 @@ def test_auto_runs_where_torch_sees_a_gpu_and_a_method_without_torch_on_the_cpu(
     monkeypatch.delitem(sys.modules, "torch")
     monkeypatch.setattr(builtins, "__import__", no_torch)
     assert resolve_device("auto") == "cpu"
+
+    def forbidden(name, *args, **kwargs):
+        assert name != "torch", "a method without torch loaded it to ask for a GPU"
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", forbidden)
+    assert resolve_device("auto", loads_torch=False) == "cpu" and "torch" not in sys.modules

@@ -700,16 +700,28 @@ def test_a_job_stopped_in_a_chunks_distances_keeps_the_blocks_of_queries_compute
                                   read_result_file(again["result_file"]).proba)
 
 
-def test_a_stopped_job_continues_on_another_machine_from_the_kept_work_a_folder_carried(
-        gunpoint, plugin_dir, tmp_path, monkeypatch, capsys, benchmark_script):
-    """benchmarks/archive_scale.py --keep: a job longer than a machine's lease (1NN-DTW on EigenWorms) is stopped
-    with its 5-shot contexts done and its full context's first two chunks predicted; its kept work (progress file,
-    partial predictions, pair memo, finished prediction files) is copied to a folder, the machine's folder is
-    gone, and the copy restored into the same path lets the next attempt compute only what no attempt computed:
-    each pair once over both, the predictions of an uninterrupted job. Once the job has finished it keeps
-    nothing, and the folder's copy is emptied too."""
+def _carry(bench, results, keep, names):
+    """keep_work copies exactly ``names`` (and removes a stale file of an earlier copy), a second copy copies
+    nothing; the machine's folder is then gone and the copy restored in its place."""
     import shutil
 
+    (keep / "stale.npz").parent.mkdir(parents=True, exist_ok=True)
+    (keep / "stale.npz").write_bytes(b"from an earlier copy")
+    assert bench.keep_work(results, keep, "memo_nn", "GunPoint") == len(names)
+    assert sorted(p.name for p in keep.rglob("*") if p.is_file()) == sorted(names)
+    assert bench.keep_work(results, keep, "memo_nn", "GunPoint") == 0  # nothing changed: nothing copied
+    shutil.rmtree(results)  # the machine is gone
+    assert bench.restore_work(keep, results) == len(names)
+
+
+def test_a_job_with_finished_contexts_continues_on_another_machine_from_the_work_a_folder_carried(
+        gunpoint, plugin_dir, tmp_path, monkeypatch, capfd, benchmark_script):
+    """benchmarks/archive_scale.py --keep: a job (run as `chorustic evaluate` runs it) stopped in its full
+    context's third chunk with its 5-shot contexts done (its record: failed runs) is copied to a folder (record,
+    partial predictions of the first chunk, pair memo, the 5-shot prediction files), its machine's folder goes,
+    and from the copy restored in the same path its next start keeps the 5-shot contexts, predicts the full
+    context from its second chunk and computes only the pairs no attempt computed, with the predictions of an
+    uninterrupted job. Once the job has finished it keeps nothing."""
     bench = benchmark_script("archive_scale")
     spec, memo = _memo_job(gunpoint, plugin_dir, tmp_path, monkeypatch, "whole")
     whole = run_job(spec)
@@ -717,35 +729,67 @@ def test_a_stopped_job_continues_on_another_machine_from_the_kept_work_a_folder_
     spec, memo = _memo_job(gunpoint, plugin_dir, tmp_path, monkeypatch)
     monkeypatch.setenv("HALT_AT", "3")
     monkeypatch.setenv("HALT_COUNT", str(tmp_path / "count"))
-    run_job(spec)
+    run_supervised(spec)  # its worker writes the partial file after the first chunk, the memo whole at the end
     computed = _pairs(tmp_path / "pairs.txt")
+    _calls(tmp_path / "calls.jsonl")
     results, keep = tmp_path / "res", tmp_path / "repo" / "kept"
-    (keep / "stale.npz").parent.mkdir(parents=True)
-    (keep / "stale.npz").write_bytes(b"from an earlier copy")
-    assert bench.keep_work(results, keep, "memo_nn", "GunPoint") == len(bench.kept_work(results, "memo_nn", "GunPoint"))
-    names = sorted(p.name for p in keep.rglob("*") if p.is_file())
-    assert names == sorted(["GunPoint.failed.json", ".GunPoint.full.seed0.partial.npz", ".GunPoint.pairmemo.npz"]
-                           + ["testResample%d.csv" % i for i in range(5)])
-    assert bench.keep_work(results, keep, "memo_nn", "GunPoint") == 0  # nothing changed: nothing copied
-    shutil.rmtree(results)  # the machine is gone
-    assert bench.restore_work(keep, results) == len(names)
+    _carry(bench, results, keep, ["GunPoint.failed.json", ".GunPoint.full.seed0.partial.npz", ".GunPoint.pairmemo.npz"]
+           + ["testResample%d.csv" % i for i in range(5)])
     monkeypatch.delenv("HALT_AT")
-    capsys.readouterr()
-    again = run_job(spec)
-    assert f"{computed} distances computed by an earlier attempt are kept" in capsys.readouterr().err
+    capfd.readouterr()
+    again = run_supervised(spec)
+    err = capfd.readouterr().err
+    assert "5 finished run(s)" in err and f"{computed} distances computed by an earlier attempt are kept" in err
+    assert _calls(tmp_path / "calls.jsonl") == [40, 40, 30]  # the full context from its second chunk only
     assert computed + _pairs(tmp_path / "pairs.txt") == 150 * 50
-    assert all(r["status"] == "ok" for r in again["runs"])
-    assert next(r for r in again["runs"] if r["protocol"] == "full")["extra"]["resumed_at_query"] == 80
-    for a, b in zip(whole["runs"], again["runs"]):
+    assert all(r["status"] == "ok" for r in again["runs"]) and len(again["runs"]) == 6
+    by_context = {(r["protocol"], r["seed"]): r for r in again["runs"]}
+    for a in whole["runs"]:
+        b = by_context[(a["protocol"], a["seed"])]
         np.testing.assert_array_equal(read_result_file(a["result_file"]).proba, read_result_file(b["result_file"]).proba)
-    assert bench.kept_work(results, "memo_nn", "GunPoint") == []
+    assert bench.kept_work(results, "memo_nn", "GunPoint") == []  # the benchmark then removes the copy
+
+
+def test_a_job_stopped_in_its_first_context_carries_its_partial_predictions_and_memo(
+        gunpoint, plugin_dir, tmp_path, monkeypatch, capfd, benchmark_script):
+    """The machine gone in the job's first context (1NN-DTW's full context of EigenWorms: hours), before any record
+    is written: its partial predictions and pair memo are copied all the same (a copy that waited for a record would
+    carry nothing), a copy taken before the job has written anything never empties the folder, and the next start
+    from the restored copy continues at its second chunk, computing only the pairs not computed before."""
+    bench = benchmark_script("archive_scale")
+    spec, memo = _memo_job(gunpoint, plugin_dir, tmp_path, monkeypatch, "whole")
+    spec = dataclasses.replace(spec, protocols=["full"])
+    whole = run_job(spec)
+    _pairs(tmp_path / "pairs.txt")
+    spec, memo = _memo_job(gunpoint, plugin_dir, tmp_path, monkeypatch)
+    spec = dataclasses.replace(spec, protocols=["full"])
+    monkeypatch.setenv("HALT_AT", "3")
+    monkeypatch.setenv("HALT_COUNT", str(tmp_path / "count"))
+    run_supervised(spec)
+    failure_record_path(tmp_path / "res", "memo_nn", "GunPoint").unlink()  # as a machine lost mid-context leaves it
+    assert _pairs(tmp_path / "pairs.txt") == 80 * 50
+    results, keep = tmp_path / "res", tmp_path / "repo" / "kept"
+    _carry(bench, results, keep, [".GunPoint.full.seed0.partial.npz", ".GunPoint.pairmemo.npz"])
+    for p in [p for p in results.rglob("*") if p.is_file()]:
+        p.unlink()  # a job that holds no work yet: the copy stays as it is
     bench.keep_work(results, keep, "memo_nn", "GunPoint")
-    assert not [p for p in keep.rglob("*") if p.is_file()]
+    assert len([p for p in keep.rglob("*") if p.is_file()]) == 2
+    assert bench.restore_work(keep, results) == 2
+    monkeypatch.delenv("HALT_AT")
+    capfd.readouterr()
+    again = run_supervised(spec)
+    assert f"{80 * 50} distances computed by an earlier attempt are kept" in capfd.readouterr().err
+    run = again["runs"][0]
+    assert run["status"] == "ok" and run["extra"]["resumed_at_query"] == 40
+    assert _pairs(tmp_path / "pairs.txt") == 70 * 50  # the second chunk's pairs came from the memo
+    np.testing.assert_array_equal(read_result_file(whole["runs"][0]["result_file"]).proba,
+                                  read_result_file(run["result_file"]).proba)
 
 
-def test_kept_work_names_the_harness_commit_that_made_it(tmp_path, capsys, benchmark_script):
+def test_kept_work_names_the_harness_commit_that_made_it(tmp_path, benchmark_script):
     """A job carried over many sessions runs from the commit it started on: its kept work counts only under the
-    same method code. The folder names that commit, and an attempt from another says which to run from."""
+    same method code. The folder names that commit, and an attempt from another stops, saying which to run
+    from (never discarding the work)."""
     bench = benchmark_script("archive_scale")
     keep = tmp_path / "kept" / "EigenWorms-f1" / "dtw_1nn"
     bench._note_harness(keep, "dtw_1nn")
@@ -754,8 +798,13 @@ def test_kept_work_names_the_harness_commit_that_made_it(tmp_path, capsys, bench
     assert len(head) == 40 or head == "unknown"
     note.write_text(json.dumps({"commit": "0" * 40, "method": "dtw_1nn"}))
     keep.mkdir(parents=True)
-    bench._note_harness(keep, "dtw_1nn")
-    assert f"git worktree add <dir> {'0' * 40}" in capsys.readouterr().err
+    bench._note_harness(keep, "dtw_1nn")  # no work kept yet: this commit makes it
+    assert json.loads(note.read_text())["commit"] == head
+    note.write_text(json.dumps({"commit": "0" * 40, "method": "dtw_1nn"}))
+    (keep / "runs").mkdir()
+    (keep / "runs" / ".EigenWorms.pairmemo.npz").write_bytes(b"distances")
+    with pytest.raises(SystemExit, match=f"git worktree add <dir> {'0' * 40}"):
+        bench._note_harness(keep, "dtw_1nn")
     assert json.loads(note.read_text())["commit"] == "0" * 40  # the note still names the commit of the work
 
 
