@@ -105,6 +105,36 @@ def test_dtw_predicts_what_aeons_classifier_predicts_on_any_threads(discovery):
             np.testing.assert_array_equal(ours, aeon)
 
 
+def test_dtw_reads_multivariate_series_with_their_channels_side_by_side_for_aeons_own_distances(discovery):
+    """Multivariate series go to aeon's DTW with each time point's channels side by side in memory (the strided
+    read of the collection's layout cost 6x per cell): the distances are aeon's on the series as given, to the
+    rounding of a channel sum, and the predictions aeon's classifier's, at 6 and at 24 channels, equal or
+    variable length; univariate series go as they are."""
+    from aeon.classification.distance_based import KNeighborsTimeSeriesClassifier
+    from aeon.distances import pairwise_distance
+
+    from chorustic.methods import import_plugin_module, default_plugin_dir
+
+    plugin = import_plugin_module("dtw_1nn", default_plugin_dir() / "dtw_1nn.py")
+    rng = np.random.default_rng(2)
+    uni = rng.normal(size=(5, 1, 40))
+    assert plugin.channels_side_by_side(uni) is uni
+    for channels in (6, 24):
+        X = rng.normal(size=(30, channels, 40))
+        y = rng.integers(0, 3, 30)
+        Q = rng.normal(size=(12, channels, 40))
+        Xv = [rng.normal(size=(channels, int(n))) for n in rng.integers(20, 40, 20)]
+        Qv = [rng.normal(size=(channels, int(n))) for n in rng.integers(20, 40, 8)]
+        for train, labels, test in ((X, y, Q), (Xv, y[:20], Qv)):
+            side = plugin.channels_side_by_side(train)
+            assert all(s.flags.f_contiguous and np.array_equal(s, t) for s, t in zip(side, train))
+            np.testing.assert_allclose(pairwise_distance(plugin.channels_side_by_side(test), side, method="dtw"),
+                                       pairwise_distance(test, train, method="dtw"), rtol=1e-12)
+            aeon = KNeighborsTimeSeriesClassifier(distance="dtw", n_neighbors=1).fit(train, labels).predict_proba(test)
+            ours = discovery.get("dtw_1nn").build(seed=0, n_jobs=2).fit(train, labels).predict_proba(test)
+            np.testing.assert_array_equal(ours, aeon)
+
+
 def test_dtw_contexts_of_one_job_share_their_distances_and_predict_what_aeon_predicts(discovery):
     """The contexts of a job draw from one training split and predict one test split: the plugin computes each
     (query, training series) pair once and the later contexts read it from the job's memo, in chunks of any
