@@ -112,21 +112,22 @@ class DTW1NN(Method):
     )
     estimator = DTW1NNEstimator  # its parameter (window) is the method's
     resources: ClassVar[dict[str, Any]] = {"threads": 4, "mem_mb": 8000, "runtime": 2880, "gpu": 0}
-    #: Fitted on jobs on stand-ins of the largest archive shapes, at growing fractions and 14 in full (the time
-    #: refitted with FaceDetection's, HandOutlines', MotorImagery's and StarLightCurves' full jobs among them;
-    #: benchmarks/archive_scale.py --fit, 1 thread, a variable-length stand-in at its mean length;
-    #: benchmarks/results/archive_scale.md): ~3.6 ns per cell of the warping path, ~0.46 ns per cell and channel of
-    #: the pointwise distances and ~7 ns per cell of multivariate series (portable numerics' code for the channel
-    #: loop; benchmarks/dtw_cells.py), ~0.8 ns more where a series does not stay in a core's cache (from the
-    #: per-context CPU times of PEMS-SF's and DuckDuckGeese's full contexts); each pair once per job (the memo,
-    #: 8 bytes per pair); 16 bytes per pair of a chunk of queries with the context (the distances and their
-    #: partial sort), which sets the chunks.
+    #: Fitted on jobs on stand-ins of the largest archive shapes, at growing fractions and in full
+    #: (benchmarks/archive_scale.py --fit, 1 thread, a variable-length stand-in at its mean length;
+    #: benchmarks/results/archive_scale.md): a univariate alignment cell ~4.05 ns (the warping path and the pointwise
+    #: distance; the univariate jobs, 14 shapes, AMD EPYC, 2026-11-27/30); with channels side by side
+    #: (channels_side_by_side, since 2026-12-01) ~0.13 ns per further channel and ~0.5 ns per cell of multivariate
+    #: series, ~0.04 ns per channel more where a series does not stay in a core's cache (benchmarks/dtw_cells.py and
+    #: the multivariate jobs of 7 shapes measured again, Intel Xeon, 2026-12-01: 0.11-0.18 ns per cell and channel);
+    #: each pair once per job (the memo, 8 bytes per pair); 16 bytes per pair of a chunk of queries with the context
+    #: (the distances and their partial sort), which sets the chunks; the memory the refit of 2026-12-01 (its jobs no
+    #: longer load torch).
     #: loads_torch=False: aeon's DTW is numba code; its jobs never load torch.
     cost: ClassVar[CostModel] = CostModel(loads_torch=False, time_job_s=9.21, time_base_s=0, time_ns_per_value=0,
-                                          time_ns_per_cell=0.461, time_ns_per_path_cell=3.59,
-                                          time_ns_per_cell_spilled=0.81, time_ns_per_multichannel_cell=6.92,
-                                          memo_pairs=True, mem_base_mb=485, mem_bytes_per_value=11.2,
-                                          mem_bytes_per_query_pair=16, mem_bytes_per_memo_pair=8.22,
+                                          time_ns_per_cell=0.13, time_ns_per_path_cell=3.92,
+                                          time_ns_per_cell_spilled=0.04, time_ns_per_multichannel_cell=0.5,
+                                          memo_pairs=True, mem_base_mb=377, mem_bytes_per_value=7.69,
+                                          mem_bytes_per_query_pair=16, mem_bytes_per_memo_pair=8.32,
                                           parallel_fraction=0.93)
 
     def validate(self, params: dict[str, Any]) -> None:

@@ -530,6 +530,19 @@ def measure(workdir: Path, method: str, dataset: str, fraction: float, job: dict
     return row
 
 
+#: Rows that a method's code has since made obsolete, by method: the day its current code was first measured and
+#: which of its rows that code changed. Multivariate 1NN-DTW before 2026-12-01 read each alignment cell's channels
+#: strided (the collection's layout), at 4-7x the CPU time per cell of the plugin's channels side by side
+#: (benchmarks/dtw_cells.py).
+SUPERSEDED = {"dtw_1nn": ("2026-12-01", lambda r: int(r["n_channels"]) > 1)}
+
+
+def superseded(row: dict) -> bool:
+    """Whether a measured row was made by code of its method that :data:`SUPERSEDED` says has changed since."""
+    since, which = SUPERSEDED.get(row["method"], (None, None))
+    return since is not None and row["date"] < since and which(row)
+
+
 #: Terms every method has, whatever its current model says.
 ALWAYS_FITTED = ("time_job_s", "mem_base_mb", "mem_bytes_per_value")
 #: Terms kept at the model's value: the harness's own work (the same for every method), and what a job's peak
@@ -630,7 +643,9 @@ def _literal(coef: dict[str, float], model) -> str:
 def fit(csv_paths: list[Path], workdir: Path, figure: Path | None = None, checkouts: Path | None = None) -> str:
     """Refit every measured method's cost model on the rows of ``csv_paths``: a summary,
     then per method the refitted model and every job's measured / model ratio with the committed model
-    and with the refit. Markdown; with ``figure``, measured against modelled time and memory (PNG)."""
+    and with the refit. Markdown; with ``figure``, measured against modelled time and memory (PNG). A job
+    measured again counts with its last measurement on one thread; a row of code its method no longer runs
+    (:data:`SUPERSEDED`) does not count."""
     import numpy as np
 
     from chorustic.data.standin import standin_spec
@@ -640,6 +655,8 @@ def fit(csv_paths: list[Path], workdir: Path, figure: Path | None = None, checko
     latest = {}  # a job measured again (numba's caches warm, a quieter machine): its last measurement
     for p in csv_paths:
         for r in csv.DictReader(open(p)):
+            if superseded(r):  # its method's code has changed since: it measures code that no longer runs
+                continue
             key = (r["method"], r["dataset"], float(r["series_fraction"]))
             if int(r.get("threads") or 1) > 1 and key in latest and int(latest[key].get("threads") or 1) == 1:
                 continue  # the models are one thread's CPU time: a job measured on one thread keeps that row
