@@ -31,14 +31,15 @@ from chorustic.methods.pair_memo import PAIR_MEMO
 
 def channels_side_by_side(X: np.ndarray | list[np.ndarray]) -> np.ndarray | list[np.ndarray]:
     """Multivariate series as aeon's DTW reads them fastest: each ``(channels, length)`` series with its channels
-    side by side in memory (Fortran order), a list of them. Each alignment cell sums the squared differences of
-    a time point's channels; in the collection's own layout (channel by channel) that read is strided, and on
-    the portable numerics' code for haswell it cost 24 ns per 6-channel cell on an Intel Xeon where the same
-    cells cost 3.8 ns side by side (89 and 19 ns at 144 channels; benchmarks/dtw_cells.py). The distances are
-    aeon's own, in the same order of channels: equal bit for bit below 16 channels, and from 16 on within
-    rounding of the channel sum (the compiler sums contiguous channels in vector lanes). Univariate series are
-    returned as they are."""
-    if len(X) == 0 or np.shape(X[0])[0] == 1:
+    side by side in memory (Fortran order), a list of them (a copy). Each alignment cell sums the squared
+    differences of a time point's channels; in the collection's own layout (channel by channel) that read is
+    strided, and on the portable numerics' code for haswell it cost 24.4 ns per 6-channel cell on an Intel Xeon
+    where the same cells cost 4.3 ns side by side (84.6 and 19.4 ns at 144 channels; benchmarks/dtw_cells.py).
+    The distances are aeon's own, in the same order of channels: equal bit for bit below 16 channels, and from
+    16 on within rounding of the channel sum (the compiler may sum contiguous channels in vector lanes).
+    Univariate series, and a collection holding a series of one time point (numba types such an array as C
+    ordered, and one list takes one layout), are returned as they are."""
+    if len(X) == 0 or np.shape(X[0])[0] == 1 or any(np.shape(x)[-1] == 1 for x in X):
         return X
     return [np.asfortranarray(x) for x in X]
 
@@ -115,13 +116,14 @@ class DTW1NN(Method):
     #: Fitted on jobs on stand-ins of the largest archive shapes, at growing fractions and in full
     #: (benchmarks/archive_scale.py --fit, 1 thread, a variable-length stand-in at its mean length;
     #: benchmarks/results/archive_scale.md): a univariate alignment cell ~4.05 ns (the warping path and the pointwise
-    #: distance; the univariate jobs, 14 shapes, AMD EPYC, 2026-11-27/30); with channels side by side
+    #: distance; the univariate jobs, 7 shapes, AMD EPYC, 2026-11-27/30); with channels side by side
     #: (channels_side_by_side, since 2026-12-01) ~0.13 ns per further channel and ~0.5 ns per cell of multivariate
     #: series, ~0.04 ns per channel more where a series does not stay in a core's cache (benchmarks/dtw_cells.py and
-    #: the multivariate jobs of 7 shapes measured again, Intel Xeon, 2026-12-01: 0.11-0.18 ns per cell and channel);
+    #: the multivariate jobs of 8 shapes measured again, Intel Xeon, 2026-12-01: 0.11-0.18 ns per cell and channel);
     #: each pair once per job (the memo, 8 bytes per pair); 16 bytes per pair of a chunk of queries with the context
     #: (the distances and their partial sort), which sets the chunks; the memory the refit of 2026-12-01 (its jobs no
-    #: longer load torch).
+    #: longer load torch; a multivariate job's copies of its context and of a chunk's queries with the channels side
+    #: by side are in its bytes per value: its full PEMS-SF and DuckDuckGeese jobs peaked at 1.22x the refit).
     #: loads_torch=False: aeon's DTW is numba code; its jobs never load torch.
     cost: ClassVar[CostModel] = CostModel(loads_torch=False, time_job_s=9.21, time_base_s=0, time_ns_per_value=0,
                                           time_ns_per_cell=0.13, time_ns_per_path_cell=3.92,

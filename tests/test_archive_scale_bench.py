@@ -65,7 +65,7 @@ def test_a_running_job_s_work_is_copied_as_it_goes_and_when_it_ends(bench, tmp_p
 
 def test_rows_of_code_a_method_no_longer_runs_do_not_count_in_the_fit(bench):
     """Multivariate 1NN-DTW before 2026-12-01 read each cell's channels strided: those rows measure code that no
-    longer runs and the refit leaves them out; its univariate rows, later rows and other methods' rows count."""
+    longer runs (what ``--fit`` skips); its univariate rows, later rows and other methods' rows do not."""
     row = {"method": "dtw_1nn", "n_channels": "6", "date": "2026-11-30"}
     assert bench.superseded(row)
     assert not bench.superseded({**row, "n_channels": "1"})

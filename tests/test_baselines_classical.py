@@ -118,7 +118,13 @@ def test_dtw_reads_multivariate_series_with_their_channels_side_by_side_for_aeon
     plugin = import_plugin_module("dtw_1nn", default_plugin_dir() / "dtw_1nn.py")
     rng = np.random.default_rng(2)
     uni = rng.normal(size=(5, 1, 40))
-    assert plugin.channels_side_by_side(uni) is uni
+    uni_list = [rng.normal(size=(1, n)) for n in (30, 40)]
+    assert plugin.channels_side_by_side(uni) is uni and plugin.channels_side_by_side(uni_list) is uni_list
+    # a series of one time point is C and Fortran ordered at once, and one list takes one layout: left as it is
+    one_point = [rng.normal(size=(3, 20)), rng.normal(size=(3, 1))]
+    assert plugin.channels_side_by_side(one_point) is one_point
+    est = discovery.get("dtw_1nn").build(seed=0).fit(one_point + [rng.normal(size=(3, 9))], np.array([0, 1, 0]))
+    assert est.predict_proba([rng.normal(size=(3, 5)), rng.normal(size=(3, 1))]).shape == (2, 2)
     for channels in (6, 24):
         X = rng.normal(size=(30, channels, 40))
         y = rng.integers(0, 3, 30)
@@ -131,8 +137,9 @@ def test_dtw_reads_multivariate_series_with_their_channels_side_by_side_for_aeon
             np.testing.assert_allclose(pairwise_distance(plugin.channels_side_by_side(test), side, method="dtw"),
                                        pairwise_distance(test, train, method="dtw"), rtol=1e-12)
             aeon = KNeighborsTimeSeriesClassifier(distance="dtw", n_neighbors=1).fit(train, labels).predict_proba(test)
-            ours = discovery.get("dtw_1nn").build(seed=0, n_jobs=2).fit(train, labels).predict_proba(test)
-            np.testing.assert_array_equal(ours, aeon)
+            est = discovery.get("dtw_1nn").build(seed=0, n_jobs=2).fit(train, labels)
+            assert all(s.flags.f_contiguous for s in est.context_)  # what the distances read
+            np.testing.assert_array_equal(est.predict_proba(test), aeon)
 
 
 def test_dtw_contexts_of_one_job_share_their_distances_and_predict_what_aeon_predicts(discovery):

@@ -331,9 +331,10 @@ class CostModel:
     per-pair work, a ridge fit on a fixed number of features (the Gram matrix of the context)."""
     time_ns_per_multichannel_cell: float = 0.0
     """Per context and alignment cell of multivariate series (two channels or more), whatever their number: the
-    loop over the channels of a pointwise distance, which a univariate distance does not run (aeon's DTW under
-    the pinned haswell code of portable numerics: ~6 ns per cell from one channel to two, then ~0.5 ns per
-    channel; ``benchmarks/results/archive_scale.md``)."""
+    loop over the channels of a pointwise distance, which a univariate distance does not run (aeon's DTW with a
+    series' channels side by side, under the pinned haswell code of portable numerics: ~0.3-1 ns per cell from
+    one channel to two, then ~0.12 ns per channel; ~20 ns more with the channels strided;
+    ``benchmarks/dtw_cells.py``, ``benchmarks/results/archive_scale.md``)."""
     time_ns_per_tree_query: float = 0.0
     """Per context, query and pass of the class tree beyond the first (:attr:`tree_max_classes`): an
     in-context learner that decodes at most ``tree_max_classes`` classes runs its in-context stage once per
