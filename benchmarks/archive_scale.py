@@ -327,11 +327,31 @@ def kept_work(results: Path, method: str, dataset: str) -> list[Path]:
     names them, the prediction files of its finished contexts. A job in its first context (1NN-DTW's full
     context of EigenWorms: hours) has no record yet, only partial predictions and memos; a finished job has
     none of these (its prediction files are results)."""
-    runs = results / "runs" / method
-    record = [p for p in (runs / f".{dataset}.progress.json", runs / f"{dataset}.failed.json") if p.is_file()]
-    own = sorted(p for p in runs.glob(f".{dataset}.*") if p.name.endswith((".partial.npz", "memo.npz")))
+    from chorustic.evaluation.checkpoints import MEMO_KINDS, memo_path, partial_files
+
+    record = _records(results, method, dataset)
+    memos = [p for kind in MEMO_KINDS if (p := memo_path(results, method, dataset, kind)).is_file()]
     preds = sorted(results.glob(f"*/{method}/Predictions/{dataset}/testResample*.csv")) if record else []
-    return record + own + preds
+    return record + partial_files(results, method, dataset) + memos + preds
+
+
+def _records(results: Path, method: str, dataset: str) -> list[Path]:
+    """The job's record files that exist: its progress file, the record of an attempt with failed runs."""
+    from chorustic.evaluation.job import failure_record_path, progress_path
+
+    return [p for p in (progress_path(results, method, dataset), failure_record_path(results, method, dataset))
+            if p.is_file()]
+
+
+def _read_records(results: Path, method: str, dataset: str) -> dict[Path, bytes]:
+    """The bytes of the job's record files now (one removed meanwhile is left out)."""
+    out = {}
+    for f in _records(results, method, dataset):
+        try:
+            out[f] = f.read_bytes()
+        except FileNotFoundError:
+            pass
+    return out
 
 
 def _copy_if_changed(src: Path, dst: Path, data: bytes | None = None) -> bool:
@@ -360,25 +380,11 @@ def keep_work(results: Path, keep: Path, method: str, dataset: str) -> int:
     work not yet read) never empties the copy."""
     copied = 0
     for _ in range(3):
+        records = _read_records(results, method, dataset)
         files = kept_work(results, method, dataset)
-        records = {}
-        for f in files:
-            if not f.name.endswith((".progress.json", ".failed.json")):
-                continue
-            try:
-                records[f] = f.read_bytes()
-            except FileNotFoundError:
-                pass
         copied += sum(_copy_if_changed(f, keep / f.relative_to(results)) for f in files if f not in records)
         copied += sum(_copy_if_changed(f, keep / f.relative_to(results), data) for f, data in records.items())
-        now = {}
-        for f in kept_work(results, method, dataset):
-            if f.name.endswith((".progress.json", ".failed.json")):
-                try:
-                    now[f] = f.read_bytes()
-                except FileNotFoundError:
-                    pass
-        if now == records:
+        if _read_records(results, method, dataset) == records:
             break
     if files:
         names = {f.relative_to(results) for f in files}
