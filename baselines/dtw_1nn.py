@@ -124,8 +124,10 @@ class DTW1NN(Method):
     #: (the distances and their partial sort), which sets the chunks; the memory the refit of 2026-12-01 (its jobs no
     #: longer load torch; a multivariate job's copies of its context and of a chunk's queries with the channels side
     #: by side are in its bytes per value: its full PEMS-SF and DuckDuckGeese jobs peaked at 1.22x the refit).
-    #: loads_torch=False: aeon's DTW is numba code; its jobs never load torch.
-    cost: ClassVar[CostModel] = CostModel(loads_torch=False, time_job_s=9.21, time_base_s=0, time_ns_per_value=0,
+    #: loads_torch=False: aeon's DTW is numba code; its jobs never load torch. A job's own start (time_job_s) is the
+    #: refit's of 2026-12-01: its small multivariate jobs, which no longer load torch, took 3.9-4.8 CPU-s in all, the
+    #: univariate ones of 2026-11-27/30, which did, 7.9-9.3 (the per-cell terms above decide every job beyond a minute).
+    cost: ClassVar[CostModel] = CostModel(loads_torch=False, time_job_s=5.67, time_base_s=0, time_ns_per_value=0,
                                           time_ns_per_cell=0.13, time_ns_per_path_cell=3.92,
                                           time_ns_per_cell_spilled=0.04, time_ns_per_multichannel_cell=0.5,
                                           memo_pairs=True, mem_base_mb=377, mem_bytes_per_value=7.69,

@@ -78,6 +78,14 @@ WORK_MB = 2048.0
 #: one thread): 512 MB took 237 CPU-s and ~0.6x the budget above what the pass holds, 2,048 MB 343 CPU-s, the
 #: whole stage at once 332 CPU-s and 2.6 GB.
 STAGE_MB = 512.0
+#: The most a whole stage of a pass holds per cell (row x feature x ensemble member: bytes), what bounds the working
+#: memory of a table too small to batch. Measured with random weights of the released architectures, four members a
+#: pass, the stages within :data:`STAGE_MB` (``benchmarks/tabicl_memory.py``, one thread, Intel Xeon, 2026-12-01): the
+#: peak beyond the imports, the weights (~100 MB) and the pass's column embeddings was ~9-19 MB at 7,040 cells (75 + 35
+#: rows of 16 features, v1.1 and v2: the jobs on PenDigits' 1 % stand-in, which peaked at 720-738 MB in all), 282 MB
+#: at 27,840 (330 + 105 x 16), 400-420 MB at 75,072 (240 + 168 x 46) and 478 MB at 93,312 (166 + 77 x 96): at most
+#: ~10.6 KB per cell; 16 KB covers each with room.
+WHOLE_STAGE_BYTES_PER_CELL = 16384.0
 #: The row interaction's working memory per feature of a row (bytes), its input included: its batches are whole
 #: rows (it attends over every feature of a row), so on a table of more than ~95,000 features one row alone holds
 #: more than :data:`STAGE_MB` (:func:`stage_mb`). Measured with random weights on one row
@@ -128,11 +136,22 @@ def forward_plan(n_context: int, n_query: int, n_features: int, cell_bytes: floa
     return members, chunk, held(members, chunk)
 
 
-def stage_mb(n_features: int) -> float:
+def stage_mb(n_features: int, n_cells: float | None = None) -> float:
     """The working memory of one stage of a forward pass over rows of ``n_features`` features (MB):
     :data:`STAGE_MB`, or one row of the row interaction where a row alone holds more (PEMS-SF's 138,672 flattened
-    features, DuckDuckGeese's 363,150)."""
-    return max(STAGE_MB, float(n_features) * ROW_STAGE_BYTES_PER_FEATURE / 2**20)
+    features, DuckDuckGeese's 363,150); given the pass's ``n_cells`` (its rows x features x ensemble members), no
+    more than the whole stage at once holds (:data:`WHOLE_STAGE_BYTES_PER_CELL`): a small table's stage runs at once,
+    far within :data:`STAGE_MB`."""
+    batched = max(STAGE_MB, float(n_features) * ROW_STAGE_BYTES_PER_FEATURE / 2**20)
+    if n_cells is None:
+        return batched
+    return min(batched, float(n_cells) * WHOLE_STAGE_BYTES_PER_CELL / 2**20)
+
+
+def pass_stage_mb(n_context: int, n_query: int, n_features: int, members: int) -> float:
+    """:func:`stage_mb` of a forward pass of ``members`` ensemble members over ``n_context`` context and ``n_query``
+    query rows of ``n_features`` features (a pass of :func:`forward_plan`)."""
+    return stage_mb(n_features, float(members) * (int(n_context) + int(n_query)) * int(n_features))
 
 
 def ensemble_batch(n_estimators: int, batch_size: int, n_norm_methods: int = len(NORM_METHODS)) -> int:
@@ -572,7 +591,7 @@ class TabICLBase(HubMethod):
     def job_cost(self, size, **params: Any) -> tuple[float, float]:
         """The cost model's memory and time, plus what the forward passes hold and the passes' repeated
         contexts: the column embeddings of the largest context's pass (:func:`forward_plan`, ``embed_dim`` 128)
-        and one stage's working memory (:func:`stage_mb`); and where a context's queries take several passes
+        and one stage's working memory (:func:`pass_stage_mb`: its pass's at most); and where a context's queries take several passes
         (each context plans within the largest one's, :meth:`job_params`), each pass after the first embeds the
         context again, costed as that many more query rows; and where a pass holds fewer ensemble members than one
         normalisation's, v1.1's column embedding runs once per pass (:meth:`repeated_embedding_s`)."""
@@ -581,18 +600,19 @@ class TabICLBase(HubMethod):
         budget = pass_budget(self.params(params).get("max_memory_mb"),
                              self.job_params(size, **params).get("job_pass_mb"))
         band = self.cost_band(size, **params)
-        held = 0.0
+        held = stage = 0.0
         for c in size.contexts():
             if c.n_train == 0:
                 continue
             members, chunk, pass_mb = self._pass_plan(c, budget, **params)
             held = max(held, pass_mb)
+            stage = max(stage, pass_stage_mb(c.n_train, chunk, c.n_channels * c.length, members))
             again = (query_passes(c.n_test, chunk) - 1) * c.n_train
             if again:
                 seconds += (model.estimate(dataclasses.replace(c, n_test=c.n_test + again), band=band)[1]
                             - model.estimate(c, band=band)[1])
             seconds += self.repeated_embedding_s(c, members, again, **params)
-        return mem + held + stage_mb(size.n_channels * size.length), seconds
+        return mem + held + stage, seconds
 
     def load(self, params: dict[str, Any], resolved: dict[str, Any]) -> None:
         load_tabicl_model(resolved["checkpoint"], label=self.label, expected=self.checkpoint_file)

@@ -143,9 +143,9 @@ def modelled_mb(version: str, n_ctx: int, n_q: int, features: int, members: int,
     """The memory ``TabICLBase.job_cost`` gives this table (one context, every query): the cost model's base (the
     worker with its imports and the model's weights) and values, the pass's column embeddings and one stage."""
     method, plugin = _method(version), _plugin()
-    _, _, held = plugin.forward_plan(n_ctx, n_q, features, plugin.cell_bytes(), plugin.ensemble_batch(8, members),
-                                     1e9, method.reorders)
-    stage = plugin.stage_mb(features) if mode == "budget" else float("nan")
+    m, chunk, held = plugin.forward_plan(n_ctx, n_q, features, plugin.cell_bytes(),
+                                         plugin.ensemble_batch(8, members), 1e9, method.reorders)
+    stage = plugin.pass_stage_mb(n_ctx, chunk, features, m) if mode == "budget" else float("nan")
     values = method.cost.mem_bytes_per_value * (n_ctx + n_q) * features / 2**20
     return method.cost.mem_base_mb + values + held + stage
 

@@ -347,6 +347,12 @@ def test_tabicl_cost_asks_for_what_its_passes_hold(discovery):
         5 * 240 * 46 * 512 / 2**20 + tabicl.STAGE_MB)
     big = JobSize(n_train=7200, n_test=16800, n_channels=1, length=46)  # passes cut to WORK_MB
     assert method.job_cost(big)[0] - method.cost.estimate(big)[0] <= tabicl.WORK_MB + tabicl.STAGE_MB
+    # PenDigits' 1 % stand-in: 75 + 35 rows of 16 features, four members a pass, a whole stage far within STAGE_MB
+    tiny = JobSize(n_train=75, n_test=35, n_channels=2, length=8)
+    cells = 4 * 110 * 16
+    assert method.job_cost(tiny)[0] - method.cost.estimate(tiny)[0] == pytest.approx(
+        5 * 110 * 16 * 512 / 2**20 + cells * tabicl.WHOLE_STAGE_BYTES_PER_CELL / 2**20)
+    assert cells * tabicl.WHOLE_STAGE_BYTES_PER_CELL / 2**20 < tabicl.STAGE_MB / 4
 
 
 def test_tabicl_cost_holds_one_row_of_its_row_interaction_beyond_the_stage_budget(discovery, monkeypatch):
