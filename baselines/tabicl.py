@@ -591,10 +591,11 @@ class TabICLBase(HubMethod):
     def job_cost(self, size, **params: Any) -> tuple[float, float]:
         """The cost model's memory and time, plus what the forward passes hold and the passes' repeated
         contexts: the column embeddings of the largest context's pass (:func:`forward_plan`, ``embed_dim`` 128)
-        and one stage's working memory (:func:`pass_stage_mb`: its pass's at most); and where a context's queries take several passes
-        (each context plans within the largest one's, :meth:`job_params`), each pass after the first embeds the
-        context again, costed as that many more query rows; and where a pass holds fewer ensemble members than one
-        normalisation's, v1.1's column embedding runs once per pass (:meth:`repeated_embedding_s`)."""
+        and one stage's working memory (:func:`pass_stage_mb`: what its pass's stage holds at most); and where a
+        context's queries take several passes (each context plans within the largest one's, :meth:`job_params`),
+        each pass after the first embeds the context again, costed as that many more query rows; and where a pass
+        holds fewer ensemble members than one normalisation's, v1.1's column embedding runs once per pass
+        (:meth:`repeated_embedding_s`)."""
         model = self.cost_model(**params)
         mem, seconds = super().job_cost(size, **params)
         budget = pass_budget(self.params(params).get("max_memory_mb"),
