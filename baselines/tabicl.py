@@ -81,10 +81,11 @@ STAGE_MB = 512.0
 #: The most a whole stage of a pass holds per cell (row x feature x ensemble member: bytes), what bounds the working
 #: memory of a table too small to batch. Measured with random weights of the released architectures, four members a
 #: pass, the stages within :data:`STAGE_MB` (``benchmarks/tabicl_memory.py``, one thread, Intel Xeon, 2026-12-01): the
-#: peak beyond the imports, the weights (~100 MB) and the pass's column embeddings was ~9-19 MB at 7,040 cells (75 + 35
+#: peak beyond the imports, the weights (~100 MB) and the pass's column embeddings was ~6-28 MB at 7,040 cells (75 + 35
 #: rows of 16 features, v1.1 and v2: the jobs on PenDigits' 1 % stand-in, which peaked at 720-738 MB in all), 282 MB
 #: at 27,840 (330 + 105 x 16), 400-420 MB at 75,072 (240 + 168 x 46) and 478 MB at 93,312 (166 + 77 x 96): at most
-#: ~10.6 KB per cell; 16 KB covers each with room.
+#: ~10.6 KB per cell, growing faster than the cells at a few hundred context rows (the ICL's attention to them);
+#: 16 KB covers each.
 WHOLE_STAGE_BYTES_PER_CELL = 16384.0
 #: The row interaction's working memory per feature of a row (bytes), its input included: its batches are whole
 #: rows (it attends over every feature of a row), so on a table of more than ~95,000 features one row alone holds
@@ -415,24 +416,26 @@ class FlattenedTabICLClassifier(ContractClassifier):
     def _plan(self, n_query: int) -> tuple[int, int]:
         """(ensemble members per forward, query rows per forward): :func:`forward_plan` at ``max_memory_mb``,
         else at :data:`WORK_MB` or ``job_pass_mb`` whichever is more, within the memory available to the job
-        less one stage's working memory (:func:`stage_mb`). The same on every machine where the job has what it
+        less one stage's working memory (:func:`pass_stage_mb`: the stages of the context's uncut pass, what
+        :meth:`TabICLBase.job_cost` charges). The same on every machine where the job has what it
         asked for (:meth:`TabICLBase.job_cost`: the largest pass, the stage and the preprocessing); with less
         free memory than ``job_pass_mb`` needs, each context plans within :data:`WORK_MB` as it would alone, and
         a table whose smallest pass does not fit what is available is refused with the fixes."""
+        n_feat = int(self.n_features_)
+        queries = min(n_query, int(self.query_chunk_size)) if self.query_chunk_size else n_query
+        members = ensemble_batch(self.n_estimators, self.batch_size)
+        # what the stages of the largest pass this context can plan hold (a smaller pass, fewer): job_cost's charge
+        stage = self.stage_mb_ = pass_stage_mb(self.n_context_, queries, n_feat, members)
         if self.disk_offload_dir and str(self.device).startswith("cuda"):  # tabicl offloads only from a GPU
             return int(self.batch_size), int(self.query_chunk_size or n_query)
-        n_feat = int(self.n_features_)
         cell = self._cell_bytes()
         available = self._available_mb()
         have = min(available, float(self.max_memory_mb)) if self.max_memory_mb else available
         target = pass_budget(self.max_memory_mb, self.job_pass_mb)
-        stage = stage_mb(n_feat)
         if target > WORK_MB and not self.max_memory_mb and available - stage < target:
             target = WORK_MB  # less free than the job asked for: each context within WORK_MB, as without the job's
         budget = min(target, max(0.0, available - stage))
         self.pass_budget_mb_ = budget
-        queries = min(n_query, int(self.query_chunk_size)) if self.query_chunk_size else n_query
-        members = ensemble_batch(self.n_estimators, self.batch_size)
         members, chunk, held = forward_plan(self.n_context_, queries, n_feat, cell, members, budget,
                                             bool(self.reorders))
         if held > have:
@@ -484,7 +487,7 @@ class FlattenedTabICLClassifier(ContractClassifier):
         budget_stages(self.model_.model_, STAGE_MB)
         embed_lone_tables_once(self.model_.model_)
         self.run_info_.update({"ensemble_batch": members, "query_chunk": chunk,
-                               "stage_mb": round(stage_mb(self.n_features_), 3),
+                               "stage_mb": round(self.stage_mb_, 3),
                                "query_passes": query_passes(F.shape[0], chunk), "job_pass_mb": self.job_pass_mb,
                                "pass_budget_mb": round(self.pass_budget_mb_, 3)})
         out = [self.model_.predict_proba(F[s : s + chunk]) for s in range(0, F.shape[0], chunk)]
@@ -538,7 +541,8 @@ class TabICLBase(HubMethod):
     #: one context of 4,000 rows.
     #: Memory: the forward passes' (job_cost) on top of ~950 MB and 128 bytes per value (tabicl's preprocessing:
     #: 4,000 rows of 1,024 features took 92 bytes per value to fit and 140 with the ensemble's views of every row,
-    #: model weights included; the 2 KB per value before came from one-shot passes); within 0.49-1.06 of the jobs.
+    #: model weights included; the 2 KB per value before came from one-shot passes); within 0.68-1.27 of the jobs
+    #: (TabICL's and TabICLv2's, 2026-12-01: benchmarks/results/archive_scale.md).
     #: On a GPU: the estimated gpu_speedup (and for the attention over features, half-precision flash attention on
     #: a GPU's matrix units against ~27 GFLOP/s on a CPU thread, gpu_speedup_feature_pairs) until one is measured.
     cost: ClassVar[CostModel] = CostModel(time_job_s=3.64, time_base_s=0, time_ns_per_value=127_000,

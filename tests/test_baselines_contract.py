@@ -213,6 +213,16 @@ def test_tabicl_sizes_its_passes_to_a_fixed_budget_not_to_the_machine(discovery,
     assert cut == [(1, 24), (1, 24)]
     est.set_params(job_pass_mb=1.5)  # the job's largest context holds 1.5 MB anyway: this one plans within it
     assert est._plan(30) == (2, 30) and est.pass_budget_mb_ == 1.5
+    # a whole stage of this table's pass (20 + 30 rows, 2 members) holds far less than STAGE_MB: it plans beside it
+    small = tabicl["pass_stage_mb"](20, 30, est.n_features_, 2)
+    assert small == pytest.approx(2 * 50 * est.n_features_ * tabicl["WHOLE_STAGE_BYTES_PER_CELL"] / 2**20)
+    assert small < tabicl["STAGE_MB"] / 2
+    monkeypatch.setitem(tabicl, "available_memory_mb", lambda: 1.5 + small + 0.1)
+    assert est._plan(30) == (2, 30) and est.pass_budget_mb_ == 1.5 and est.stage_mb_ == small
+    monkeypatch.setitem(tabicl, "available_memory_mb", lambda: 1.5 + small - 0.1)  # less than the job asked for
+    assert est._plan(30) == (1, 24) and est.pass_budget_mb_ == 0.35  # each context within WORK_MB, as alone
+    # a table whose pass's stage is batched within STAGE_MB (its whole stage holds more)
+    monkeypatch.setitem(tabicl, "WHOLE_STAGE_BYTES_PER_CELL", 2.0**40)
     monkeypatch.setitem(tabicl, "available_memory_mb", lambda: 1.5 + tabicl["STAGE_MB"] - 0.1)  # less than it asked
     assert est._plan(30) == (1, 24) and est.pass_budget_mb_ == 0.35  # each context within WORK_MB, as alone
     # rows so wide that one row of the row interaction holds 100 MB more than STAGE_MB: the passes plan beside it
