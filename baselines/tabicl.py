@@ -83,9 +83,9 @@ STAGE_MB = 512.0
 #: pass, the stages within :data:`STAGE_MB` (``benchmarks/tabicl_memory.py``, one thread, Intel Xeon, 2026-12-01): the
 #: peak beyond the imports, the weights (~100 MB) and the pass's column embeddings was ~6-28 MB at 7,040 cells (75 + 35
 #: rows of 16 features, v1.1 and v2: the jobs on PenDigits' 1 % stand-in, which peaked at 720-738 MB in all), 282 MB
-#: at 27,840 (330 + 105 x 16), 290-360 MB at 32,640 (480 + 30 x 16), 400-420 MB at 75,072 (240 + 168 x 46) and 478 MB at 93,312 (166 + 77 x 96): at most
-#: ~10.6 KB per cell, growing faster than the cells at a few hundred context rows (the ICL's attention to them);
-#: 16 KB covers each.
+#: at 27,840 (330 + 105 x 16), 290-360 MB at 32,640 (480 + 30 x 16), 400-420 MB at 75,072 (240 + 168 x 46) and
+#: 478 MB at 93,312 (166 + 77 x 96): at most ~10.6 KB per cell, growing faster than the cells at a few hundred
+#: context rows (the ICL's attention to them); 16 KB covers each.
 WHOLE_STAGE_BYTES_PER_CELL = 16384.0
 #: The row interaction's working memory per feature of a row (bytes), its input included: its batches are whole
 #: rows (it attends over every feature of a row), so on a table of more than ~95,000 features one row alone holds

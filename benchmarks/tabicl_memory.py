@@ -140,14 +140,14 @@ def _plugin():
 
 
 def modelled_mb(version: str, n_ctx: int, n_q: int, features: int, members: int, mode: str) -> float:
-    """The memory ``TabICLBase.job_cost`` gives this table (one context, every query): the cost model's base (the
-    worker with its imports and the model's weights) and values, the pass's column embeddings and one stage."""
-    method, plugin = _method(version), _plugin()
-    m, chunk, held = plugin.forward_plan(n_ctx, n_q, features, plugin.cell_bytes(),
-                                         plugin.ensemble_batch(8, members), 1e9, method.reorders)
-    stage = plugin.pass_stage_mb(n_ctx, chunk, features, m) if mode == "budget" else float("nan")
-    values = method.cost.mem_bytes_per_value * (n_ctx + n_q) * features / 2**20
-    return method.cost.mem_base_mb + values + held + stage
+    """The memory ``TabICLBase.job_cost`` gives this table (one context, every query in one pass, ``members`` a
+    pass at most): the cost model's base (the worker with its imports and the model's weights) and values, the
+    pass's column embeddings and its stage; none for the stages at once (``whole``), which the model does not run."""
+    if mode != "budget":
+        return float("nan")
+    method = _method(version)
+    return method.job_cost(_table_size(n_ctx, n_q, features),
+                           **method.params({"batch_size": members, "max_memory_mb": 1e9}))[0]
 
 
 def _context_terms(version: str, n_ctx: int, n_q: int, features: int):
