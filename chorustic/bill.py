@@ -87,15 +87,16 @@ class Machine:
     gpus: int = 0
     mem_mb: int = 0
     gpu: str = "h100"
-    """The GPU's kind (a key of :data:`chorustic.training.plan.DEVICE_PEAK_TFLOPS`)."""
+    """The GPU's kind (a key of :data:`chorustic.training.devices.DEVICE_PEAK_TFLOPS`)."""
 
     def describe(self) -> str:
         gpu = f", {self.gpus} GPU{'s' if self.gpus != 1 else ''} ({self.gpu})" if self.gpus else ", no GPU"
         return f"{self.cores} cores{gpu}, {self.mem_mb / 1024:.0f} GB"
 
 
-def this_machine() -> Machine:
-    """The cores this process may use, its memory and its CUDA GPUs."""
+def this_machine(detect_gpus: bool = True) -> Machine:
+    """The cores this process may use, its memory and its CUDA GPUs (``detect_gpus=False``: none counted,
+    and torch, a few seconds to import, is not loaded: for a bill whose GPUs are given)."""
     import psutil
 
     try:
@@ -104,18 +105,19 @@ def this_machine() -> Machine:
         cores = os.cpu_count() or 1
     gpus, kind = 0, "h100"
     try:
-        import torch
+        if detect_gpus:
+            import torch
 
-        if torch.cuda.is_available():
-            gpus = torch.cuda.device_count()
-            kind = _gpu_kind(torch.cuda.get_device_name(0))
+            if torch.cuda.is_available():
+                gpus = torch.cuda.device_count()
+                kind = _gpu_kind(torch.cuda.get_device_name(0))
     except ImportError:  # pragma: no cover
         pass
     return Machine(cores=cores, gpus=gpus, mem_mb=int(psutil.virtual_memory().total / 2**20), gpu=kind)
 
 
 def _gpu_kind(name: str) -> str:
-    from chorustic.training.plan import DEVICE_PEAK_TFLOPS
+    from chorustic.training.devices import DEVICE_PEAK_TFLOPS
 
     low = name.lower().replace(" ", "")
     for kind in sorted(DEVICE_PEAK_TFLOPS, key=len, reverse=True):
@@ -188,7 +190,7 @@ def _measured_gpu_rate(entry: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _pretrain_seconds(entry: dict[str, Any], machine: Machine, gpus: int) -> tuple[float, str]:
-    from chorustic.training.plan import DEVICE_PEAK_TFLOPS
+    from chorustic.training.devices import DEVICE_PEAK_TFLOPS
 
     plan = _pretrain_plan(entry)
     if plan is None:

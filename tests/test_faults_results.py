@@ -752,6 +752,24 @@ def test_a_methods_code_fingerprint_ignores_comments_and_cost_models_only(tmp_pa
     assert (code_text(a) != code_text(b)) is changes
 
 
+def test_a_code_files_digest_follows_its_content_within_one_process(tmp_path):
+    """The digests of code files are kept per process (one parse of a file the runs share), by the file's
+    bytes: an edit of the same size at the same modification time still changes the fingerprint."""
+    import os
+
+    from chorustic.evaluation.integrity import _code_sha256
+
+    f = tmp_path / "m.py"
+    f.write_text(_PLUGIN)
+    first = _code_sha256([f])
+    stamp = os.stat(f).st_mtime_ns
+    f.write_text(_PLUGIN.replace("0.5 * x", "0.6 * x"))
+    os.utime(f, ns=(stamp, stamp))
+    assert _code_sha256([f]) != first
+    f.write_text(_PLUGIN.replace("# a comment", "# a remark"))  # a comment: the method's code is unchanged
+    assert _code_sha256([f]) == first
+
+
 def test_the_cost_model_module_is_not_part_of_any_methods_code():
     from chorustic.evaluation.integrity import method_code_files
     from chorustic.methods import default_plugin_dir, discover

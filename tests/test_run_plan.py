@@ -144,6 +144,21 @@ def test_plan_run_prints_the_bill_of_a_profile(tmp_path):
     assert bill["machine"]["cores"] == 2 and bill["per_rule"]["evaluate"]["gpu_hours"] == 0
 
 
+def test_a_bill_whose_gpus_are_given_never_loads_torch(tmp_path):
+    """torch takes seconds to import and the bill needs it only to count this machine's GPUs: with --gpus and
+    --gpu given (the README's workstation and laptop bills), plan-run imports no torch, even where it bills
+    pretraining on a GPU (the devices' peaks live apart from the torch-based planner)."""
+    code = ("import runpy, sys; sys.argv = ['chorustic', 'plan-run', '--cores', '16', '--gpus', '1', '--gpu', "
+            "'h100', '--mem-gb', '128']\n"
+            "try:\n    runpy.run_module('chorustic', run_name='__main__')\nexcept SystemExit as e:\n"
+            "    assert not e.code, e.code\n"
+            "print('torch loaded:', 'torch' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "pretrain/chorustic" in proc.stdout and "GPU-hours" in proc.stdout
+    assert proc.stdout.rstrip().endswith("torch loaded: False"), proc.stdout[-500:]
+
+
 def test_gpu_pretraining_is_billed_at_the_measured_rate_where_one_was_measured(paper, tmp_path, monkeypatch):
     """A throughput measurement of the run's configuration from a lent GPU (benchmarks/results/gpu/) decides
     the pretraining time; without one, the plan's assumed MFU does; a measurement of another configuration

@@ -37,7 +37,9 @@ def _plan_run(args: argparse.Namespace) -> int:
 
     t0 = time.perf_counter()
     cfg = cc.load_config(args.config)
-    here = this_machine()
+    # this machine's GPUs are looked for (torch loaded) only where the bill needs their number or kind
+    gpus_given = args.gpus is not None and (args.gpu is not None or not (args.gpus or args.node_gpus))
+    here = this_machine(detect_gpus=not gpus_given)
     machine = Machine(
         cores=args.cores or here.cores,
         gpus=here.gpus if args.gpus is None else args.gpus,

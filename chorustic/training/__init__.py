@@ -10,7 +10,8 @@ Modules: :mod:`~chorustic.training.config` (``paper`` / ``small`` / ``tiny`` pre
 :mod:`~chorustic.training.trainer` (loop, checkpoints, exact resume), :mod:`~chorustic.training.loss`
 (query cross-entropy), :mod:`~chorustic.training.validation` (the fixed 64-episode validation set),
 :mod:`~chorustic.training.init` (initialization from the released ChorusTIC or TabICL v1.1),
-:mod:`~chorustic.training.curves` (curve PNG), :mod:`~chorustic.training.rng` (RNG state capture).
+:mod:`~chorustic.training.curves` (curve PNG), :mod:`~chorustic.training.rng` (RNG state capture),
+:mod:`~chorustic.training.devices` (the GPU kinds and their peaks).
 """
 
 from chorustic.lazy_imports import lazy_getattr
