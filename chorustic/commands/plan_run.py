@@ -37,9 +37,9 @@ def _plan_run(args: argparse.Namespace) -> int:
 
     t0 = time.perf_counter()
     cfg = cc.load_config(args.config)
-    # this machine's GPUs are looked for (torch loaded) only where the bill needs their number or kind
-    gpus_given = args.gpus is not None and (args.gpu is not None or not (args.gpus or args.node_gpus))
-    here = this_machine(detect_gpus=not gpus_given)
+    # this machine's GPUs are looked for (torch loaded) only where the bill needs their number or their kind
+    needs_kind = args.gpu is None and bool(args.gpus or args.node_gpus)
+    here = this_machine(detect_gpus=args.gpus is None or needs_kind)
     machine = Machine(
         cores=args.cores or here.cores,
         gpus=here.gpus if args.gpus is None else args.gpus,

@@ -22,6 +22,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import importlib.util
 import inspect
@@ -167,20 +168,12 @@ def _code_text_of(raw: bytes) -> bytes:
     return b"".join(line for i, line in enumerate(lines, 1) if i not in drop)
 
 
-#: The digest of a Python file's code text by the digest of its bytes: the method runs of a configuration
-#: share most of their code files (the paper profile's 20 runs name 214 files, 47 distinct), and a file's
-#: text is parsed once per process, however often it is named.
-_CODE_DIGESTS: dict[bytes, str] = {}
-
-
-def _file_digest(f: Path) -> str:
-    if f.suffix != ".py":
-        return sha256_file(f)
-    raw = f.read_bytes()
-    key = hashlib.sha256(raw).digest()
-    if key not in _CODE_DIGESTS:
-        _CODE_DIGESTS[key] = hashlib.sha256(_code_text_of(raw)).hexdigest()
-    return _CODE_DIGESTS[key]
+@functools.cache
+def _code_text_digest(raw: bytes) -> str:
+    """The digest of :func:`code_text` of a file's bytes, kept for the process by the bytes: the method runs
+    of a configuration share most of their code files (the paper profile's 20 runs name 214 files, 47
+    distinct), and each text is parsed once, however often it is named."""
+    return hashlib.sha256(_code_text_of(raw)).hexdigest()
 
 
 def _code_sha256(files: list[Path]) -> str:
@@ -190,7 +183,8 @@ def _code_sha256(files: list[Path]) -> str:
             rel = f.relative_to(REPO_ROOT).as_posix()
         except ValueError:
             rel = f.name
-        h.update(rel.encode() + b"\0" + _file_digest(f).encode() + b"\n")
+        digest = _code_text_digest(f.read_bytes()) if f.suffix == ".py" else sha256_file(f)
+        h.update(rel.encode() + b"\0" + digest.encode() + b"\n")
     return h.hexdigest()
 
 
