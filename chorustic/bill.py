@@ -117,13 +117,9 @@ def this_machine(detect_gpus: bool = True) -> Machine:
 
 
 def _gpu_kind(name: str) -> str:
-    from chorustic.training.devices import DEVICE_PEAK_TFLOPS
+    from chorustic.training.devices import gpu_kind
 
-    low = name.lower().replace(" ", "")
-    for kind in sorted(DEVICE_PEAK_TFLOPS, key=len, reverse=True):
-        if kind.replace("-", "") in low.replace("-", ""):
-            return kind
-    return "h100"
+    return gpu_kind(name) or "h100"
 
 
 @dataclasses.dataclass
@@ -189,8 +185,24 @@ def _measured_gpu_rate(entry: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
+def _gpu_memory_note(plan: dict[str, Any], kind: str) -> str:
+    """What the plan's micro-batches need of one GPU of ``kind``: the largest that fits, or that none does."""
+    from chorustic.training.devices import DEVICE_MEMORY_GB
+
+    have = DEVICE_MEMORY_GB[kind]
+    fits = [c for c in plan.get("memory", {}).get("candidates", []) if c["estimated_peak_gb"] <= 0.9 * have]
+    if not plan.get("memory", {}).get("candidates"):
+        return ""
+    if not fits:
+        smallest = min(c["estimated_peak_gb"] for c in plan["memory"]["candidates"])
+        return f"; DOES NOT FIT one {kind} ({have:.0f} GB): the smallest micro-batch needs {smallest:.1f} GB"
+    best = max(fits, key=lambda c: c["micro_batch_size"])
+    return (f"; micro-batch {best['micro_batch_size']} fits one {kind}'s {have:.0f} GB "
+            f"({best['estimated_peak_gb']:.1f} GB estimated)")
+
+
 def _pretrain_seconds(entry: dict[str, Any], machine: Machine, gpus: int) -> tuple[float, str]:
-    from chorustic.training.devices import DEVICE_PEAK_TFLOPS
+    from chorustic.training.devices import DEVICE_PEAK_TFLOPS, gpu_kind
 
     plan = _pretrain_plan(entry)
     if plan is None:
@@ -199,13 +211,18 @@ def _pretrain_seconds(entry: dict[str, Any], machine: Machine, gpus: int) -> tup
     flops = plan["time"]["total_pflop"] * 1e15
     source = f"{plan['time']['total_pflop']:.0f} PFLOP ({plan['_file']})"
     if gpus and machine.gpus and (m := _measured_gpu_rate(entry)) is not None:
-        rate = m["achieved_tflops"] * 1e12 * gpus
-        return flops / rate, (f"{source} on {gpus} {machine.gpu} at {m['achieved_tflops']:.1f} TFLOP/s, measured on "
-                              f"one {m['device']} on {m['date']} ({100 * m['mfu']:.1f} % MFU; {m['_file']})")
+        # the measured rate on the measured GPU, scaled to the billed kind by their matmul peaks
+        measured_kind = gpu_kind(m["device"]) or "h100"
+        scale = DEVICE_PEAK_TFLOPS[machine.gpu] / DEVICE_PEAK_TFLOPS[measured_kind]
+        rate = m["achieved_tflops"] * scale * 1e12 * gpus
+        scaled = "" if scale == 1 else f" x {scale:.2f} ({machine.gpu}'s peak / {measured_kind}'s)"
+        return flops / rate, (f"{source} on {gpus} {machine.gpu} at {m['achieved_tflops']:.1f} TFLOP/s{scaled}, "
+                              f"measured on one {m['device']} on {m['date']} ({100 * m['mfu']:.1f} % MFU; "
+                              f"{m['_file']}){_gpu_memory_note(plan, machine.gpu)}")
     if gpus and machine.gpus:
         mfu = plan["time"]["mfu"]
-        rate = DEVICE_PEAK_TFLOPS.get(machine.gpu, DEVICE_PEAK_TFLOPS["h100"]) * 1e12 * mfu * gpus
-        return flops / rate, f"{source} on {gpus} {machine.gpu} at {mfu:.0%} MFU"
+        rate = DEVICE_PEAK_TFLOPS[machine.gpu] * 1e12 * mfu * gpus
+        return flops / rate, f"{source} on {gpus} {machine.gpu} at {mfu:.0%} MFU{_gpu_memory_note(plan, machine.gpu)}"
     cores = machine.cores
     rate = (CPU_TRAIN_GFLOPS[1] if cores == 1 else CPU_TRAIN_GFLOPS["per_core"] * cores) * 1e9
     return flops / rate, f"{source} on {cores} CPU core(s) at {rate / 1e9:.0f} GFLOP/s"

@@ -11,7 +11,6 @@ line, no traceback, see :mod:`chorustic.errors`).
 
 from __future__ import annotations
 
-import argparse
 import errno
 import importlib
 import pkgutil
@@ -20,10 +19,11 @@ import traceback
 
 import chorustic
 import chorustic.commands
+from chorustic.commands._vocabulary import Parser
 
 
-def build_parser() -> tuple[argparse.ArgumentParser, dict[str, str]]:
-    parser = argparse.ArgumentParser(
+def build_parser() -> tuple[Parser, dict[str, str]]:
+    parser = Parser(
         prog="chorustic",
         description="Benchmark and reproducibility harness for ChorusTIC (UCR-128 / UEA-30).",
     )

@@ -414,7 +414,7 @@ def test_unknown_name_never_reaches_the_network(server, tmp_path):
     assert server.requests() == []
     # a user error: exit status 2 (one message, nothing attempted)
     assert (
-        main(["download", "Beeef", "--data-dir", str(tmp_path), "--mirror", server.tsc, "--no-progress"]) == 2
+        main(["download", "--datasets", "Beeef", "--data-dir", str(tmp_path), "--mirror", server.tsc, "--no-progress"]) == 2
     )
     assert server.requests() == []
 
@@ -565,7 +565,7 @@ def test_download_command(server, tmp_path, capsys):
     assert rc == 1  # Meat is missing on the server
     assert (tmp_path / "Beef" / "Beef_TRAIN.ts").is_file() and (tmp_path / "GunPoint").is_dir()
     assert "Meat: FAILED" in out.err and "HTTP 404" in out.err and f"{server.tsc}/Meat.zip" in out.err
-    assert main(["download", "Beef", "--data-dir", str(tmp_path), "--offline", "--no-progress"]) == 0
+    assert main(["download", "--datasets", "Beef", "--data-dir", str(tmp_path), "--offline", "--no-progress"]) == 0
     assert main(["download", "--data-dir", str(tmp_path)]) == 2  # nothing asked
 
 

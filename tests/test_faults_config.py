@@ -225,7 +225,7 @@ def test_config_fault(f: ConfigFault, tmp_path, capsys, monkeypatch):
         path = tmp_path / "override.yaml"
         path.write_text(f.override if isinstance(f.override, str) else yaml.safe_dump(f.override))
         configs += ["--config", str(path)]
-    rc = main(["evaluate", "--method", f.method, "--dataset", f.dataset, *configs, *f.args])
+    rc = main(["evaluate", "--methods", f.method, "--datasets", f.dataset, *configs, *f.args])
     out = capsys.readouterr()
     text = out.out + out.err
     assert rc == f.exit, f"{f.id} {f.fault}: exit {rc}\n{text}"
@@ -241,7 +241,7 @@ def test_a_results_folder_that_cannot_be_written_is_one_line(tmp_path, capsys, m
     (tmp_path / "a_file").write_text("not a folder\n")
     override = tmp_path / "override.yaml"
     override.write_text(yaml.safe_dump({"paths": {"results_dir": str(tmp_path / "a_file" / "results")}}))
-    rc = main(["evaluate", "--method", "minirocket", "--dataset", "GunPoint", "--config", DEMO,
+    rc = main(["evaluate", "--methods", "minirocket", "--datasets", "GunPoint", "--config", DEMO,
                "--config", str(override)])
     err = capsys.readouterr().err
     assert rc == 1 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err

@@ -36,7 +36,7 @@ def test_readme_plugin_example_passes_the_full_contract(tmp_path, capsys):
     assert name == file, "the README checks the plugin it adds"
     (tmp_path / f"{file}.py").write_text(code[0])
 
-    rc = main(["check-method", name, "--plugin-dir", str(tmp_path)])
+    rc = main(["check-method", "--methods", name, "--plugin-dir", str(tmp_path)])
     out = capsys.readouterr().out
     assert rc == 0, out
     lines = [ln for ln in out.splitlines() if ln.startswith(("PASS", "FAIL", "SKIP"))]
@@ -76,7 +76,7 @@ def broken_plugin(tmp_path):
 
 
 def test_a_classifier_without_probabilities_fails_with_a_clear_line(broken_plugin, capsys):
-    rc = main(["check-method", "no_proba", "--plugin-dir", str(broken_plugin)])
+    rc = main(["check-method", "--methods", "no_proba", "--plugin-dir", str(broken_plugin)])
     out = capsys.readouterr().out
     assert rc == 1
     api = next(ln for ln in out.splitlines() if "estimator API" in ln)
@@ -86,10 +86,10 @@ def test_a_classifier_without_probabilities_fails_with_a_clear_line(broken_plugi
 
 
 def test_parameters_and_names_are_checked(broken_plugin, capsys):
-    rc = main(["check-method", "no_proba", "--plugin-dir", str(broken_plugin), "--param", "alpah=2"])
+    rc = main(["check-method", "--methods", "no_proba", "--plugin-dir", str(broken_plugin), "--param", "alpah=2"])
     out = capsys.readouterr().out
     assert rc == 1 and re.search(r"^FAIL  parameters: .*no parameter 'alpah'", out, re.M), out
-    assert main(["check-method", "nosuch", "--plugin-dir", str(broken_plugin)]) == 2
+    assert main(["check-method", "--methods", "nosuch", "--plugin-dir", str(broken_plugin)]) == 2
     assert "unknown method 'nosuch'" in capsys.readouterr().err
 
 
@@ -99,7 +99,7 @@ def test_fit_on_3d_input_is_reported_as_a_contract_failure(tmp_path, capsys):
     code = textwrap.dedent(BROKEN).replace("RidgeClassifier(alpha=alpha)", "LogisticRegression(C=alpha)")
     code = code.replace("import RidgeClassifier", "import LogisticRegression")
     (tmp_path / "no_proba.py").write_text(code)
-    assert main(["check-method", "no_proba", "--plugin-dir", str(tmp_path)]) == 1
+    assert main(["check-method", "--methods", "no_proba", "--plugin-dir", str(tmp_path)]) == 1
     out = capsys.readouterr().out
     fit = next(ln for ln in out.splitlines() if "fit returns self" in ln)
     assert fit.startswith("FAIL") and "(n, C, L)" in fit and "dim 3" in fit, fit
@@ -144,14 +144,14 @@ def test_scaled_scores_fail_the_contract_with_the_row_sum_and_the_tolerance(tmp_
     """Rows summing to 0.5 used to pass all 17 clauses (the base class rescaled them); the check now sees
     what ``_predict_proba`` returned and fails, naming the estimator, the row sum, the tolerance and the fix."""
     (tmp_path / "scaled.py").write_text(textwrap.dedent(SCALED))
-    assert main(["check-method", "scaled", "--plugin-dir", str(tmp_path)]) == 1
+    assert main(["check-method", "--methods", "scaled", "--plugin-dir", str(tmp_path)]) == 1
     out = capsys.readouterr().out
     line = next(ln for ln in out.splitlines() if re.match(r"(PASS|FAIL|SKIP)  probabilities\b", ln))
     assert line.startswith("FAIL"), out
     for part in ("ScaledEstimator._predict_proba", "sums to 0.5", "tolerance 0.0001", "softmax"):
         assert part in line, (part, line)
     # the same method returning its probabilities passes every clause
-    assert main(["check-method", "scaled", "--plugin-dir", str(tmp_path), "--param", "scale=1.0"]) == 0
+    assert main(["check-method", "--methods", "scaled", "--plugin-dir", str(tmp_path), "--param", "scale=1.0"]) == 0
     assert "FAIL" not in capsys.readouterr().out
 
 
@@ -294,7 +294,7 @@ def test_a_file_outside_the_plugin_folder_with_two_methods_checks_both(tmp_path,
     elsewhere = tmp_path / "drafts"
     elsewhere.mkdir()
     (elsewhere / "two.py").write_text(textwrap.dedent(TWO_METHODS))
-    rc = main(["check-method", str(elsewhere / "two.py"), "--plugin-dir", str(tmp_path / "baselines")])
+    rc = main(["check-method", "--methods", str(elsewhere / "two.py"), "--plugin-dir", str(tmp_path / "baselines")])
     out = capsys.readouterr().out
     assert rc == 1, out  # one of the two fails
     note = r"^note: .*two\.py is not in the plugin folder .*baselines.*CHORUSTIC_BASELINES"
@@ -305,17 +305,17 @@ def test_a_file_outside_the_plugin_folder_with_two_methods_checks_both(tmp_path,
 
 
 def test_a_plugin_path_that_is_missing_broken_or_registers_nothing_says_so(tmp_path, capsys):
-    assert main(["check-method", str(tmp_path / "nope.py")]) == 2
+    assert main(["check-method", "--methods", str(tmp_path / "nope.py")]) == 2
     assert "no plugin file" in capsys.readouterr().err
     (tmp_path / "empty.py").write_text("X = 1\n")
-    assert main(["check-method", str(tmp_path / "empty.py")]) == 1
+    assert main(["check-method", "--methods", str(tmp_path / "empty.py")]) == 1
     assert re.search(r"^FAIL  plugin file registers a method: .*empty\.py registers none; .*@register",
                      capsys.readouterr().out, re.M)
     (tmp_path / "broken.py").write_text("import no_such_package_xyz\n")
-    assert main(["check-method", str(tmp_path / "broken.py")]) == 1
+    assert main(["check-method", "--methods", str(tmp_path / "broken.py")]) == 1
     assert "FAIL  plugin file loads: broken.py: ModuleNotFoundError" in capsys.readouterr().out
     (tmp_path / "ok.py").write_text(textwrap.dedent(SCALED))
-    assert main(["check-method", str(tmp_path / "ok.py"), "--config", "x.yaml"]) == 2
+    assert main(["check-method", "--methods", str(tmp_path / "ok.py"), "--config", "x.yaml"]) == 2
     assert "--config selects a method run by its name" in capsys.readouterr().err
 
 
@@ -360,7 +360,7 @@ def test_a_method_that_changes_its_input_in_place_fails_the_contract(tmp_path, c
     """The harness hands a full training split as a view of the dataset's array (no copy): a fit that centres
     its X in place would change what every later context of the job reads. The check names fit and the fix."""
     (tmp_path / "in_place.py").write_text(textwrap.dedent(IN_PLACE))
-    assert main(["check-method", "in_place", "--plugin-dir", str(tmp_path)]) == 1
+    assert main(["check-method", "--methods", "in_place", "--plugin-dir", str(tmp_path)]) == 1
     out = capsys.readouterr().out
     line = next(ln for ln in out.splitlines() if "inputs left unchanged" in ln)
     assert line.startswith("FAIL") and "fit changed its input X in place" in line and "copy" in line, line

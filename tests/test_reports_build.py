@@ -203,7 +203,7 @@ def test_reproduction_check_is_part_of_the_report(built):
 def test_cli_is_reproducible_and_prunes_stale_files(built, tmp_path, capsys):
     root, _ = built
     out = tmp_path / "again"
-    assert main(["report", "--results", str(root / "results"), "--out", str(out)]) == 0
+    assert main(["report", "--results-dir", str(root / "results"), "--reports-dir", str(out)]) == 0
     assert "paper-table reproduction check: passed" in capsys.readouterr().out
     first = root / "reports"
     for rel in json.loads((first / MANIFEST_NAME).read_text())["files"]:
@@ -243,10 +243,10 @@ def test_cli_is_reproducible_and_prunes_stale_files(built, tmp_path, capsys):
 
 
 def test_cli_errors_are_clear(tmp_path, capsys):
-    assert main(["report", "--results", str(tmp_path), "--out", str(tmp_path / "r")]) == 2
+    assert main(["report", "--results-dir", str(tmp_path), "--reports-dir", str(tmp_path / "r")]) == 2
     assert "accuracies.csv not found" in capsys.readouterr().err
     (tmp_path / "accuracies.csv").write_text("method,accuracy\nx,0.5\n")
-    assert main(["report", "--results", str(tmp_path), "--out", str(tmp_path / "r")]) == 2
+    assert main(["report", "--results-dir", str(tmp_path), "--reports-dir", str(tmp_path / "r")]) == 2
     assert "missing column" in capsys.readouterr().err
 
 
@@ -255,7 +255,7 @@ def test_cli_paper_check_needs_no_results(tmp_path, capsys):
     from chorustic.paths import REPO_ROOT
     from chorustic.reports.paper import default_reference_dir
 
-    assert main(["report", "--paper-check", "--results", str(tmp_path), "--out", str(tmp_path / "r")]) == 0
+    assert main(["report", "--paper-check", "--results-dir", str(tmp_path), "--reports-dir", str(tmp_path / "r")]) == 0
     out = capsys.readouterr().out
     assert out.count("[ok]") == 5
     committed = REPO_ROOT / "reports" / "paper_check" / "reproduction"

@@ -135,7 +135,7 @@ def test_the_bill_adds_up_and_a_cluster_is_never_slower(paper):
 def test_plan_run_prints_the_bill_of_a_profile(tmp_path):
     out = tmp_path / "bill.json"
     proc = subprocess.run([sys.executable, "-m", "chorustic", "plan-run", "--config", "config/demo.yaml",
-                           "--cores", "2", "--gpus", "0", "--mem-gb", "8", "--nodes", "3", "--json", str(out)],
+                           "--cores", "2", "--gpus", "0", "--mem-gb", "8", "--nodes", "3", "--out", str(out)],
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     bill = json.loads(out.read_text())
@@ -254,3 +254,21 @@ def test_the_bill_counts_the_disk_a_run_fills_and_the_last_rules_read_it(paper):
     assert report.seconds == pytest.approx(JOB_START_S + FIXED_S["report"] + 2 * gb["results"] * 1e3 / RESULT_READ_MB_S)
     assert "reference results" in report.note
     assert "disk: about" in format_bill(make_bill(paper, ws))
+
+
+def test_the_gpu_kind_changes_the_bill(tmp_path):
+    """`plan-run --gpu KIND` bills pretraining at that kind's rate (the measured rate scaled by the matmul peaks)
+    and says which micro-batch fits its memory; an unknown kind is refused (tests/test_cli_vocabulary.py)."""
+    from chorustic.cli import main
+
+    hours, notes = {}, {}
+    for kind in ("h100", "a100", "v100"):
+        out = tmp_path / f"{kind}.json"
+        assert main(["plan-run", "--cores", "16", "--gpus", "1", "--gpu", kind, "--mem-gb", "128",
+                     "--out", str(out)]) == 0
+        bill = json.loads(out.read_text())
+        hours[kind] = bill["per_rule"]["pretrain"]["gpu_hours"]
+        notes[kind] = " ".join(n for n in bill["notes"] if "pretrain/chorustic:" in n)
+    assert hours["h100"] < hours["a100"] < hours["v100"]
+    assert hours["a100"] / hours["h100"] == pytest.approx(989.0 / 312.0, rel=1e-3)
+    assert "fits one v100's 32 GB" in notes["v100"] and "fits one h100's 80 GB" in notes["h100"]

@@ -247,7 +247,7 @@ def test_plan_measures_flops_and_memory_of_the_real_step(tmp_path, capsys):
     tcfg = tmp_path / "t.json"
     tcfg.write_text(json.dumps(tc.to_dict()))
     assert main(["pretrain", "--plan", "--model-config", str(mcfg), "--train-config", str(tcfg),
-                 "--memory-gb", "16", "--target-device", "a100"]) == 0
+                 "--memory-gb", "16", "--gpu", "a100"]) == 0
     printed = json.loads(capsys.readouterr().out)
     assert printed["time"]["peak_tflops"] == 312.0 and printed["memory"]["budget_gb"] == 16
 

@@ -163,11 +163,11 @@ def test_pretrain_cli_with_ablations_then_resume(tmp_path, capsys):
     assert info["model_config"]["use_channel_axis_attention"] is False
     assert info["model_config"]["col_embedding_mode"] == "linear"
     assert info["train_config"]["prior"]["cross_channel_rules"] is False
-    assert main(["pretrain", "--out", str(out), "--resume", "--steps", "3", "--no-progress"]) == 0
+    assert main(["pretrain", "--out-dir", str(out), "--resume", "--steps", "3", "--no-progress"]) == 0
     assert json.loads((out / "summary.json").read_text())["step"] == 3
     assert main(args) == 2  # refuses to overwrite an existing run
     assert "already holds a training run" in capsys.readouterr().err
-    assert main(["pretrain", "--out", str(tmp_path / "none"), "--resume"]) == 2
+    assert main(["pretrain", "--out-dir", str(tmp_path / "none"), "--resume"]) == 2
     # --auto-resume: continues the same run (to the new step count), refuses different settings
     base = ["pretrain", "--model-config", str(mcfg), "--train-config", str(tcfg), "--no-progress", "--auto-resume"]
     auto = tmp_path / "auto"

@@ -1,10 +1,10 @@
 """``chorustic datasets``, ``chorustic download`` and ``chorustic preprocess``.
 
 * ``chorustic datasets [--archive UCR|UEA] [--format table|csv]``: the registry.
-* ``chorustic download [NAMES...] [--archive UCR|UEA|all] [--data-dir DIR] [--offline] [--mirror URL]``:
+* ``chorustic download [--datasets NAME ...] [--archive UCR|UEA|all] [--data-dir DIR] [--offline]``:
   provide datasets (local copy -> aeon wheel -> download), verified against the lock file.
-* ``chorustic preprocess NAME... --data-dir DIR --cache-dir DIR``: load, preprocess (App. C.2) and
-  cache; ``--json PATH`` writes a summary (the DAG's preprocess rule output).
+* ``chorustic preprocess --datasets NAME ... [--data-dir DIR] [--cache-dir DIR]``: load, preprocess
+  (App. C.2) and cache; ``--out FILE`` writes a summary (the DAG's preprocess rule output).
 
 One failing dataset never stops the others; the exit status is 1 if any failed.
 """
@@ -18,17 +18,13 @@ import sys
 import time
 from pathlib import Path
 
+from chorustic.commands._vocabulary import add_deprecated, add_list, add_out, add_path, path_of
+
 __all__ = ["register"]
 
 
 def _add_provider_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--data-dir",
-        type=Path,
-        default=None,
-        help="folder of the datasets in the official <Name>/<Name>_{TRAIN,TEST}.ts layout "
-        "(default: $CHORUSTIC_DATA_DIR or ./data)",
-    )
+    add_path(p, "--data-dir")
     p.add_argument(
         "--offline", action="store_true", help="never download; use local copies and the aeon wheel"
     )
@@ -113,7 +109,7 @@ def _logging() -> None:
 def _cmd_standin(args: argparse.Namespace) -> int:
     from chorustic.data.standin import standin_spec, write_standin
 
-    for name in args.names:
+    for name in args.datasets:
         spec = standin_spec(name, series_fraction=args.series_fraction, n_channels=args.channels,
                             length=args.length, seed=args.seed)
         try:
@@ -179,11 +175,12 @@ def _cmd_download(args: argparse.Namespace) -> int:
     from chorustic.data.errors import DataError, PartialDownloadError
 
     _logging()
-    if not args.names and not args.archive:
-        print("chorustic download: give dataset NAMES and/or --archive UCR|UEA|all", file=sys.stderr)
+    names = args.datasets or []
+    if not names and not args.archive:
+        print("chorustic download: give --datasets NAME [NAME ...] and/or --archive UCR|UEA|all", file=sys.stderr)
         return 2
     kw = _provider_kwargs(args)
-    data_dir = args.data_dir or default_data_dir()
+    data_dir = default_data_dir(args.data_dir)
     ok: dict[str, Path] = {}
     failed: dict[str, str] = {}
     archives = {"all": ["UCR", "UEA"], None: []}.get(args.archive, [args.archive])
@@ -196,11 +193,11 @@ def _cmd_download(args: argparse.Namespace) -> int:
             failed.update({n: str(e) for n, e in exc.failures.items()})
         except DataError as exc:
             failed[archive] = str(exc)
-    _check_names(args.names, data_dir)
-    if args.record and len(args.names) != 1:
+    _check_names(names, data_dir)
+    if args.record and len(names) != 1:
         print("chorustic download: --record needs exactly one dataset name", file=sys.stderr)
         return 2
-    for name in args.names:
+    for name in names:
         if name in ok:
             continue
         t = time.perf_counter()
@@ -216,7 +213,7 @@ def _cmd_download(args: argparse.Namespace) -> int:
         print(f"{len(ok)} datasets ready in {data_dir}")
     if failed:
         for n, msg in failed.items():
-            if n not in args.names:  # per-name failures were printed as they happened
+            if n not in names:  # per-name failures were printed as they happened
                 print(f"{n}: FAILED: {msg}", file=sys.stderr)
         print(f"\n{len(failed)} failed: {', '.join(failed)}", file=sys.stderr)
         return 1
@@ -252,17 +249,18 @@ def _cmd_preprocess(args: argparse.Namespace) -> int:
 
     _logging()
     kw = _provider_kwargs(args)
-    data_dir = args.data_dir or default_data_dir()
+    data_dir = default_data_dir(args.data_dir)
+    cache_dir = path_of(args, "cache_dir")
     report: dict[str, dict] = {}
     failed: dict[str, str] = {}
-    _check_names(args.names, data_dir)
-    for name in args.names:
+    _check_names(args.datasets, data_dir)
+    for name in args.datasets:
         t = time.perf_counter()
         try:
             ds = load_dataset(
                 name,
                 data_dir,
-                cache_dir=args.cache_dir,
+                cache_dir=cache_dir,
                 length=args.length,
                 label_order=args.label_order,
                 allow_modified=args.allow_modified_data,
@@ -290,8 +288,8 @@ def _cmd_preprocess(args: argparse.Namespace) -> int:
         }
         for m in ds.modifications:
             print(f"{name}: modified data (allowed, recorded): {m}", file=sys.stderr)
-    if args.json and not failed:
-        atomic_write_json(args.json, {"datasets": report})
+    if args.out and not failed:
+        atomic_write_json(args.out, {"datasets": report})
     if failed:
         print(f"\n{len(failed)} failed: {', '.join(failed)}", file=sys.stderr)
         return 1
@@ -315,7 +313,7 @@ def register(subparsers) -> None:
         description="Provide datasets in the official layout: local copy -> aeon wheel "
         "-> download; every file pinned by SHA-256 in the data lock file.",
     )
-    p.add_argument("names", nargs="*", metavar="NAME", help="dataset names (see `chorustic datasets`)")
+    add_list(p, "--datasets", positional="NAME")
     p.add_argument(
         "--archive",
         choices=["UCR", "UEA", "all"],
@@ -339,8 +337,8 @@ def register(subparsers) -> None:
         description="Read the .ts files, replace NaN by 0, resample to length 512 "
         "(linear, align_corners=False), encode labels; cache as .npz.",
     )
-    p.add_argument("names", nargs="+", metavar="NAME", help="dataset names (see `chorustic datasets`)")
-    p.add_argument("--cache-dir", type=Path, required=True, help="folder of the .npz cache")
+    add_list(p, "--datasets", required=True, positional="NAME")
+    add_path(p, "--cache-dir")
     p.add_argument("--length", type=int, default=512, help="model length L0 (default 512)")
     p.add_argument(
         "--label-order",
@@ -348,9 +346,8 @@ def register(subparsers) -> None:
         default="sorted",
         help="class order: numeric/sorted (default) or the @classLabel header order",
     )
-    p.add_argument(
-        "--json", type=Path, default=None, help="write a JSON summary here (only if all succeeded)"
-    )
+    add_out(p, "write a JSON summary of the datasets to this file (only if all succeeded)")
+    add_deprecated(p, "--json", "--out")
     p.add_argument(
         "--allow-modified-data",
         action="store_true",
@@ -368,9 +365,9 @@ def register(subparsers) -> None:
         "maximum), marked as a stand-in in every result made from them (`chorustic aggregate` never counts "
         "those). Point a configuration's paths.data_dir at the folder to run jobs on them.",
     )
-    p.add_argument("names", nargs="+", metavar="NAME", help="dataset names (see `chorustic datasets`)")
-    p.add_argument("--data-dir", type=Path, required=True,
-                   help="the stand-ins' own folder (never a folder with real data: refused)")
+    add_list(p, "--datasets", required=True, positional="NAME")
+    p.add_argument("--data-dir", type=Path, required=True, metavar="DIR",
+                   help="the stand-ins' own folder (never a folder with real data: refused; no default)")
     p.add_argument("--series-fraction", type=float, default=1.0,
                    help="scale the training and test sizes (each class keeps a series; default 1: the real shape)")
     p.add_argument("--channels", type=int, default=None, help="replace the number of channels")

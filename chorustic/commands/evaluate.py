@@ -7,38 +7,42 @@ import json
 import sys
 from pathlib import Path
 
+from chorustic.commands._vocabulary import add_config, add_list, add_out, add_path, path_of
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("contexts", help="write every protocol's context indices for datasets",
-                       description="Build results/contexts/<dataset>.json (paper Sec. 4.1 protocols).")
-    p.add_argument("datasets", nargs="+", metavar="DATASET", help="dataset names (see `chorustic datasets`)")
-    p.add_argument("--data-dir", default="data/raw", help="archive files in the official layout (default: data/raw)")
-    p.add_argument("--cache-dir", default="data/cache", help="preprocessed-array cache (default: data/cache)")
-    p.add_argument("--protocols", default=None,
-                   help="protocol settings as JSON (default: the paper's: full; 5/10 shots x seeds 0-4; 20-60%%)")
-    p.add_argument("--out", default=None, help="output file (one dataset) ")
-    p.add_argument("--results-dir", default="results", help="write <results-dir>/contexts/<dataset>.json")
+                       description="Write <results-dir>/contexts/<dataset>.json: the context (training) indices of "
+                                   "every protocol and seed the configuration's `protocols` settings produce "
+                                   "(paper Sec. 4.1; default: the paper's: full, 5/10 shots x seeds 0-4, 20-60 %).")
+    add_list(p, "--datasets", required=True, positional="DATASET")
+    add_config(p)
+    add_path(p, "--data-dir", config=True)
+    add_path(p, "--cache-dir", config=True)
+    add_path(p, "--results-dir", config=True)
+    add_out(p, "write this file instead of <results-dir>/contexts/<dataset>.json (one dataset)")
+    p.add_argument("--protocols", default=None, help=argparse.SUPPRESS)  # deprecated: settings as JSON
     p.add_argument("--offline", action="store_true", default=True,
                    help="never download (always on: contexts read the datasets `chorustic download` provided)")
-    p.add_argument("--lock-file", default=None, help="data lock file (default: <data-dir>/chorustic-data.lock.json)")
+    p.add_argument("--lock-file", default=None, metavar="FILE",
+                   help="data lock file (default: the config's data.lock_file, else <data-dir>/chorustic-data.lock.json)")
     p.add_argument("--allow-modified-data", action="store_true",
-                   help="accept files that differ from the archive's published sizes (recorded)")
+                   help="accept files that differ from the archive's published sizes (recorded; default: the "
+                        "config's data.allow_modified)")
     p.set_defaults(func=_contexts)
 
     p = sub.add_parser("evaluate", help="evaluate one method run on datasets under every protocol context",
                        description="Run a method run of the configuration on datasets (what the workflow's "
                                    "evaluate rule runs); writes tsml prediction files and "
                                    "results/runs/<method>/<dataset>.json. Exit status 1 if a run failed.")
-    p.add_argument("--method", required=True, help="method run name (a key of `methods` in the config)")
-    p.add_argument("--dataset", required=True, action="append", help="dataset name (repeatable)")
-    p.add_argument("--config", action="append", default=[], metavar="YAML",
-                   help="config file merged over config/config.yaml (repeatable), e.g. config/demo.yaml")
-    p.add_argument("--contexts", default=None, metavar="JSON",
-                   help="the dataset's context file (default: <results_dir>/contexts/<dataset>.json, written "
+    add_list(p, "--methods", required=True, legacy=("--method",),
+             help="method run names (keys of `methods` in the configuration)")
+    add_list(p, "--datasets", required=True, legacy=("--dataset",))
+    add_config(p)
+    p.add_argument("--contexts", default=None, metavar="FILE",
+                   help="the dataset's context file (default: <results-dir>/contexts/<dataset>.json, written "
                         "when missing; one dataset only)")
-    p.add_argument("--protocols", default=None,
-                   help="comma-separated protocol ids to run, of those the configuration produces for the "
-                        "method run (default: all of them), e.g. full,fixed5")
+    add_list(p, "--protocols")
     p.add_argument("--threads", type=int, default=1, help="CPU threads of the job (default: 1)")
     p.add_argument("--no-isolation", action="store_true",
                    help="run in this process (no worker, no limits), as `evaluation.isolate: false` does")
@@ -60,28 +64,35 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "run) into one table, after checking each prediction file against its recorded "
                                    "SHA-256; with --config, runs made with other parameters or method code are "
                                    "marked stale. Exit status 1 if any run failed or was damaged.")
-    p.add_argument("--results-dir", default=None,
-                   help="folder with runs/<method>/<dataset>.json (default: the config's paths.results_dir)")
-    p.add_argument("--out", default=None, help="default: <results-dir>/accuracies.csv")
-    p.add_argument("--config", action="append", default=[], metavar="YAML",
-                   help="the configuration whose jobs to collect (merged over config/config.yaml; repeatable)")
+    add_path(p, "--results-dir", config=True)
+    add_out(p, "the table to write (default: <results-dir>/accuracies.csv)")
+    add_config(p, help="the configuration whose jobs to collect (merged over config/config.yaml; repeatable); "
+                       "without it every run found is collected")
     p.set_defaults(func=_aggregate)
 
 
 def _contexts(args: argparse.Namespace) -> int:
+    from chorustic import config as cc
     from chorustic.data import load_dataset
-    from chorustic.protocols.contexts import DEFAULT_PROTOCOLS, build_contexts, write_contexts
+    from chorustic.protocols.contexts import build_contexts, write_contexts
 
-    protocols = json.loads(args.protocols) if args.protocols else DEFAULT_PROTOCOLS
+    cfg = cc.load_config(args.config)
+    protocols = cfg["protocols"]
+    if args.protocols is not None:  # the old spelling: the settings as JSON
+        print("chorustic contexts: note: --protocols JSON is deprecated: write the settings under `protocols:` "
+              "in a configuration file and pass --config FILE", file=sys.stderr)
+        protocols = json.loads(args.protocols)
     if args.out and len(args.datasets) != 1:
         print("chorustic contexts: --out needs exactly one dataset", file=sys.stderr)
         return 2
+    data_dir, cache_dir = path_of(args, "data_dir", cfg), path_of(args, "cache_dir", cfg)
     for name in args.datasets:
-        ds = load_dataset(name, args.data_dir, cache_dir=args.cache_dir, offline=args.offline,
-                          lock=args.lock_file or True, allow_modified=args.allow_modified_data)
+        ds = load_dataset(name, data_dir, cache_dir=cache_dir, offline=args.offline,
+                          lock=args.lock_file or cc.lock_file(cfg) or True,
+                          allow_modified=args.allow_modified_data or cc.allow_modified_data(cfg, name))
         doc = build_contexts(ds.y_train, dataset=ds.name, archive=ds.archive, protocols=protocols,
                              class_labels=ds.classes)
-        out = Path(args.out) if args.out else Path(args.results_dir) / "contexts" / f"{ds.name}.json"
+        out = Path(args.out) if args.out else path_of(args, "results_dir", cfg) / "contexts" / f"{ds.name}.json"
         write_contexts(out, doc)
         status = {}
         for c in doc["contexts"]:
@@ -92,43 +103,59 @@ def _contexts(args: argparse.Namespace) -> int:
 
 def _evaluate(args: argparse.Namespace) -> int:
     from chorustic import config as cc
-    from chorustic.evaluation.integrity import run_fingerprint
-    from chorustic.evaluation.job import JobFailed, JobSpec, failed_runs_message
-    from chorustic.evaluation.supervisor import JobInterrupted, run_evaluation
     from chorustic.methods import discover
-    from chorustic.resources import evaluation_limits, job_memory_problem
+    from chorustic.resources import job_memory_problem
 
     cfg = cc.load_config(args.config)
-    entry = cc.method_entry(cfg, args.method)  # an unknown run name: ConfigError with the closest names
-    for dataset in args.dataset:
+    for method in args.methods:
+        cc.method_entry(cfg, method)  # an unknown run name: ConfigError with the closest names
+    for dataset in args.datasets:
         cc.dataset_archive(dataset)  # an unknown dataset: UnknownDatasetError with the closest names
-    if args.contexts and len(args.dataset) != 1:
-        print("chorustic evaluate: --contexts needs exactly one --dataset", file=sys.stderr)
+    if args.contexts and len(args.datasets) != 1:
+        print("chorustic evaluate: --contexts needs exactly one dataset", file=sys.stderr)
         return 2
-    # an id the run does not evaluate (fixed7, ful) is an error naming the known ones, before anything is written
-    protocols = cc.run_protocols(cfg, args.method, None if args.protocols is None else
-                                 [p.strip() for p in args.protocols.split(",") if p.strip()])
+    # an id a run does not evaluate (fixed7, ful) is an error naming the known ones, before anything is written
+    protocols = {m: cc.run_protocols(cfg, m, args.protocols) for m in args.methods}
     if args.mem_mb is not None and job_memory_problem(args.mem_mb, "--mem-mb"):
         raise cc.ConfigError(job_memory_problem(args.mem_mb, "--mem-mb"))
-    # by hand (no --mem-mb) the run's own setting still holds; the workflow passes the job's mem_mb
-    mem_mb = args.mem_mb if args.mem_mb is not None else entry["resources"].get("mem_mb")
-    limits = evaluation_limits(cfg, args.method, job_mem_mb=mem_mb, time_limit_min=args.runtime,
-                               cluster_runtime_min=args.cluster_runtime)
     if len(args.config) != 1 or cc.read_config_record(args.config[0]) is None:
         # by hand: the profile's method runs (plugin names, parameters, display names), as the workflow
         # checks them when it starts (a workflow job reads the record of that check: no second one)
         cc.check_methods(cfg, discover())
+    failures = 0
+    for method in args.methods:
+        code = _evaluate_method(args, cfg, method, protocols[method])
+        if code == 130:
+            return code
+        failures += code
+    return 1 if failures else 0
+
+
+def _evaluate_method(args: argparse.Namespace, cfg: dict, method: str, protocols: list[str]) -> int:
+    """One method run on every dataset of ``args``: 0, 1 when a job or a run failed, 130 when stopped."""
+    from chorustic import config as cc
+    from chorustic.evaluation.integrity import run_fingerprint
+    from chorustic.evaluation.job import JobFailed, JobSpec, failed_runs_message
+    from chorustic.evaluation.supervisor import JobInterrupted, run_evaluation
+    from chorustic.methods import discover
+    from chorustic.resources import evaluation_limits
+
+    entry = cc.method_entry(cfg, method)
+    # by hand (no --mem-mb) the run's own setting still holds; the workflow passes the job's mem_mb
+    mem_mb = args.mem_mb if args.mem_mb is not None else entry["resources"].get("mem_mb")
+    limits = evaluation_limits(cfg, method, job_mem_mb=mem_mb, time_limit_min=args.runtime,
+                               cluster_runtime_min=args.cluster_runtime)
     disc = discover(only=entry["plugin"])
-    broken = cc.check_methods({**cfg, "evaluate": [args.method]}, disc)  # its plugin and parameters
-    fingerprint = run_fingerprint(cfg, args.method, disc)
+    broken = cc.check_methods({**cfg, "evaluate": [method]}, disc)  # its plugin and parameters
+    fingerprint = run_fingerprint(cfg, method, disc)
     evaluation = {**cfg["evaluation"], **({"isolate": False} if args.no_isolation else {})}
     failures = 0
-    for dataset in args.dataset:
+    for dataset in args.datasets:
         ctx_file = Path(args.contexts or Path(cfg["paths"]["results_dir"]) / "contexts" / f"{dataset}.json")
         if not ctx_file.exists():
             _write_contexts(cfg, dataset, ctx_file)
         _check_contexts_cover(cfg, protocols, ctx_file)
-        spec = JobSpec.from_config(cfg, args.method, dataset, contexts_file=ctx_file, n_jobs=args.threads,
+        spec = JobSpec.from_config(cfg, method, dataset, contexts_file=ctx_file, n_jobs=args.threads,
                                    fingerprint=fingerprint)
         spec.protocols = protocols
         try:
@@ -142,14 +169,14 @@ def _evaluate(args: argparse.Namespace) -> int:
             return 130
         for run in manifest["runs"]:
             acc = f"{run['accuracy']:.4f}" if run.get("accuracy") is not None else "-"
-            print(f"{args.method}\t{dataset}\t{run['protocol']}\tseed {run['seed']}\t{run['status']}\t{acc}"
+            print(f"{method}\t{dataset}\t{run['protocol']}\tseed {run['seed']}\t{run['status']}\t{acc}"
                   + (f"\t{run['error']}" if run.get("error") else ""), flush=True)
         message = failed_runs_message(manifest, spec.results_dir)
         if message:
             failures += 1
             print(f"FAILED: {message}", file=sys.stderr)
     if broken:
-        print(f"chorustic evaluate: {broken[args.method]}", file=sys.stderr)
+        print(f"chorustic evaluate: {broken[method]}", file=sys.stderr)
     return 1 if failures else 0
 
 
@@ -198,7 +225,7 @@ def _aggregate(args: argparse.Namespace) -> int:
     from chorustic.methods import discover
 
     cfg = cc.load_config(args.config)
-    results_dir = args.results_dir or cfg["paths"]["results_dir"]
+    results_dir = path_of(args, "results_dir", cfg)
     disc = discover()
     # With --config: every job that configuration expects (a missing or unreadable one is listed as failed)
     # and the current fingerprints (results made with other parameters or code are stale); without: every

@@ -30,6 +30,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from chorustic.commands._vocabulary import add_config, add_list
+from chorustic.errors import did_you_mean
+
 COLUMNS = [
     "name",
     "plugin",
@@ -53,16 +56,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "methods",
         help="list the methods (plugins in baselines/), their metadata and readiness",
-        description=__doc__.split("\n\n")[1] if __doc__ else None,
+        description="List every method plugin with its metadata, the resources of its jobs (threads, GPUs, memory "
+        "and time ceilings: a job asks for what its dataset needs) and its readiness: ready, reported (the paper's "
+        "numbers, not re-run), or not ready with what is missing and how to fix it; then the plugin files that "
+        "failed to load. With --config: the method runs of that configuration, with their parameters.\n\n"
+        "Exit status 0 even when methods are not ready, 1 if a plugin file is broken.",
     )
     p.add_argument("--format", choices=["table", "csv"], default="table", help="output format (default: table)")
-    p.add_argument(
-        "--config",
-        action="append",
-        default=[],
-        metavar="YAML",
-        help="list the method runs of this config (merged over config/config.yaml; repeatable)",
-    )
+    add_config(p, help="list the method runs of this configuration instead (merged over config/config.yaml; "
+                       "repeatable)")
     p.add_argument(
         "--plugin-dir", default=None, help="plugin folder (default: $CHORUSTIC_BASELINES or baselines/)"
     )
@@ -75,14 +77,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Download into the Hugging Face cache and verify the files each method needs; "
         "clone authors' checkouts. Without METHOD: every method the configuration evaluates.",
     )
-    p.add_argument("methods", nargs="*", metavar="METHOD", help="method run names or plugin names")
-    p.add_argument(
-        "--config",
-        action="append",
-        default=[],
-        metavar="YAML",
-        help="config file merged over config/config.yaml (repeatable)",
-    )
+    add_list(p, "--methods", positional="METHOD",
+             help="method run names of the configuration, or plugin names (default: every method run the "
+                  "configuration evaluates)")
+    add_config(p)
     p.add_argument(
         "--plugin-dir", default=None, help="plugin folder (default: $CHORUSTIC_BASELINES or baselines/)"
     )
@@ -99,20 +97,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         "NAME is a plugin or method run name, or the path of a plugin file (e.g. baselines/my_method.py). "
         "Exit status 0 when every clause passes, 1 otherwise.",
     )
-    p.add_argument(
-        "name",
-        metavar="NAME|FILE",
-        help="plugin name (baselines/<NAME>.py), method run name of the config, or the path of a plugin file "
-        "(every method it registers is checked)",
-    )
-    p.add_argument(
-        "--config",
-        action="append",
-        default=[],
-        metavar="YAML",
-        help="config whose method run NAME (with its parameters) is checked (merged over config/config.yaml; "
-        "repeatable)",
-    )
+    add_list(p, "--methods", required=True, positional="NAME|FILE",
+             help="plugin names (baselines/<NAME>.py), method run names of the configuration, or paths of plugin "
+                  "files (every method a file registers is checked)")
+    add_config(p, help="configuration whose method runs (with their parameters) are checked (merged over "
+                       "config/config.yaml; repeatable)")
     p.add_argument(
         "--param",
         action="append",
@@ -293,8 +282,10 @@ def _fetch(args: argparse.Namespace) -> int:
             elif name in discovery.methods:
                 runs.append({"name": name, "plugin": name, "params": {}})
             else:
+                known = sorted({*discovery.methods, *cfg_runs})
                 print(
-                    f"chorustic fetch-weights: unknown method {name!r}; known: {', '.join(sorted(discovery.methods))}",
+                    f"chorustic fetch-weights: unknown method {name!r}.{did_you_mean(name, known)} Known: "
+                    f"{', '.join(known)}",
                     file=sys.stderr,
                 )
                 return 2
@@ -414,12 +405,21 @@ def _check_file(args: argparse.Namespace) -> int:
 
 
 def _check_method(args: argparse.Namespace) -> int:
+    """Every NAME|FILE of ``--methods`` in turn; the exit status is the worst of theirs."""
+    codes = [_check_one(argparse.Namespace(**{**vars(args), "name": name})) for name in args.methods]
+    if len(codes) > 1:
+        print("; ".join(f"{n}: {'ok' if c == 0 else 'FAILED'}" for n, c in zip(args.methods, codes)))
+    return max(codes)
+
+
+def _check_one(args: argparse.Namespace) -> int:
     from chorustic.methods import discover
 
     if _is_plugin_path(args.name):
         return _check_file(args)
     discovery = discover(args.plugin_dir)
     params: dict[str, Any] = {}
+    runs: dict[str, Any] = {}
     plugin = args.name
     source = "plugin defaults"
     if args.config or args.name not in discovery.methods:
@@ -444,9 +444,10 @@ def _check_method(args: argparse.Namespace) -> int:
             last = discovery.broken[broken[0]].strip().splitlines()[-1]
             print(f"FAIL  plugin file loads: {broken[0]}: {last}")
             return 1
+        known = sorted({*discovery.methods, *runs})
         print(
-            f"chorustic check-method: unknown method {args.name!r}; plugins: {', '.join(sorted(discovery.methods))} "
-            "(or give the path of a plugin file)",
+            f"chorustic check-method: unknown method {args.name!r}.{did_you_mean(args.name, known)} Plugins: "
+            f"{', '.join(sorted(discovery.methods))} (or give the path of a plugin file)",
             file=sys.stderr,
         )
         return 2

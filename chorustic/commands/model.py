@@ -6,6 +6,8 @@ import argparse
 import json
 import sys
 
+from chorustic.commands._vocabulary import add_out
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -25,9 +27,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     c = sub.add_parser(
         "checkpoint-convert",
         help="convert a released-format ChorusTIC checkpoint into this project's .safetensors format",
+        description="Read a checkpoint in the authors' released format (ChorusTIC.ckpt with its "
+                    "model_hparams_latest.json, a path or an hf://OWNER/REPO/FILE spec) and write the same weights "
+                    "and configuration as one .safetensors file, the format every other command reads.",
     )
     c.add_argument("checkpoint", help="path or hf:// spec of the released-format checkpoint")
-    c.add_argument("output", help="output .safetensors file")
+    add_out(c, "the .safetensors file to write")
+    c.add_argument("output", nargs="?", default=None, help=argparse.SUPPRESS)  # deprecated: positional output
     c.add_argument("--hparams-json", default=None,
                    help="model_hparams_latest.json of the checkpoint (default: looked up next to the checkpoint)")
     c.set_defaults(func=_convert)
@@ -79,6 +85,14 @@ def _info(args: argparse.Namespace) -> int:
 
 
 def _convert(args: argparse.Namespace) -> int:
+    out = args.out or args.output
+    if args.output and not args.out:
+        print(f"chorustic checkpoint-convert: note: the output file without --out is deprecated: write --out {out}",
+              file=sys.stderr)
+    if not out:
+        print("chorustic checkpoint-convert: give the file to write: --out FILE. `chorustic checkpoint-convert "
+              "--help` lists the options", file=sys.stderr)
+        return 2
     from chorustic.model import CheckpointError, CheckpointNotFoundError, save_checkpoint
 
     try:
@@ -87,6 +101,6 @@ def _convert(args: argparse.Namespace) -> int:
         print(f"chorustic checkpoint-convert: {exc}", file=sys.stderr)
         return 1
     prov = {"converted_from": str(args.checkpoint), "source_provenance": model.provenance}
-    path = save_checkpoint(args.output, model, provenance=prov)
+    path = save_checkpoint(out, model, provenance=prov)
     print(f"wrote {path}")
     return 0

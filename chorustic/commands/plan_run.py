@@ -5,6 +5,21 @@ from __future__ import annotations
 import argparse
 import time
 
+from chorustic.commands._vocabulary import add_deprecated, add_out, suggest
+from chorustic.training.devices import DEVICE_PEAK_TFLOPS
+
+
+def _gpu_kind(text: str) -> str:
+    """A GPU kind the bill knows, or one line saying which ones it knows (``--gpu 1``: the number is --gpus)."""
+    kind = text.strip().lower()
+    if kind in DEVICE_PEAK_TFLOPS:
+        return kind
+    if kind.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is a number: the number of GPUs is --gpus {text}; --gpu is "
+                                         f"their kind ({', '.join(sorted(DEVICE_PEAK_TFLOPS))})")
+    raise argparse.ArgumentTypeError(f"unknown GPU kind {text!r}{suggest(kind, sorted(DEVICE_PEAK_TFLOPS), quote=chr(39))}; "
+                                     f"the bill knows: {', '.join(sorted(DEVICE_PEAK_TFLOPS))}")
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -17,8 +32,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="config file merged over config/config.yaml (repeatable), e.g. config/demo.yaml")
     p.add_argument("--cores", type=int, default=None, help="cores of the machine billed (default: this one's)")
     p.add_argument("--gpus", type=int, default=None, help="GPUs of the machine billed (default: this one's)")
-    p.add_argument("--gpu", default=None,
-                   help="the GPUs' kind, e.g. h100, a100, v100 (default: this machine's, else h100)")
+    p.add_argument("--gpu", default=None, type=_gpu_kind, metavar="KIND",
+                   help=f"the GPUs' kind: {', '.join(sorted(DEVICE_PEAK_TFLOPS))}; it sets the pretraining's FLOP "
+                        "rate and which micro-batch fits (default: this machine's, else h100)")
     p.add_argument("--mem-gb", type=float, default=None, help="memory of the machine billed (default: this one's)")
     p.add_argument("--nodes", type=int, default=0, help="also bill a cluster of this many nodes")
     p.add_argument("--node-cores", type=int, default=None, help="cores per cluster node (default: --cores)")
@@ -26,7 +42,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--node-mem-gb", type=float, default=None, help="memory per cluster node (default: --mem-gb)")
     p.add_argument("--bandwidth-mb-s", type=float, default=10.0,
                    help="download speed from the archives' servers, MB/s (default: 10)")
-    p.add_argument("--json", default=None, metavar="FILE", help="also write the bill as JSON")
+    add_out(p, "also write the bill as JSON to this file")
+    add_deprecated(p, "--json", "--out")
     p.set_defaults(func=_plan_run)
 
 
@@ -58,6 +75,6 @@ def _plan_run(args: argparse.Namespace) -> int:
     print(format_bill(bill))
     print(f"(planned in {bill['plan_seconds']} s; estimates from the methods' cost models, see `chorustic "
           "plan-run --help` and chorustic/bill.py)")
-    if args.json:
-        write_json(bill, args.json)
+    if args.out:
+        write_json(bill, args.out)
     return 0

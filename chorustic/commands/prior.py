@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
+
+from chorustic.commands._vocabulary import add_deprecated, add_out_dir
+from chorustic.errors import did_you_mean
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -15,14 +19,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "prototype, then a few instances), backgrounds.png (the six background families) and "
                     "difficulty.png (easy vs hard episodes).",
     )
-    p.add_argument("--out", type=Path, default=Path("reports/prior_gallery"), help="output folder")
+    add_out_dir(p, "folder of the PNG files", default="reports/prior_gallery")
+    add_deprecated(p, "--out", "--out-dir", type=Path)
     p.add_argument("--seed", type=int, default=0, help="random seed of the sampled episodes (default: 0)")
-    p.add_argument("--rules", nargs="*", default=None, help="only these rule families")
+    p.add_argument("--rules", nargs="+", default=None, metavar="RULE",
+                   help="only these rule families (default: all ten)")
     p.set_defaults(func=_gallery)
 
     s = subparsers.add_parser(
         "prior-sample",
         help="sample episodes from the prior and print their configuration (omega) as JSON lines",
+        description="Sample episodes from the synthetic episodic prior and print, one JSON object per line, each "
+                    "episode's configuration (omega: rule family, background, difficulty), its informative "
+                    "channels, region, label map and shape (series, channels, length).",
     )
     s.add_argument("-n", "--n-episodes", type=int, default=5, help="number of episodes (default: 5)")
     s.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
@@ -37,9 +46,10 @@ def _gallery(args: argparse.Namespace) -> int:
 
     for r in args.rules or []:
         if r not in ALL_RULES:
-            print(f"chorustic prior-gallery: unknown rule family {r!r}; known: {', '.join(ALL_RULES)}")
+            print(f"chorustic prior-gallery: unknown rule family {r!r}.{did_you_mean(r, ALL_RULES)} Known: "
+                  f"{', '.join(ALL_RULES)}", file=sys.stderr)
             return 2
-    for path in write_gallery(args.out, seed=args.seed, rules=args.rules):
+    for path in write_gallery(args.out_dir, seed=args.seed, rules=args.rules):
         print(path)
     return 0
 

@@ -8,25 +8,29 @@ import json
 import sys
 from pathlib import Path
 
+from chorustic.commands._vocabulary import add_deprecated, add_out_dir
+from chorustic.training.devices import DEVICE_PEAK_TFLOPS
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "pretrain",
         help="pretrain ChorusTIC on the labeled episodic prior (checkpoints, exact resume, curves)",
-        description="Pretrain ChorusTIC on episodes of the synthetic prior. Writes OUT/run.json, OUT/log.jsonl, "
-                    "OUT/state/step_*.pt (resume states), OUT/model.safetensors (the model in the model "
-                    "package's format), OUT/summary.json and OUT/curve.png.",
+        description="Pretrain ChorusTIC on episodes of the synthetic prior. Writes into --out-dir DIR: run.json, "
+                    "log.jsonl, state/step_*.pt (resume states), model.safetensors (the model in the model "
+                    "package's format), summary.json and curve.png.",
     )
     p.add_argument("--model-config", default="small",
                    help="paper | base | small | tiny | a JSON file of ChorusTICConfig fields (default: small)")
     p.add_argument("--train-config", default=None,
                    help="paper | base | small | tiny | a JSON file of TrainConfig fields (default: same name as "
                         "--model-config when it is a preset, else small)")
-    p.add_argument("--out", type=Path, default=None, help="run directory (required unless --plan)")
-    p.add_argument("--resume", action="store_true", help="continue the run in --out from its newest state")
-    p.add_argument("--overwrite", action="store_true", help="start over in an --out that holds a run")
+    add_out_dir(p, "the run's folder (required unless --plan)")
+    add_deprecated(p, "--out", "--out-dir", type=Path)
+    p.add_argument("--resume", action="store_true", help="continue the run in --out-dir from its newest state")
+    p.add_argument("--overwrite", action="store_true", help="start over in an --out-dir that holds a run")
     p.add_argument("--auto-resume", action="store_true",
-                   help="resume when --out holds a run with the same settings, start one otherwise (for workflow "
+                   help="resume when --out-dir holds a run with the same settings, start one otherwise (for workflow "
                         "rules that may be re-run after an interruption); a run with other settings is an error")
     p.add_argument("--steps", type=int, default=None, help="override the number of steps")
     p.add_argument("--seed", type=int, default=None, help="override the training seed")
@@ -62,8 +66,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     help="measure FLOPs, activation memory and peak memory on fake tensors and print the micro-batch "
                          "size, gradient accumulation and time the run needs on the target device")
     pl.add_argument("--memory-gb", type=float, default=32.0, help="memory budget per device (default 32, the paper's V100s)")
-    pl.add_argument("--target-device", default="h100",
-                    help="device whose dense bf16 peak the time estimate uses (h100, h200, a100, v100, l40s, ...)")
+    pl.add_argument("--gpu", default="h100", choices=sorted(DEVICE_PEAK_TFLOPS), metavar="KIND",
+                    help="the GPU kind whose dense bf16 peak the time estimate uses: "
+                         f"{', '.join(sorted(DEVICE_PEAK_TFLOPS))} (default: h100)")
+    add_deprecated(pl, "--target-device", "--gpu")
     pl.add_argument("--peak-tflops", type=float, default=None, help="the target device's peak instead of the table's")
     pl.add_argument("--mfu", type=float, default=0.4, help="model-FLOPs utilisation assumed for the time (default 0.4)")
     pl.add_argument("--nproc", type=int, default=1, help="number of data-parallel processes (GPUs) planned for")
@@ -86,9 +92,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     ini.add_argument("--init-from", default=None,
                      help="initialize parts from a checkpoint: our .safetensors, the released ChorusTIC.ckpt, "
                           "or hf://JTF2000/ChorusTIC/ChorusTIC.ckpt")
-    ini.add_argument("--init-parts", default="all",
-                     help="comma-separated parts for --init-from: all, signal, encoder, task, or stage names "
-                          "(signal_encoder, rssc, column_distribution_modeling, row_interaction, icl)")
+    ini.add_argument("--init-parts", nargs="+", default=["all"], metavar="PART",
+                     help="parts for --init-from: all, signal, encoder, task, or stage names "
+                          "(signal_encoder, rssc, column_distribution_modeling, row_interaction, icl; default: all)")
     ini.add_argument("--init-hparams", default=None, help="model_hparams_latest.json for a released checkpoint")
     ini.add_argument("--init-task-level-from-tabicl", default=None, metavar="CKPT",
                      help="initialize the task level from a TabICL v1/v1.1 checkpoint "
@@ -146,7 +152,7 @@ def _plan(args: argparse.Namespace) -> int:
     from chorustic.training.plan import plan_pretraining
 
     mcfg, tcfg, _ = _configs(args)
-    plan = plan_pretraining(mcfg, tcfg, memory_gb=args.memory_gb, target_device=args.target_device,
+    plan = plan_pretraining(mcfg, tcfg, memory_gb=args.memory_gb, target_device=args.gpu,
                             peak_tflops=args.peak_tflops, mfu=args.mfu, world_size=args.nproc,
                             amp_dtype=tcfg.amp_dtype if tcfg.amp else None)
     print(json.dumps(plan, indent=2))
@@ -163,35 +169,35 @@ def _run(args: argparse.Namespace) -> int:
     try:
         if args.plan:
             return _plan(args)
-        if args.out is None:
-            raise ValueError("--out is required (the run directory)")
+        if args.out_dir is None:
+            raise ValueError("--out-dir is required (the run's folder)")
         if args.resume:
             for flag in ("no_channel_axis_attention", "no_calibration", "no_cross_channel_rules", "init_from",
                          "init_task_level_from_tabicl", "seed"):
                 if getattr(args, flag):
                     raise ValueError(f"--{flag.replace('_', '-')} cannot be combined with --resume "
-                                     f"(the run's settings are in {args.out / 'run.json'})")
+                                     f"(the run's settings are in {args.out_dir / 'run.json'})")
             overrides = {"steps": args.steps, "checkpoint_every": args.checkpoint_every,
                          "val_every": args.val_every, "log_every": args.log_every, **_layout_overrides(args)}
-            trainer = Trainer.resume(args.out, device=args.device, progress=not args.no_progress,
+            trainer = Trainer.resume(args.out_dir, device=args.device, progress=not args.no_progress,
                                      overrides=overrides)
         else:
             mcfg, tcfg, tspec = _configs(args)
             init = []
             if args.init_from:
                 init.append({"kind": "checkpoint", "spec": args.init_from,
-                             "parts": [s.strip() for s in args.init_parts.split(",") if s.strip()],
+                             "parts": [s.strip() for v in args.init_parts for s in v.split(",") if s.strip()],
                              "hparams": args.init_hparams})
             if args.init_task_level_from_tabicl:
                 init.append({"kind": "tabicl", "path": args.init_task_level_from_tabicl})
             notes = {"command": " ".join(sys.argv), "model_config_spec": args.model_config,
                      "train_config_spec": tspec}
-            if args.auto_resume and (args.out / "run.json").exists() and not args.overwrite:
-                _check_same_run(args.out, mcfg, tcfg, init)
-                trainer = Trainer.resume(args.out, device=args.device, progress=not args.no_progress,
+            if args.auto_resume and (args.out_dir / "run.json").exists() and not args.overwrite:
+                _check_same_run(args.out_dir, mcfg, tcfg, init)
+                trainer = Trainer.resume(args.out_dir, device=args.device, progress=not args.no_progress,
                                          overrides=_layout_overrides(args))
                 return _train(trainer, args)
-            trainer = Trainer(mcfg, tcfg, args.out, device=args.device, init=init, progress=not args.no_progress,
+            trainer = Trainer(mcfg, tcfg, args.out_dir, device=args.device, init=init, progress=not args.no_progress,
                               overwrite=args.overwrite, notes=notes,
                               allow_random_frozen=args.allow_random_frozen_encoder)
     except (ValueError, FileNotFoundError, FileExistsError) as exc:
@@ -214,7 +220,7 @@ def _check_same_run(out: Path, mcfg, tcfg, init: list) -> None:
     if json.loads(json.dumps(info.get("init", []))) != json.loads(json.dumps(init)):
         diffs.append("initialization differs")
     if diffs:
-        raise ValueError(f"{out} holds a run with other settings; use another --out or --overwrite:\n  "
+        raise ValueError(f"{out} holds a run with other settings; use another --out-dir or --overwrite:\n  "
                          + "\n  ".join(diffs[:10]))
 
 

@@ -95,9 +95,14 @@ _INTERNAL = ".chorustic"
 ARCHIVE_ZIP_MIN_MISSING = 8  # <data_dir>/.chorustic/{downloads,locks}
 
 
-def default_data_dir() -> Path:
-    """``$CHORUSTIC_DATA_DIR`` or ``./data``."""
-    return Path(os.environ.get("CHORUSTIC_DATA_DIR", "data"))
+def default_data_dir(given: str | os.PathLike | None = None) -> Path:
+    """``given``, else ``$CHORUSTIC_DATA_DIR``, else the configuration's default ``paths.data_dir``
+    (``data/raw``, the folder the workflow and every command use)."""
+    from chorustic.paths import default_paths
+
+    if given is not None:
+        return Path(given)
+    return Path(os.environ.get("CHORUSTIC_DATA_DIR") or default_paths()["data_dir"])
 
 
 def aeon_data_dir() -> Path:

@@ -1,7 +1,7 @@
 """Figures that show what the prior makes: one PNG per rule family (class prototypes and a few
 instances per class), plus the six background families and the effect of the difficulty setting.
 
-``chorustic prior-gallery --out reports/prior_gallery`` calls :func:`write_gallery`.
+``chorustic prior-gallery --out-dir reports/prior_gallery`` calls :func:`write_gallery`.
 """
 
 from __future__ import annotations

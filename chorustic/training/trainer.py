@@ -181,7 +181,7 @@ class Trainer:
         if not _resuming and self.dist.is_main:
             if (self.out / "run.json").exists() and not overwrite:
                 raise FileExistsError(f"{self.out} already holds a training run; pass --resume to continue it "
-                                      f"or choose another --out")
+                                      f"or choose another --out-dir")
             self.out.mkdir(parents=True, exist_ok=True)
             if overwrite:
                 for p in list((self.out / "state").glob("step_*.pt")) + [self.out / "log.jsonl"]:

@@ -147,9 +147,9 @@ launch() {  # start|resume RUN MIN [ARGS]: the run in its own process session (s
   local mode=$1 name=$2 minutes=$3 args; shift 3
   if alive "$name"; then say "$name is already running (pid $(cat "$RUNS/$name.pid")); not starting it again"; return; fi
   if [ "$mode" = start ]; then
-    args="$(config_args "$name") --out $RUNS/$name"
+    args="$(config_args "$name") --out-dir $RUNS/$name"
   else
-    args="--out $RUNS/$name --resume"
+    args="--out-dir $RUNS/$name --resume"
   fi
   rm -f "$RUNS/$name.exit"
   echo "=== $mode $(date '+%F %T') ===" >> "$RUNS/$name.log"

@@ -15,5 +15,5 @@ rule contexts:
     log:
         f"{LOGS}/contexts/{{dataset}}.log",
     shell:
-        "chorustic contexts {wildcards.dataset} --data-dir {DATA_DIR:q} --cache-dir {CACHE_DIR:q} "
-        "--protocols {params.protocols:q} {DATA_LOCK_ARG} {params.allow} --out {output:q} > {log:q} 2>&1"
+        "chorustic contexts --datasets {wildcards.dataset} --config {RUN_CONFIG:q} --data-dir {DATA_DIR:q} --cache-dir {CACHE_DIR:q} "
+        "{DATA_LOCK_ARG} {params.allow} --out {output:q} > {log:q} 2>&1"

@@ -21,5 +21,5 @@ rule download:
         downloads=1,
         **per_job(DATASET_RESOURCES["download"], lambda w: w.dataset),
     shell:
-        "chorustic download {wildcards.dataset} --data-dir {DATA_DIR:q} {params.offline} {DATA_LOCK_ARG} "
+        "chorustic download --datasets {wildcards.dataset} --data-dir {DATA_DIR:q} {params.offline} {DATA_LOCK_ARG} "
         "{params.mirrors} --no-progress --record {output:q} > {log:q} 2>&1"

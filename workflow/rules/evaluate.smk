@@ -22,6 +22,6 @@ rule evaluate:
     shell:
         # every path quoted (:q): a folder name with spaces, quotes or any other character stays one argument.
         # The job's runtime is a limit only under a cluster scheduler (chorustic.resources.evaluation_limits).
-        "chorustic evaluate --config {RUN_CONFIG:q} --method {wildcards.method} --dataset {wildcards.dataset} "
+        "chorustic evaluate --config {RUN_CONFIG:q} --methods {wildcards.method} --datasets {wildcards.dataset} "
         "--contexts {input.contexts:q} --threads {threads} --mem-mb {resources.mem_mb} "
         "--cluster-runtime {resources.runtime} > {log:q} 2>&1"

@@ -16,5 +16,5 @@ rule preprocess:
     benchmark:
         f"{LOGS}/benchmarks/preprocess/{{dataset}}.tsv"
     shell:
-        "chorustic preprocess {wildcards.dataset} --data-dir {DATA_DIR:q} --cache-dir {CACHE_DIR:q} "
-        "--offline --no-progress {DATA_LOCK_ARG} {params.allow} --json {output:q} > {log:q} 2>&1"
+        "chorustic preprocess --datasets {wildcards.dataset} --data-dir {DATA_DIR:q} --cache-dir {CACHE_DIR:q} "
+        "--offline --no-progress {DATA_LOCK_ARG} {params.allow} --out {output:q} > {log:q} 2>&1"

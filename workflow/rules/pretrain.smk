@@ -25,5 +25,5 @@ rule pretrain:
         **per_job(PRETRAIN_RESOURCES, lambda w: w.run),
     shell:
         "{params.launch} pretrain --model-config {params.model_config:q} --train-config {params.train_config:q} "
-        "{params.extra} --out {params.out_dir:q} --auto-resume --threads {params.threads_per_process} --no-progress "
+        "{params.extra} --out-dir {params.out_dir:q} --auto-resume --threads {params.threads_per_process} --no-progress "
         "> {log:q} 2>&1"

@@ -35,5 +35,5 @@ rule report:
     log:
         f"{LOGS}/report.log",
     shell:
-        "chorustic report --results {RESULTS:q} --out {REPORTS:q} --reference {params.reference:q} "
+        "chorustic report --results-dir {RESULTS:q} --reports-dir {REPORTS:q} --reference-method {params.reference:q} "
         "{params.reference_results} > {log:q} 2>&1"
