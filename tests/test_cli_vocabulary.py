@@ -148,7 +148,9 @@ def test_docs_command_table_is_the_parser():
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     helps = {a.dest: a.help for a in sub._choices_actions}
     page = (ROOT / "docs" / "README.md").read_text(encoding="utf-8")
-    rows = dict(re.findall(r"^\| `([a-z-]+)` \| (.+?) \|$", page, flags=re.M))
+    block = re.search(r"\| command \| does \|\n\|---\|---\|\n((?:\|.*\|\n)+)", page)
+    assert block, "docs/README.md has no '| command | does |' table"
+    rows = dict(re.findall(r"^\| `([a-z-]+)` \| (.+?) \|$", block.group(1), flags=re.M))
     assert sorted(rows) == sorted(helps), "docs/README.md's command table: run `python tools/command_table.py`"
     for name, text in helps.items():
         assert rows[name] == text, f"docs/README.md: `{name}` reads {rows[name]!r}, --help: {text!r}"

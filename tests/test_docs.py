@@ -291,7 +291,7 @@ def test_the_pages_mark_their_commands():
     assert {"README.md", "docs/results.md", "docs/pretraining.md", "docs/cluster.md"} <= pages
     assert any(b.lang == "python" and b.cwd == "run" for b in blocks)  # tsml-eval on a real run
     assert any(b.lang == "python" and b.cwd == "examples/demo" for b in blocks)  # aeon on the demo's outputs
-    check = [b for b in runnable_blocks("README.md") if "chorustic check-method flat_logreg" in b.code]
+    check = [b for b in runnable_blocks("README.md") if "chorustic check-method --methods flat_logreg" in b.code]
     assert check and [f.file for f in check[0].earlier_files] == ["baselines/flat_logreg.py"]
 
 

@@ -31,7 +31,9 @@ def test_readme_plugin_example_passes_the_full_contract(tmp_path, capsys):
     assert len(code) == 1, "the README's 'Adding a method' section has one Python example"
     commands = re.findall(r"```bash\n(.*?)```", section, re.S)
     line = next(ln for ln in commands[0].splitlines() if ln.startswith("chorustic check-method"))
-    name = line.split()[2]
+    words = line.split("#")[0].split()
+    assert words[2] == "--methods", "the README spells the plugin's name with --methods"
+    name = words[3]
     file = re.search(r"`baselines/(\w+)\.py`", section).group(1)
     assert name == file, "the README checks the plugin it adds"
     (tmp_path / f"{file}.py").write_text(code[0])
