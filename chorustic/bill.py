@@ -552,6 +552,16 @@ def make_bill(plan: RunPlan, machine: Machine | None = None, *, cluster_nodes: i
         bill["warnings"].append(f"{run}: {reason}; its {n} evaluate job(s) are counted at a placeholder "
                                 f"{UNCOSTED_ESTIMATE[1]:g} s each, not by a cost model, so the totals above miss what they "
                                 "cost (`chorustic methods` shows why the plugin fails)")
+    from chorustic.methods.cost import CostModel
+
+    uncosted = sorted({j.method for j in plan.jobs if j.cost == CostModel() and j.method not in plan.broken_runs})
+    for run in uncosted:  # the contract's default model measures nothing: its figures are not the plugin's
+        n = sum(j.method == run for j in plan.jobs)
+        plugin = next(j.plugin for j in plan.jobs if j.method == run)
+        bill["warnings"].append(f"{run}: plugin {plugin!r} has no cost model of its own (no `cost = CostModel(...)` "
+                                f"in its class): its {n} evaluate job(s) are billed at the default CostModel()'s "
+                                "rates, which were measured for no method; measure one (docs/adding-a-method.md, "
+                                "benchmarks/job_costs.py) for a bill of this method")
     ceilings = _over_ceilings(plan, jobs)
     if ceilings:
         bill["warnings"].append(ceilings)

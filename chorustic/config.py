@@ -67,6 +67,50 @@ def deep_merge(base: dict, override: dict) -> dict:
     return out
 
 
+class _StrictLoader(yaml.SafeLoader):
+    """YAML's safe loader that refuses a key written twice in one mapping (plain YAML keeps the last value
+    without a word: ``include:`` twice would plan only the second list)."""
+
+
+def _mapping_without_duplicates(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
+    seen: dict[Any, yaml.Node] = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        if key in seen:
+            first = seen[key].start_mark
+            raise yaml.constructor.ConstructorError(
+                None, None, f"the key {key!r} is written twice in one mapping (first at line {first.line + 1}); "
+                "YAML would keep only the last one: write it once", key_node.start_mark)
+        seen[key] = key_node
+    return loader.construct_mapping(node, deep=deep)
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping_without_duplicates)
+
+
+def read_yaml(path: str | os.PathLike) -> Any:
+    """One configuration file: its settings, or a :class:`ConfigError` naming the file, the line and column
+    of what is wrong (not YAML, a key written twice) and what to do."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from None
+    try:
+        return yaml.load(text, Loader=_StrictLoader) or {}  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(f"cannot read config file {path}: not valid YAML ({problem}{where})") from None
+
+
+def check_config_files(paths: Iterable[str | os.PathLike]) -> None:
+    """Read each configuration file as :func:`load_config` does (Snakemake reads them with plain YAML: a key
+    written twice, which it accepts, is refused here, naming the file and the line)."""
+    for p in paths:
+        read_yaml(p)
+
+
 def load_config(paths: Iterable[str | os.PathLike] | None = None, overrides: dict | None = None) -> dict:
     """Load ``config/config.yaml`` then each of ``paths`` over it, then ``overrides``; validate.
 
@@ -80,15 +124,7 @@ def load_config(paths: Iterable[str | os.PathLike] | None = None, overrides: dic
     files = [DEFAULT_CONFIG] + [Path(p) for p in (paths or []) if Path(p).resolve() != DEFAULT_CONFIG.resolve()]
     cfg: dict[str, Any] = {}
     for f in files:
-        try:
-            data = yaml.safe_load(Path(f).read_text()) or {}
-        except OSError as exc:
-            raise ConfigError(f"cannot read config file {f}: {exc.strerror or exc}") from None
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-            problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-            raise ConfigError(f"cannot read config file {f}: not valid YAML ({problem}{where})") from None
+        data = read_yaml(f)
         if not isinstance(data, dict):
             raise ConfigError(f"config file {f} must hold a mapping of settings, not {type(data).__name__}")
         cfg = deep_merge(cfg, data)

@@ -268,3 +268,39 @@ def test_the_workflow_hands_its_checked_configuration_to_the_commands(tmp_path):
     assert cc.read_config_record(path) is None
     with pytest.raises(cc.ConfigError, match="no_such_run"):
         cc.load_config([path])
+
+
+# --- fault list, third round (issue 72) -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text, key", [
+    ("datasets:\n  include: [ItalyPowerDemand]\n  include: [GunPoint]\n", "include"),
+    ("evaluate: [minirocket]\nprofile: x\nevaluate: [dtw_1nn]\n", "evaluate"),
+])
+def test_a_key_written_twice_is_refused_with_its_line(text, key, tmp_path, capsys):
+    """Plain YAML keeps the last of two equal keys without a word (only GunPoint would be planned): the CLI and
+    the workflow (cc.check_config_files, called by common.smk on Snakemake's config files) refuse it."""
+    path = tmp_path / "twice.yaml"
+    path.write_text(text)
+    with pytest.raises(cc.ConfigError, match=rf"{path}.*the key '{key}' is written twice.*first at line \d+.*line 3"):
+        cc.check_config_files([path])
+    assert main(["plan-run", "--config", str(path), "--cores", "2", "--gpus", "0", "--mem-gb", "8"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "written twice" in err and str(path) in err
+
+
+def test_a_plugin_without_a_cost_model_is_said_in_the_bill(tmp_path, monkeypatch):
+    """`plan-run` bills a plugin that declares no cost model by CostModel()'s defaults: the bill says so."""
+    from chorustic.bill import Machine, make_bill
+    from chorustic.methods import discover
+    from chorustic.run_plan import RunPlan
+
+    from fault_plugins import write_plugins
+
+    plugins = write_plugins(tmp_path / "baselines", ["centroid"])  # a plugin with no `cost = CostModel(...)`
+    monkeypatch.setenv("CHORUSTIC_BASELINES", str(plugins))
+    cfg = cc.load_config([DEMO], overrides={"methods": {"nocost": {"plugin": "centroid"}}, "evaluate": ["nocost"],
+                                         "reports": {"reference_method": "nocost"}})
+    plan = RunPlan.from_config(cfg, discover(plugins))
+    bill = make_bill(plan, Machine(cores=2, mem_mb=8192))
+    assert any("nocost: plugin 'centroid' has no cost model of its own" in w for w in bill["warnings"]), bill["warnings"]

@@ -792,3 +792,23 @@ def test_chorustics_code_holds_the_resampler_its_episode_and_model_use():
     files = {f.relative_to(REPO_ROOT).as_posix() for f in
              method_code_files(disc.methods["chorustic"], default_plugin_dir() / disc.sources["chorustic"])}
     assert {"chorustic/resampling.py", "chorustic/inference/classifier.py", "chorustic/model/chorustic.py"} <= files
+
+
+def test_a_file_set_aside_twice_keeps_both(tmp_path):
+    """A damaged prediction file moved aside a second time never replaces the first one (issue 72, case 11):
+    the second goes to <name>.2.corrupt, and every set-aside suffix (.damaged, .stale) is numbered the same way."""
+    from chorustic.evaluation.integrity import set_aside
+
+    f = tmp_path / "testResample0.csv"
+    kept = []
+    for text in ("first edit", "second edit", "third edit"):
+        f.write_text(text)
+        kept.append(set_aside(f, ".corrupt"))
+    assert [p.name for p in kept] == ["testResample0.csv.corrupt", "testResample0.csv.2.corrupt",
+                                      "testResample0.csv.3.corrupt"]
+    assert [p.read_text() for p in kept] == ["first edit", "second edit", "third edit"] and not f.exists()
+    m = tmp_path / "GunPoint.json"
+    m.write_text("{}")
+    assert set_aside(m).name == "GunPoint.json.damaged"
+    m.write_text("{}")
+    assert set_aside(m).name == "GunPoint.json.2.damaged"

@@ -214,10 +214,10 @@ def _failed_run(ctx: dict[str, Any], error: str) -> dict[str, Any]:
 
 def _quarantine(path: Path) -> Path | None:
     """Move a prediction file that no longer matches its manifest aside (it is the harness's own file)."""
+    from chorustic.evaluation.integrity import set_aside
+
     try:
-        dest = path.with_name(path.name + ".corrupt")
-        os.replace(path, dest)
-        return dest
+        return set_aside(path, ".corrupt")  # an earlier .corrupt copy is kept (.2.corrupt, ...)
     except OSError:
         return None
 

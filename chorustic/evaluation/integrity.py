@@ -305,12 +305,23 @@ def manifest_problem(
 
 
 def set_aside(path: str | os.PathLike, suffix: str = ".damaged") -> Path:
-    """Move a damaged (or stale) file of the harness to ``<name><suffix>`` (kept for inspection, replacing an
-    older one)."""
+    """Move a damaged (or stale) file of the harness to ``<name><suffix>``, kept for inspection; a file set
+    aside before is never replaced: the next one is ``<name>.2<suffix>``, then ``.3``, ... Returns where it went."""
     path = Path(path)
-    dest = path.with_name(path.name + suffix)
-    os.replace(path, dest)
-    return dest
+    for n in range(1, 10_000):
+        dest = path.with_name(path.name + (suffix if n == 1 else f".{n}{suffix}"))
+        try:
+            os.link(path, dest)  # fails where dest exists: nothing set aside earlier is replaced
+        except FileExistsError:
+            continue
+        except OSError:  # a file system without hard links
+            if dest.exists():
+                continue
+            os.replace(path, dest)
+            return dest
+        os.unlink(path)
+        return dest
+    raise OSError(f"{path}: 9,999 earlier copies set aside next to it; remove some")
 
 
 def source_record(dataset: str, files: list[Path]) -> dict[str, Any]:

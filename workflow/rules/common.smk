@@ -21,7 +21,9 @@ def launch_prefix(nproc):
     return prefix(nproc)
 
 
-# The one validation of the configuration: a mistake stops here with one message naming the key.
+# The one validation of the configuration: a mistake stops here with one message naming the key (and a key
+# written twice in a config file, which Snakemake's YAML reader accepts, names the file and the line).
+cc.check_config_files(workflow.configfiles)
 cc.validate_config(config)
 
 PATHS = config["paths"]
