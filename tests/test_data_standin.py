@@ -92,8 +92,8 @@ def test_results_made_on_a_standin_never_reach_the_table(tmp_path):
     """Through the real CLI: a job on a stand-in runs and records the stand-in in its manifest and
     prediction files; `chorustic aggregate` turns its runs into failed rows naming the stand-in."""
     cfg = _standin_job(tmp_path)
-    ev = subprocess.run([sys.executable, "-m", "chorustic", "evaluate", "--config", str(cfg), "--method", "dtw_1nn",
-                         "--dataset", "Chinatown", "--no-isolation"], capture_output=True, text=True)
+    ev = subprocess.run([sys.executable, "-m", "chorustic", "evaluate", "--config", str(cfg), "--methods", "dtw_1nn",
+                         "--datasets", "Chinatown", "--no-isolation"], capture_output=True, text=True)
     assert ev.returncode == 0, ev.stderr
     manifest = json.loads((tmp_path / "results_dir" / "runs" / "dtw_1nn" / "Chinatown.json").read_text())
     assert manifest["standin"]["name"] == "Chinatown"
@@ -116,8 +116,8 @@ def test_a_job_stopped_before_its_first_context_still_names_the_standin(tmp_path
     """A worker stopped before it read the data (here: a time limit of a few milliseconds) leaves a
     failed manifest; made on a stand-in, it says so like every other manifest."""
     cfg = _standin_job(tmp_path)
-    ev = subprocess.run([sys.executable, "-m", "chorustic", "evaluate", "--config", str(cfg), "--method", "dtw_1nn",
-                         "--dataset", "Chinatown", "--runtime", "0.0001"], capture_output=True, text=True)
+    ev = subprocess.run([sys.executable, "-m", "chorustic", "evaluate", "--config", str(cfg), "--methods", "dtw_1nn",
+                         "--datasets", "Chinatown", "--runtime", "0.0001"], capture_output=True, text=True)
     assert ev.returncode == 1, ev.stderr
     failed = json.loads((tmp_path / "results_dir" / "runs" / "dtw_1nn" / "Chinatown.failed.json").read_text())
     assert [r["status"] for r in failed["runs"]] == ["failed"] and "time limit" in failed["runs"][0]["error"]

@@ -789,7 +789,7 @@ def test_entry_point_exit_status_and_one_line(tmp_path):
 
     exe = Path(sys.executable).parent / "chorustic"
     proc = subprocess.run(
-        [str(exe), "preprocess", "GunPont", "--cache-dir", str(tmp_path)],
+        [str(exe), "preprocess", "--datasets", "GunPont", "--cache-dir", str(tmp_path)],
         capture_output=True,
         text=True,
         timeout=120,

@@ -128,7 +128,7 @@ def report(root: Path) -> list[str]:
 
 def evaluate(method: str, *extra: str, **changes):
     def argv(root: Path) -> list[str]:
-        return ["evaluate", "--method", method, "--dataset", "GunPoint", *extra, *_config(root, **changes)]
+        return ["evaluate", "--methods", method, "--datasets", "GunPoint", *extra, *_config(root, **changes)]
 
     return argv
 

@@ -41,7 +41,7 @@ RUN = ["--model-config", "tiny", "--train-config", "tiny", "--device", "cpu", "-
 
 
 def _pretrain(out: Path, *args: str) -> list[str]:
-    return [sys.executable, "-m", "chorustic", "pretrain", *RUN, "--out", str(out), *args]
+    return [sys.executable, "-m", "chorustic", "pretrain", *RUN, "--out-dir", str(out), *args]
 
 
 def _start(cmd: list[str]) -> subprocess.Popen:

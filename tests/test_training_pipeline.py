@@ -125,11 +125,11 @@ def test_torchrun_two_processes_train_the_same_model_as_one(tmp_path):
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     common = ["--model-config", "tiny", "--train-config", "tiny", "--steps", "3", "--device", "cpu",
               "--threads", "1", "--no-progress", "--workers", "0"]
-    one = subprocess.run([sys.executable, "-m", "chorustic", "pretrain", *common, "--out", str(tmp_path / "one")],
+    one = subprocess.run([sys.executable, "-m", "chorustic", "pretrain", *common, "--out-dir", str(tmp_path / "one")],
                          env=env, capture_output=True, text=True, timeout=600)
     assert one.returncode == 0, one.stderr[-3000:]
     two = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-                          "-m", "chorustic", "pretrain", *common, "--out", str(tmp_path / "two")],
+                          "-m", "chorustic", "pretrain", *common, "--out-dir", str(tmp_path / "two")],
                          env=env, capture_output=True, text=True, timeout=600)
     assert two.returncode == 0, two.stderr[-3000:]
     a, b = load_file(str(tmp_path / "one" / "model.safetensors")), load_file(str(tmp_path / "two" / "model.safetensors"))
@@ -262,7 +262,7 @@ def test_sigterm_to_the_process_group_saves_the_state_and_resume_continues(tmp_p
     out = tmp_path / "run"
     cmd = [sys.executable, "-m", "chorustic", "pretrain", "--model-config", "tiny", "--train-config", "tiny",
            "--device", "cpu", "--threads", "1", "--no-progress", "--workers", "1", "--steps", "100000",
-           "--log-every", "1", "--checkpoint-every", "100000", "--val-every", "100000", "--out", str(out)]
+           "--log-every", "1", "--checkpoint-every", "100000", "--val-every", "100000", "--out-dir", str(out)]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
     log = out / "log.jsonl"
@@ -280,7 +280,7 @@ def test_sigterm_to_the_process_group_saves_the_state_and_resume_continues(tmp_p
     assert stopped >= 2
     states = sorted((out / "state").glob("step_*.pt"))
     assert states and states[-1].name == f"step_{stopped:07d}.pt"  # the state of the step it stopped after
-    resume = [*cmd[:cmd.index("--steps")], "--resume", "--steps", str(stopped + 2), "--out", str(out)]
+    resume = [*cmd[:cmd.index("--steps")], "--resume", "--steps", str(stopped + 2), "--out-dir", str(out)]
     again = subprocess.run(resume, env=env, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stderr[-3000:]
     assert json.loads((out / "summary.json").read_text())["step"] == stopped + 2

@@ -155,7 +155,7 @@ def test_pretrain_cli_with_ablations_then_resume(tmp_path, capsys):
     tcfg = tmp_path / "train.json"
     tcfg.write_text(json.dumps(micro_train(steps=2, checkpoint_every=1, val_every=2).to_dict()))
     out = tmp_path / "run"
-    args = ["pretrain", "--model-config", str(mcfg), "--train-config", str(tcfg), "--out", str(out),
+    args = ["pretrain", "--model-config", str(mcfg), "--train-config", str(tcfg), "--out-dir", str(out),
             "--no-channel-axis-attention", "--no-calibration", "--no-cross-channel-rules", "--no-progress",
             "--threads", "1"]
     assert main(args) == 0
@@ -171,12 +171,12 @@ def test_pretrain_cli_with_ablations_then_resume(tmp_path, capsys):
     # --auto-resume: continues the same run (to the new step count), refuses different settings
     base = ["pretrain", "--model-config", str(mcfg), "--train-config", str(tcfg), "--no-progress", "--auto-resume"]
     auto = tmp_path / "auto"
-    assert main(base + ["--out", str(auto)]) == 0
-    assert main(base + ["--out", str(auto), "--steps", "3"]) == 2  # steps is part of the settings
+    assert main(base + ["--out-dir", str(auto)]) == 0
+    assert main(base + ["--out-dir", str(auto), "--steps", "3"]) == 2  # steps is part of the settings
     assert "other settings" in capsys.readouterr().err
-    assert main(base + ["--out", str(auto)]) == 0  # same settings: resumes (nothing left to do)
+    assert main(base + ["--out-dir", str(auto)]) == 0  # same settings: resumes (nothing left to do)
     assert json.loads((auto / "summary.json").read_text())["step"] == 2
-    assert main(base + ["--out", str(auto), "--no-calibration"]) == 2
+    assert main(base + ["--out-dir", str(auto), "--no-calibration"]) == 2
 
 
 def test_task_level_initialized_from_a_tabicl_v1_checkpoint(tmp_path):

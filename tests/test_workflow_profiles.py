@@ -67,7 +67,7 @@ def test_plain_snakemake_uses_the_default_profile(workflow_copy, tmp_path):
     proc, out = _run(["-n", "--cores", "1", "--configfile", str(small)], cwd=workflow_copy)
     assert proc.returncode == 0, out[-3000:]
     assert PROFILE_LINE.format("profiles/default") in out
-    assert "Shell command: chorustic download GunPoint" in out  # printshellcmds, from the profile
+    assert "Shell command: chorustic download --datasets GunPoint" in out  # printshellcmds, from the profile
     assert re.search(r"resources: .*local_gpus=", out)
     # the control: without the profile Snakemake prints neither
     proc, out = _run(["-n", "--cores", "1", "--configfile", str(small), "--workflow-profile", "none"],
@@ -179,7 +179,7 @@ def test_slurm_dry_run_gpu_requests_follow_the_site_and_the_plugins(slurm_paper_
             assert r["gpu_model"] == "a100" and r["tasks_per_gpu"] == "0"
     # the 4-GPU run starts one data-parallel process per GPU; the others one process
     out = slurm_paper_dry_run[0]
-    launches = re.findall(r"^\s*(?:Shell command: )?(.*) pretrain --model-config \S+ .*--out models/(\w+) ", out,
+    launches = re.findall(r"^\s*(?:Shell command: )?(.*) pretrain --model-config \S+ .*--out-dir models/(\w+) ", out,
                           re.M)
     assert sorted(launches) == sorted([("torchrun --standalone --nproc-per-node 4 -m chorustic", "chorustic")]
                                       + [("chorustic", r) for r in ("chorustic_no_channel_attention",
