@@ -41,6 +41,7 @@ import heapq
 import json
 import math
 import os
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -545,21 +546,18 @@ def make_bill(plan: RunPlan, machine: Machine | None = None, *, cluster_nodes: i
     if unmeasured:
         bill["notes"].append(f"thread scaling not measured for {', '.join(unmeasured)}: every thread taken as fully "
                              "used (their wall time is a lower bound; benchmarks/thread_scaling.py measures it)")
+    from chorustic.methods.cost import CostModel
     from chorustic.resources import UNCOSTED_ESTIMATE
 
+    n_jobs = Counter(j.method for j in plan.jobs)
     for run, reason in sorted(plan.broken_runs.items()):  # no cost model to bill them by: say so, never drop them
-        n = sum(j.method == run for j in plan.jobs)
-        bill["warnings"].append(f"{run}: {reason}; its {n} evaluate job(s) are counted at a placeholder "
+        bill["warnings"].append(f"{run}: {reason}; its {n_jobs[run]} evaluate job(s) are counted at a placeholder "
                                 f"{UNCOSTED_ESTIMATE[1]:g} s each, not by a cost model, so the totals above miss what they "
                                 "cost (`chorustic methods` shows why the plugin fails)")
-    from chorustic.methods.cost import CostModel
-
-    uncosted = sorted({j.method for j in plan.jobs if j.cost == CostModel() and j.method not in plan.broken_runs})
-    for run in uncosted:  # the contract's default model measures nothing: its figures are not the plugin's
-        n = sum(j.method == run for j in plan.jobs)
-        plugin = next(j.plugin for j in plan.jobs if j.method == run)
+    uncosted = {j.method: j.plugin for j in plan.jobs if j.cost == CostModel() and j.method not in plan.broken_runs}
+    for run, plugin in sorted(uncosted.items()):  # the contract's default model measures nothing: not the plugin's
         bill["warnings"].append(f"{run}: plugin {plugin!r} has no cost model of its own (no `cost = CostModel(...)` "
-                                f"in its class): its {n} evaluate job(s) are billed at the default CostModel()'s "
+                                f"in its class): its {n_jobs[run]} evaluate job(s) are billed at the default CostModel()'s "
                                 "rates, which were measured for no method; measure one (docs/adding-a-method.md, "
                                 "benchmarks/job_costs.py) for a bill of this method")
     ceilings = _over_ceilings(plan, jobs)

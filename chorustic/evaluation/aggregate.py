@@ -39,7 +39,7 @@ from typing import Any, Callable, Iterable
 
 import pandas as pd
 
-from chorustic.evaluation.integrity import checksum_path, made_with_other_fingerprint
+from chorustic.evaluation.integrity import checksum_path, made_with_other_fingerprint, set_aside
 from chorustic import config as cc
 from chorustic.io import atomic_write_texts, sha256_bytes
 from chorustic.protocols.base import protocol_sort_key
@@ -214,8 +214,6 @@ def _failed_run(ctx: dict[str, Any], error: str) -> dict[str, Any]:
 
 def _quarantine(path: Path) -> Path | None:
     """Move a prediction file that no longer matches its manifest aside (it is the harness's own file)."""
-    from chorustic.evaluation.integrity import set_aside
-
     try:
         return set_aside(path, ".corrupt")  # an earlier .corrupt copy is kept (.2.corrupt, ...)
     except OSError:
