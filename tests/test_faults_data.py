@@ -108,6 +108,33 @@ def _download(name: str, *extra: str) -> list[str]:
 
 
 # -- injections ---------------------------------------------------------------------------------------
+def filed_under(name: str, sub: str, second: str | None = None):
+    """A copy of ``name`` under ``raw/<sub>/`` (the other archive's folder); with ``second``, an edited copy
+    under ``raw/<second>/`` too."""
+
+    def inject(root: Path) -> None:
+        folder = root / "raw" / sub / name
+        folder.mkdir(parents=True)
+        for s in ("TRAIN", "TEST"):
+            shutil.copyfile(AEON / name / f"{name}_{s}.ts", folder / f"{name}_{s}.ts")
+        if second is not None:
+            other = root / "raw" / second / name
+            shutil.copytree(folder, other)
+            p = other / f"{name}_TEST.ts"
+            p.write_text(p.read_text().replace("@problemName", "# my edits\n@problemName", 1))
+
+    return inject
+
+
+def used_in_place(name: str, sub: str):
+    def check(root: Path) -> None:
+        assert not (root / "raw" / name).exists(), "an official copy was installed next to the user's"
+        lock = json.loads((root / "raw" / "chorustic-data.lock.json").read_text())
+        assert lock["datasets"][name]["source"] == "local", lock["datasets"][name]
+
+    return check
+
+
 def only_train(name: str, edit: bool = False, generate: bool = False):
     def inject(root: Path) -> None:
         if generate:  # a dataset that is not inside aeon
@@ -748,6 +775,23 @@ FAULTS = [
         nothing_recorded("ArrowHead"),
     ),
     Fault(
+        "D33",
+        "a UCR dataset filed under the UEA folder: the user's copy is used (with a note), not aeon's",
+        filed_under("GunPoint", "UEA"),
+        _preprocess("GunPoint"),
+        0,
+        ("GunPoint is a UCR dataset but was found under", "UEA/GunPoint"),
+        used_in_place("GunPoint", "UEA"),
+    ),
+    Fault(
+        "D34",
+        "two different copies of one dataset (UCR/ and UEA/): neither is chosen",
+        filed_under("GunPoint", "UCR", second="UEA"),
+        _preprocess("GunPoint"),
+        1,
+        ("UCR/GunPoint", "UEA/GunPoint", "hold different copies", "move one of the two folders"),
+    ),
+    Fault(
         "D22", "a misspelled dataset name", nothing, _preprocess("GunPont"), 2, ("Did you mean 'GunPoint'",)
     ),
     Fault(
@@ -762,7 +806,7 @@ FAULTS = [
 
 
 @pytest.mark.parametrize("f", FAULTS, ids=[f.id for f in FAULTS])
-def test_data_fault(f: Fault, tmp_path, capsys, monkeypatch):
+def test_data_fault(f: Fault, tmp_path, capsys, caplog, monkeypatch):
     f.inject(tmp_path)
     if f.patch is not None:
         f.patch(monkeypatch, tmp_path)
@@ -773,7 +817,7 @@ def test_data_fault(f: Fault, tmp_path, capsys, monkeypatch):
         if (tmp_path / "raw").exists():
             os.chmod(tmp_path / "raw", 0o755)
     out = capsys.readouterr()
-    text = out.out + out.err
+    text = out.out + out.err + caplog.text  # warnings go to stderr through logging (pytest captures them)
     assert rc == f.exit, f"{f.id} {f.fault}: exit {rc}, expected {f.exit}\n{text}"
     for fragment in f.says:
         assert fragment in text, f"{f.id} {f.fault}: the message lacks {fragment!r}:\n{text}"

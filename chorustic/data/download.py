@@ -47,6 +47,7 @@ from typing import Iterable, NamedTuple, Sequence
 from chorustic.data import _http
 from chorustic.data._fs import install_dir, make_temp_dir
 from chorustic.data.errors import (
+    AmbiguousDatasetError,
     ChecksumMismatchError,
     CorruptArchiveError,
     DataDownloadError,
@@ -180,20 +181,55 @@ def _complete(folder: Path, name: str) -> bool:
 
 
 def _candidates(name: str, data_dir: Path) -> list[Path]:
+    """Every folder that may hold ``name``: ``<data_dir>/<name>``, then its own archive's folders, then the
+    other archive's (a user's copy filed under the other archive is still the user's copy, never replaced
+    by an official one without a word)."""
     archive = get_info(name).archive if is_known(name) else None
-    candidates = [data_dir / name]
-    for a, dirs in _ARCHIVE_DIRS.items():
-        if archive in (None, a):
-            candidates += [data_dir / d / name for d in dirs]
-    return candidates
+    own = [a for a in _ARCHIVE_DIRS if archive in (None, a)]
+    other = [a for a in _ARCHIVE_DIRS if a not in own]
+    return [data_dir / name] + [data_dir / d / name for a in own + other for d in _ARCHIVE_DIRS[a]]
+
+
+def _same_files(a: Path, b: Path, name: str) -> bool:
+    for pa, pb in zip(split_paths(a, name), split_paths(b, name)):
+        if pa.stat().st_size != pb.stat().st_size or sha256_file(pa) != sha256_file(pb):
+            return False
+    return True
+
+
+_NOTED_FOLDERS: set[tuple[str, Path]] = set()
 
 
 def find_local(name: str, data_dir: str | os.PathLike) -> Path | None:
-    """The folder holding ``<name>_TRAIN.ts`` and ``<name>_TEST.ts`` under ``data_dir``, or None."""
-    for c in _candidates(name, Path(data_dir)):
-        if _complete(c, name):
-            return c
-    return None
+    """The folder holding ``<name>_TRAIN.ts`` and ``<name>_TEST.ts`` under ``data_dir``, or None.
+
+    Two folders with different copies raise :class:`AmbiguousDatasetError` naming both (chorustic never
+    picks one of a user's files over another); identical copies are one copy. A copy found only under the
+    other archive's folder is used, with a note saying where it was found."""
+    data_dir = Path(data_dir)
+    found = [c for c in _candidates(name, data_dir) if _complete(c, name)]
+    if not found:
+        return None
+    first = found[0]
+    for other in found[1:]:
+        if other.resolve() != first.resolve() and not _same_files(first, other, name):
+            raise AmbiguousDatasetError(
+                f"dataset {name!r}: {first} and {other} hold different copies of {name}_TRAIN.ts/_TEST.ts, and "
+                f"chorustic does not choose between a user's files: move one of the two folders out of {data_dir} "
+                "and run again.",
+                dataset=name,
+                path=other,
+            )
+    if is_known(name):
+        archive = get_info(name).archive
+        own = {data_dir / name} | {data_dir / d / name for d in _ARCHIVE_DIRS[archive]}
+        if first not in own and (name, first) not in _NOTED_FOLDERS:
+            _NOTED_FOLDERS.add((name, first))
+            log.warning(
+                "dataset %s is a %s dataset but was found under %s; using that copy (move it to %s to silence "
+                "this note)", name, archive, first, data_dir / _ARCHIVE_DIRS[archive][0] / name,
+            )
+    return first
 
 
 def local_files(name: str, data_dir: str | os.PathLike) -> list[Path]:
@@ -623,8 +659,9 @@ def _provide(ctx: _Ctx, name: str) -> tuple[Path, dict[str, str]]:
         return folder, shas
     if ctx.offline:
         raise DatasetNotAvailableError(
-            f"dataset {name!r} is not in {ctx.data_dir} (looked for {ctx.data_dir / name}/{name}_TRAIN.ts and "
-            f"_TEST.ts, also under UCR/, UEA/) and offline mode forbids downloading it. Run "
+            f"dataset {name!r} is not in {ctx.data_dir} (looked for {name}_TRAIN.ts and _TEST.ts in "
+            f"{', '.join(str(c.relative_to(ctx.data_dir)) + '/' for c in _candidates(name, ctx.data_dir))}) and "
+            "offline mode forbids downloading it. Run "
             f"`chorustic download {name} --data-dir {ctx.data_dir}` with internet access, or copy the files "
             "there in the official layout.",
             dataset=name,

@@ -44,6 +44,7 @@ __all__ = [
     "MissingDataFileError",
     "MalformedDataFileError",
     "IncompleteDatasetError",
+    "AmbiguousDatasetError",
     "ModifiedDataError",
     "UnseenLabelError",
 ]
@@ -145,6 +146,10 @@ class MalformedDataFileError(DataFileError):
 
 class IncompleteDatasetError(DataFileError):
     """A dataset folder holds one split file but not the other; it is never replaced or completed."""
+
+
+class AmbiguousDatasetError(DataFileError):
+    """Two folders under the data directory hold different copies of one dataset; neither is chosen."""
 
 
 class ModifiedDataError(DataFileError):
