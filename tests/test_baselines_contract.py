@@ -466,7 +466,7 @@ def test_tabicl_job_plans_its_smaller_contexts_within_its_largest_pass(discovery
     cut = job(tmp_path / "cut")
     assert cut[("fixed5", 0)]["extra"]["query_passes"] == 15 and cut[("full", 0)]["extra"]["query_passes"] == 3
     for key in whole:
-        a, b = (read_result_file(r[key]["result_file"]).proba for r in (whole, cut))
+        a, b = (read_result_file(tmp_path / d / r[key]["result_file"]).proba for r, d in ((whole, "job"), (cut, "cut")))
         assert np.allclose(a, b, atol=1e-5), key
 
 
@@ -483,7 +483,7 @@ def test_tabicl_jobs_predict_the_same_whatever_the_hash_seed_of_the_caller(asset
         spec = _gunpoint_job(tmp_path, tmp_path / salt, {**assets["tabicl"], "n_estimators": 8}, ["full"])
         run = run_supervised(spec)["runs"][0]
         assert run["status"] == "ok", run
-        probas.append(read_result_file(run["result_file"]).proba)
+        probas.append(read_result_file(tmp_path / salt / run["result_file"]).proba)
     assert all(np.array_equal(probas[0], p) for p in probas[1:])
 
 

@@ -101,7 +101,7 @@ def test_results_made_on_a_standin_never_reach_the_table(tmp_path):
     assert run["status"] == "ok"  # the job itself ran: what is measured
     from chorustic.evaluation.results import read_result_file
 
-    assert read_result_file(run["result_file"]).info["standin"]["series_fraction"] == 0.5
+    assert read_result_file(tmp_path / "results_dir" / run["result_file"]).info["standin"]["series_fraction"] == 0.5
     ag = subprocess.run([sys.executable, "-m", "chorustic", "aggregate", "--config", str(cfg)],
                         capture_output=True, text=True)
     assert ag.returncode == 1 and "stand-in" in ag.stderr

@@ -342,11 +342,15 @@ PLUGINS = {
 
         class Scores(Centroid):
             """A plain estimator (no ContractClassifier): the full context gets unnormalised scores (rows
-            summing to 3), the others float32-rounded probabilities a little off 1 (within PROBA_TOL)."""
+            summing to 3), 10-shot contexts a NaN in row 2, the others float32-rounded probabilities a little
+            off 1 (within PROBA_TOL)."""
             def predict_proba(self, X):
                 p = super().predict_proba(X)
                 if self.n_fit_ > 20:
                     return 3.0 * p
+                if self.n_fit_ == 20:
+                    p[2, 0] = np.nan
+                    return p
                 return (p * (1 + 5e-5)).astype(np.float32)
             def fit(self, X, y):
                 self.n_fit_ = len(y)
@@ -380,6 +384,11 @@ def gunpoint(tmp_path_factory):
     ctx = root / "contexts" / "GunPoint.json"
     write_contexts(ctx, build_contexts(ds.y_train, dataset="GunPoint", archive="UCR"))
     return {"ds": ds, "data_dir": str(data_dir), "cache_dir": str(cache_dir), "contexts": str(ctx)}
+
+
+def _read(results, run):
+    """The prediction file of a manifest's run: its path is relative to the results folder."""
+    return read_result_file(Path(results) / run["result_file"])
 
 
 def _spec(gunpoint, plugin_dir, results, plugin, protocols=("full", "fixed5", "fixed10", "prop20")):
@@ -423,7 +432,7 @@ def test_large_test_splits_are_predicted_in_chunks_with_the_same_predictions(gun
     whole = run_job(_spec(gunpoint, plugin_dir, tmp_path / "whole", "chunky", ["full"]))
     assert [json.loads(line)["n"] for line in log.read_text().splitlines()][4:] == [150]
     assert "query_chunk" not in whole["runs"][0]["extra"]
-    a, b = (read_result_file(m["runs"][0]["result_file"]) for m in (chunked, whole))
+    a, b = (_read(tmp_path / d, m["runs"][0]) for m, d in ((chunked, "chunky"), (whole, "whole")))
     np.testing.assert_array_equal(a.proba, b.proba)
 
 
@@ -594,7 +603,7 @@ def test_a_context_stopped_mid_prediction_continues_from_its_kept_chunks(gunpoin
     run = again["runs"][0]
     assert run["status"] == "ok" and run["extra"]["resumed_at_query"] == 80 and not part.exists()
     assert run["cpu_time_s"] >= kept_s > 0 and run["extra"]["earlier_attempts_cpu_s"] == round(kept_s, 3)
-    a, b = (read_result_file(m["runs"][0]["result_file"]) for m in (whole, again))
+    a, b = _read(tmp_path / "whole", whole["runs"][0]), _read(tmp_path / "res", again["runs"][0])
     np.testing.assert_array_equal(a.proba, b.proba)
 
 
@@ -667,7 +676,7 @@ def test_a_stopped_job_keeps_its_pair_memo_and_computes_each_pair_once_over_its_
     full = next(r for r in again["runs"] if r["protocol"] == "full")
     assert full["extra"]["resumed_at_query"] == 80
     for a, b in zip(whole["runs"], again["runs"]):
-        np.testing.assert_array_equal(read_result_file(a["result_file"]).proba, read_result_file(b["result_file"]).proba)
+        np.testing.assert_array_equal(_read(tmp_path / "whole", a).proba, _read(tmp_path / "res", b).proba)
 
 
 def test_a_job_stopped_in_a_chunks_distances_keeps_the_blocks_of_queries_computed_before(
@@ -696,8 +705,8 @@ def test_a_job_stopped_in_a_chunks_distances_keeps_the_blocks_of_queries_compute
     again = run_job(spec("res"))["runs"][0]
     assert f"{4 * 50} distances computed by an earlier attempt are kept" in capsys.readouterr().err
     assert _pairs(tmp_path / "pairs.txt") == 146 * 50 and again["status"] == "ok"
-    np.testing.assert_array_equal(read_result_file(whole["runs"][0]["result_file"]).proba,
-                                  read_result_file(again["result_file"]).proba)
+    np.testing.assert_array_equal(_read(tmp_path / "whole", whole["runs"][0]).proba,
+                                  _read(tmp_path / "res", again).proba)
 
 
 def _carry(bench, results, keep, names):
@@ -746,7 +755,7 @@ def test_a_job_with_finished_contexts_continues_on_another_machine_from_the_work
     by_context = {(r["protocol"], r["seed"]): r for r in again["runs"]}
     for a in whole["runs"]:
         b = by_context[(a["protocol"], a["seed"])]
-        np.testing.assert_array_equal(read_result_file(a["result_file"]).proba, read_result_file(b["result_file"]).proba)
+        np.testing.assert_array_equal(_read(tmp_path / "whole", a).proba, _read(tmp_path / "res", b).proba)
     assert bench.kept_work(results, "memo_nn", "GunPoint") == []  # the benchmark then removes the copy
 
 
@@ -782,8 +791,8 @@ def test_a_job_stopped_in_its_first_context_carries_its_partial_predictions_and_
     run = again["runs"][0]
     assert run["status"] == "ok" and run["extra"]["resumed_at_query"] == 40
     assert _pairs(tmp_path / "pairs.txt") == 70 * 50  # the second chunk's pairs came from the memo
-    np.testing.assert_array_equal(read_result_file(whole["runs"][0]["result_file"]).proba,
-                                  read_result_file(run["result_file"]).proba)
+    np.testing.assert_array_equal(_read(tmp_path / "whole", whole["runs"][0]).proba,
+                                  _read(tmp_path / "res", run).proba)
 
 
 def test_kept_work_names_the_harness_commit_that_made_it(tmp_path, benchmark_script):
@@ -842,8 +851,8 @@ def test_a_stopped_job_keeps_its_embedding_memo_and_embeds_each_series_once_over
     assert embedded() == 70
     assert again["runs"][0]["status"] == "ok" and not memo.exists()
     assert again["runs"][0]["extra"]["resumed_at_query"] == 80
-    np.testing.assert_array_equal(read_result_file(whole["runs"][0]["result_file"]).proba,
-                                  read_result_file(again["runs"][0]["result_file"]).proba)
+    np.testing.assert_array_equal(_read(tmp_path / "whole", whole["runs"][0]).proba,
+                                  _read(tmp_path / "res", again["runs"][0]).proba)
 
 
 def test_a_job_stopped_in_its_fit_keeps_the_embeddings_its_batches_made(gunpoint, plugin_dir, tmp_path, monkeypatch,
@@ -917,7 +926,7 @@ def test_a_memo_file_that_cannot_be_written_never_stops_the_job(gunpoint, plugin
     assert all(r["status"] == "ok" for r in done["runs"]) and not memo.exists()
     assert _pairs(tmp_path / "pairs.txt") == 2 * 150 * 50  # each job computed each pair once
     for a, b in zip(whole["runs"], done["runs"]):
-        np.testing.assert_array_equal(read_result_file(a["result_file"]).proba, read_result_file(b["result_file"]).proba)
+        np.testing.assert_array_equal(_read(tmp_path / "whole", a).proba, _read(tmp_path / "res", b).proba)
 
 
 @pytest.mark.parametrize("change", ["fingerprint", "a library's version", "the numerics", "a damaged file"])
@@ -974,7 +983,7 @@ def test_same_seed_same_predictions(gunpoint, plugin_dir, tmp_path):
     a = run_job(_spec(gunpoint, plugin_dir, tmp_path / "a", "centroid", ["fixed5"]))
     b = run_job(_spec(gunpoint, plugin_dir, tmp_path / "b", "centroid", ["fixed5"]))
     for ra, rb in zip(a["runs"], b["runs"]):
-        fa, fb = read_result_file(ra["result_file"]), read_result_file(rb["result_file"])
+        fa, fb = _read(tmp_path / "a", ra), _read(tmp_path / "b", rb)
         np.testing.assert_array_equal(fa.proba, fb.proba)
 
 
@@ -993,18 +1002,21 @@ def test_rows_that_are_not_probabilities_fail_the_run_and_rounding_is_renormalis
     """A plain estimator (not a ContractClassifier) is held to the same probability clause: scores fail
     their run with a message naming the run, the row and what to do; float32 rounding within PROBA_TOL is
     renormalised in float64, never a failure."""
-    manifest = run_job(_spec(gunpoint, plugin_dir, tmp_path, "scores", ["full", "fixed5"]))
+    manifest = run_job(_spec(gunpoint, plugin_dir, tmp_path, "scores", ["full", "fixed5", "fixed10"]))
     runs = {(r["protocol"], r["seed"]): r for r in manifest["runs"]}
     full = runs[("full", 0)]
     assert full["status"] == "failed"
-    assert ("[scores/GunPoint/full/seed0] Scores: predict_proba returned rows that are not probabilities"
-            in full["error"])
+    assert (f"[scores/GunPoint/full/seed0] Scores (from the plugin file {plugin_dir.name}/scores.py): predict_proba "
+            "returned rows that are not probabilities" in full["error"]), full["error"]
     assert "row 0 sums to 3" in full["error"] and "apply a softmax" in full["error"]
+    nan = runs[("fixed10", 0)]  # a NaN: the row, the column, the likely cause and the fix (issue 72, case 8)
+    assert nan["status"] == "failed" and f"plugin file {plugin_dir.name}/scores.py" in nan["error"], nan["error"]
+    assert "row 2 holds nan in column 0" in nan["error"] and "apply a softmax" in nan["error"]
     assert not result_path(tmp_path, "full", "scores", "GunPoint", 0).exists()
     assert failure_record_path(tmp_path, "scores", "GunPoint").exists()
     ok = [r for k, r in runs.items() if k[0] == "fixed5"]
     assert len(ok) == 5 and all(r["status"] == "ok" for r in ok)
-    proba = read_result_file(ok[0]["result_file"]).proba
+    proba = _read(tmp_path, ok[0]).proba
     np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=0, atol=1e-12)
 
 
@@ -1232,7 +1244,7 @@ def test_an_interrupted_jobs_runs_are_kept_only_when_made_from_the_same_inputs(g
     if change == "contexts":
         ctx.write_text(ctx.read_text() + "\n")
     if change == "a prediction file":
-        Path(state["runs"][1]["result_file"]).write_text("edited")
+        (tmp_path / "res" / state["runs"][1]["result_file"]).write_text("edited")
     manifest = run_supervised(spec)
     assert all(r["status"] == "ok" for r in manifest["runs"]) and len(manifest["runs"]) == 6
     expected = {"nothing": 2, "a failed run": 3, "a prediction file": 3, "a failure record": 3}.get(change, 6)

@@ -812,3 +812,43 @@ def test_a_file_set_aside_twice_keeps_both(tmp_path):
     assert set_aside(m).name == "GunPoint.json.damaged"
     m.write_text("{}")
     assert set_aside(m).name == "GunPoint.json.2.damaged"
+
+
+def test_a_copied_results_folder_reads_its_own_files(finished, tmp_path, monkeypatch, capsys):
+    """Results are relocatable (issue 72, case 3): a manifest records its prediction files relative to its
+    results folder, so a copy (cp -a, rsync from a cluster, a reviewer's download) is checked and read in
+    the copy: an edit in the copy is a failed row there, and the copy stays whole once the original is gone.
+    A manifest of an older harness, with absolute paths into the original, is read in the copy too."""
+    base = _workdir(finished, tmp_path, monkeypatch)
+    results = base / "abs-results"
+    argv = _config(base, paths={"results_dir": str(results)})
+    assert main(["evaluate", "--methods", "centroid", "--datasets", "GunPoint", "--no-isolation", *argv]) == 0
+    runs = json.loads(manifest_path(results, "centroid", "GunPoint").read_text())["runs"]
+    assert [r["result_file"] for r in runs] == [f"{p}/centroid/Predictions/GunPoint/testResample0.csv"
+                                                for p in ("full", "fixed5")]
+    copy = tmp_path / "copy"
+    shutil.copytree(base, copy, symlinks=True)
+    mine = copy / "abs-results" / "fixed5" / "centroid" / "Predictions" / "GunPoint" / "testResample0.csv"
+    original = mine.read_bytes()
+    mine.write_text(mine.read_text().replace("\n0,", "\n1,", 1))  # an edit in the copy only
+    capsys.readouterr()
+    assert main(["aggregate", "--results-dir", str(copy / "abs-results"), *_config(copy)]) == 1
+    acc = pd.read_csv(copy / "abs-results" / "accuracies.csv")
+    bad = acc[acc.protocol == "fixed5"].iloc[0]
+    assert bad.status == "failed" and str(copy / "abs-results") in bad.error, bad.error
+    assert (acc[acc.protocol == "full"].status == "ok").all()
+    assert not list((results / "fixed5").rglob("*.corrupt")), "the original's file was moved aside"
+    mine.write_bytes(original)  # the edit undone (the edited file stays aside as .corrupt)
+    # a manifest written by an older harness: absolute paths into the original folder
+    m = manifest_path(copy / "abs-results", "centroid", "GunPoint")
+    doc = json.loads(m.read_text())
+    for r in doc["runs"]:
+        r["result_file"] = str(results / r["result_file"])
+    m.write_text(json.dumps(doc))
+    shutil.move(str(base), tmp_path / "gone")  # the original is moved away
+    monkeypatch.setenv("CHORUSTIC_BASELINES", str(copy / "plugins"))
+    monkeypatch.chdir(copy)
+    assert main(["aggregate", "--results-dir", str(copy / "abs-results"), *_config(copy)]) == 0
+    acc = pd.read_csv(copy / "abs-results" / "accuracies.csv")
+    assert (acc.status == "ok").all() and len(acc) == 2
+    assert set(acc.result_file) == {f"{p}/centroid/Predictions/GunPoint/testResample0.csv" for p in ("full", "fixed5")}

@@ -258,7 +258,7 @@ def check_full_only(wd: Path, out: str) -> None:
         for d in ("GunPoint", "ItalyPowerDemand"):
             runs = json.loads((wd / RESULTS / "runs" / m / f"{d}.json").read_text())["runs"]
             assert [r["protocol"] for r in runs] == ["full"]
-            assert verify_result_file(runs[0], full=True, base=wd) is None
+            assert verify_result_file(runs[0], full=True, base=wd / RESULTS) is None
     assert (table(wd).protocol == "full").all() and (table(wd).status == "ok").all() and len(table(wd)) == 4
 
 

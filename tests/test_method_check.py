@@ -157,6 +157,18 @@ def test_scaled_scores_fail_the_contract_with_the_row_sum_and_the_tolerance(tmp_
     assert "FAIL" not in capsys.readouterr().out
 
 
+def test_non_finite_probabilities_name_the_row_the_plugin_file_and_the_fix(tmp_path, capsys):
+    """A NaN in ``_predict_proba``'s rows (issue 72, case 8): the message names the estimator and its plugin
+    file, the first row and column holding it, its likely cause and the fix, as for any other bad row."""
+    (tmp_path / "scaled.py").write_text(textwrap.dedent(SCALED))
+    assert main(["check-method", "--methods", "scaled", "--plugin-dir", str(tmp_path), "--param", "scale=.nan"]) == 1
+    out = capsys.readouterr().out
+    line = next(ln for ln in out.splitlines() if re.match(r"(PASS|FAIL|SKIP)  probabilities\b", ln))
+    for part in ("FAIL", f"ScaledEstimator._predict_proba ({tmp_path.name}/scaled.py)", "row 0 holds nan in column 0",
+                 "overflow", "softmax"):
+        assert part in line, (part, line)
+
+
 class _Model:
     """What a method's model returns: float32-rounded softmax rows times ``scale``."""
 

@@ -65,7 +65,7 @@ def test_tsml_eval_reads_and_evaluates_the_prediction_files(run, tmp_path):
 
     root, df, ds, _ = run
     row = df[(df["protocol"] == "fixed5") & (df["seed"] == 3)].iloc[0]
-    cr = load_classifier_results(row["result_file"])  # verifies the file's accuracy against its predictions
+    cr = load_classifier_results(str(root / "results" / row["result_file"]))  # verifies the file's accuracy against its predictions
     assert cr.accuracy == pytest.approx(row["accuracy"]) and cr.n_classes == ds.n_classes
     assert cr.n_cases == len(ds.y_test) and cr.classifier_name == "minirocket" and cr.resample_id == 3
     # labels are the encoded class indices 0..K-1; line 2's JSON maps them back to the archive's labels

@@ -72,7 +72,7 @@ def test_small_run_end_to_end_records_failures_and_resumes(tmp_path):
     assert failed.error.str.contains("does-not-exist").all()
     assert not list((tmp_path / "results").glob("*/chorustic_missing/Predictions/*/*.csv"))
     for f in ok.result_file:
-        assert (tmp_path / f).is_file()
+        assert (tmp_path / "results" / f).is_file()  # relative to the results folder
     assert (tmp_path / "results" / "contexts" / "GunPoint.json").is_file()
     # the levels of the config, in report order, in the table and in the paper's tables
     assert list(dict.fromkeys(acc[acc.dataset == "GunPoint"].protocol)) == ["full", "fixed1", "prop10"]

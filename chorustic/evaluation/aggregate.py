@@ -39,7 +39,8 @@ from typing import Any, Callable, Iterable
 
 import pandas as pd
 
-from chorustic.evaluation.integrity import checksum_path, made_with_other_fingerprint, set_aside
+from chorustic.evaluation.integrity import checksum_path, made_with_other_fingerprint, results_dir_of, set_aside
+from chorustic.evaluation.results import resolve_result_file, stored_result_file
 from chorustic import config as cc
 from chorustic.io import atomic_write_texts, sha256_bytes
 from chorustic.protocols.base import protocol_sort_key
@@ -116,7 +117,8 @@ def read_manifest(path: str | os.PathLike) -> dict[str, Any]:
     return doc
 
 
-def _rows(doc: dict[str, Any], metadata: dict[str, dict], relative_to) -> list[dict[str, Any]]:
+def _rows(doc: dict[str, Any], metadata: dict[str, dict], base: Path | None) -> list[dict[str, Any]]:
+    """The table's rows of one manifest; ``result_file`` relative to the results folder ``base``."""
     meta = {
         **metadata.get(doc["method"], {}),
         **{
@@ -130,11 +132,8 @@ def _rows(doc: dict[str, Any], metadata: dict[str, dict], relative_to) -> list[d
     rows = []
     for run in doc["runs"]:
         result_file = run.get("result_file")
-        if result_file and relative_to is not None:
-            try:
-                result_file = os.path.relpath(result_file, relative_to)
-            except ValueError:
-                pass
+        if result_file and base is not None:  # also a path an older harness recorded, read in this folder
+            result_file = stored_result_file(resolve_result_file(result_file, base), base)
         rows.append(
             {
                 "method": doc["method"],
@@ -182,7 +181,6 @@ def _frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
 def aggregate_manifests(
     paths: Iterable[str | os.PathLike],
     metadata: dict[str, dict] | None = None,
-    relative_to: str | os.PathLike | None = None,
 ) -> pd.DataFrame:
     """Rows of every run in the given manifests, as recorded (no verification, see :func:`collect_runs`;
     but a stand-in's runs are ``failed``).
@@ -195,7 +193,7 @@ def aggregate_manifests(
     for path in paths:
         doc = read_manifest(path)
         _standin(doc, [])  # a stand-in's runs are never results, verified or not
-        rows += _rows(doc, metadata, relative_to)
+        rows += _rows(doc, metadata, results_dir_of(path))
     return _frame(rows)
 
 
@@ -220,17 +218,17 @@ def _quarantine(path: Path) -> Path | None:
         return None
 
 
-def _verify(doc: dict[str, Any], problems: list[str]) -> None:
+def _verify(doc: dict[str, Any], problems: list[str], base: Path) -> None:
     from chorustic.evaluation.integrity import verify_result_file
 
     for run in doc["runs"]:
         if run.get("status") != "ok":
             continue
-        problem = verify_result_file(run, full=True)
+        problem = verify_result_file(run, full=True, base=base)
         if problem is None:
             continue
         if "SHA-256" in problem or "bytes" in problem:
-            moved = _quarantine(Path(run["result_file"]))
+            moved = _quarantine(resolve_result_file(run["result_file"], base))
             if moved is not None:
                 problem += f"; moved aside to {moved.name}"
         run.update(
@@ -291,7 +289,6 @@ def collect_runs(
     metadata: dict[str, dict] | None = None,
     fingerprints: dict[str, str] | None = None,
     why_not_run: Callable[[ExpectedJob], str | None] | None = None,
-    relative_to: str | os.PathLike | None = None,
 ) -> Collected:
     """Every run of ``jobs`` (default: every manifest and failure record under ``results_dir/runs``),
     verified as described in the module docstring. Never raises for a damaged or missing result."""
@@ -316,7 +313,7 @@ def collect_runs(
                 "archive": job.archive,
                 "runs": [_failed_run(c, upstream) for c in job.contexts],
             }
-            rows += _rows(stub, metadata, relative_to)
+            rows += _rows(stub, metadata, None)
             continue
         good = manifest_path(results_dir, method, dataset)
         bad = failure_record_path(results_dir, method, dataset)
@@ -331,7 +328,7 @@ def collect_runs(
         if doc is not None:
             if job is not None:
                 _match_contexts(doc, job, path, problems)
-            _verify(doc, problems)
+            _verify(doc, problems, Path(results_dir))
             _stale(doc, (fingerprints or {}).get(method), problems)
             _standin(doc, problems)
             if path == bad:
@@ -340,7 +337,7 @@ def collect_runs(
                 problems.append(
                     f"{method}/{dataset}: {len(failed)} of {len(doc['runs'])} runs failed (e.g. {first})"
                 )
-            rows += _rows(doc, metadata, relative_to)
+            rows += _rows(doc, metadata, Path(results_dir))
             continue
         if job is None:  # no expected job list: an unreadable file is all we know about it
             problems.append(reason or f"{method}/{dataset}: no manifest")
@@ -354,7 +351,7 @@ def collect_runs(
             "archive": job.archive,
             "runs": [_failed_run(c, reason) for c in job.contexts],
         }
-        rows += _rows(stub, metadata, relative_to)
+        rows += _rows(stub, metadata, None)
     return Collected(_frame(rows), problems)
 
 

@@ -45,6 +45,7 @@ __all__ = [
     "run_fingerprints",
     "file_record",
     "verify_result_file",
+    "results_dir_of",
     "manifest_problem",
     "made_with_other_fingerprint",
     "source_record",
@@ -233,18 +234,28 @@ def file_record(path: str | os.PathLike) -> dict[str, Any]:
     return {"sha256": sha256_file(path), "bytes": st.st_size, "mtime_ns": st.st_mtime_ns}
 
 
+def results_dir_of(manifest: str | os.PathLike) -> Path:
+    """The results folder of a run manifest (``<results>/runs/<method>/<dataset>.json``, or its
+    ``.failed.json`` or progress file): the folder its ``result_file`` paths are relative to."""
+    return Path(manifest).parent.parent.parent
+
+
 def verify_result_file(
     run: dict[str, Any], *, full: bool = True, base: str | os.PathLike | None = None
 ) -> str | None:
     """``None`` when the prediction file of an ``ok`` run is as its manifest recorded it, else what is wrong.
 
     ``full=False`` trusts an unchanged size and modification time (cheap, for building the DAG) and
-    hashes only files whose size or time changed; ``full=True`` always compares the SHA-256.
+    hashes only files whose size or time changed; ``full=True`` always compares the SHA-256. ``base`` is
+    the results folder holding the manifest (:func:`~chorustic.evaluation.results.resolve_result_file`);
+    without it, the recorded path is taken as it is.
     """
+    from chorustic.evaluation.results import resolve_result_file
+
     rel = run.get("result_file")
     if not rel:
         return "no prediction file is recorded for this ok run"
-    path = Path(rel) if base is None or Path(rel).is_absolute() else Path(base) / rel
+    path = Path(rel) if base is None else resolve_result_file(rel, base)
     try:
         st = os.stat(path)
     except OSError:
@@ -288,9 +299,10 @@ def _checked_manifest(
             named = ", ".join(f"{p} seed {s}" for p, s in lacking[:5]) + (" ..." if len(lacking) > 5 else "")
             return (f"the run manifest {path} has no run of {named}, which the configuration selects (the job ran "
                     "another protocol selection)"), doc
+    base = results_dir_of(path)
     for run in doc["runs"]:
         if isinstance(run, dict) and run.get("status") == "ok":
-            problem = verify_result_file(run, full=full)
+            problem = verify_result_file(run, full=full, base=base)
             if problem:
                 return problem, doc
     return None, doc

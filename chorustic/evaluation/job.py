@@ -49,10 +49,11 @@ from chorustic.evaluation.checkpoints import (KeptMemo, PartialPredictions, cont
                                               partial_path)
 from chorustic.evaluation.integrity import file_record, verify_result_file
 from chorustic.evaluation.numerics import numerics_record
-from chorustic.evaluation.results import result_path, write_result_file
+from chorustic.evaluation.results import result_path, stored_result_file, write_result_file
 from chorustic.io import atomic_write_json, sha256_file
 from chorustic.methods.base import PROBA_ADVICE, probability_rows_problem
 from chorustic.methods.inputs import series_lengths, take_series
+from chorustic.methods.registry import default_plugin_dir
 
 __all__ = [
     "FINISHED_STATUSES",
@@ -334,8 +335,6 @@ def _align_proba(proba: np.ndarray, est_classes: np.ndarray, n_classes: int, nam
         raise ValueError(f"{name}: predict_proba returned shape {proba.shape} for {len(est_classes)} classes_")
     if np.any(est_classes < 0) or np.any(est_classes >= n_classes):
         raise ValueError(f"{name}: classes_ {est_classes.tolist()} outside 0..{n_classes - 1}")
-    if not np.all(np.isfinite(proba)):
-        raise ValueError(f"{name}: predict_proba returned non-finite probabilities")
     problem = probability_rows_problem(proba)
     if problem is not None:
         raise ValueError(f"{name}: predict_proba returned rows that are not probabilities: {problem}. "
@@ -360,7 +359,8 @@ def _job_size(n_context: int, X_test: Any, n_classes: int = 2, context_train: tu
 
 
 def _predict_in_chunks(estimator: Any, X_test: Any, chunk: int, n_classes: int, tag: str,
-                       partial: Any = None, log=None, memos: Any = ()) -> tuple[np.ndarray, int]:
+                       partial: Any = None, log=None, memos: Any = (), source: str | None = None
+                       ) -> tuple[np.ndarray, int]:
     """The estimator's probabilities of the whole test split, asked for ``chunk`` queries at a time (a query's
     prediction depends on the context and that query only, a clause of the method contract), each chunk
     mapped onto the dataset's ``n_classes`` columns; and how many of them an earlier attempt had kept.
@@ -382,7 +382,7 @@ def _predict_in_chunks(estimator: Any, X_test: Any, chunk: int, n_classes: int, 
     w0, c0, saved = time.perf_counter(), time.process_time(), -np.inf  # the first chunk is kept at once
     for start in range(first, n, step):
         part = X_test[start:start + step]
-        name = f"{tag} {type(estimator).__name__}"
+        name = f"{tag} {type(estimator).__name__}" + (f" (from the plugin file {source})" if source else "")
         if step < n:  # a row named in a message counts from the chunk's first test series
             name += f" (test series {start}..{min(start + step, n) - 1})"
         parts.append(_align_proba(estimator.predict_proba(part), estimator.classes_, n_classes, name))
@@ -476,7 +476,7 @@ def _run_job(spec: JobSpec, *, resume: bool, log) -> dict[str, Any]:
         mine = set(selected or [])
         # a run whose prediction file is gone or changed is run again
         prior_runs = [r for r in prior.get("runs", []) if (r["protocol"], int(r["seed"])) in mine
-                      and (r.get("status") != "ok" or verify_result_file(r, full=True) is None)]
+                      and (r.get("status") != "ok" or verify_result_file(r, full=True, base=results_dir) is None)]
         started = prior.get("started", started)
         keep = {(r["protocol"], int(r["seed"])) for r in prior_runs if r.get("result_file")}
         # only the files of the runs recorded so far are kept (of the job's own contexts: never another selection's)
@@ -489,6 +489,8 @@ def _run_job(spec: JobSpec, *, resume: bool, log) -> dict[str, Any]:
 
     discovery = discover(spec.plugin_dir, only=spec.plugin)
     method = discovery.get(spec.plugin)
+    plugin_file = (f"{Path(spec.plugin_dir or default_plugin_dir()).name}/{discovery.sources[spec.plugin]}"
+                   if spec.plugin in discovery.sources else None)
     info = method.info
     params = method.params(spec.params)
     manifest: dict[str, Any] = {
@@ -628,7 +630,8 @@ def _run_job(spec: JobSpec, *, resume: bool, log) -> dict[str, Any]:
                 partial_path(results_dir, spec.method, spec.dataset, ctx.protocol, ctx.seed),
                 {**kept_inputs, "protocol": ctx.protocol, "seed": int(ctx.seed), "context": context_digest(idx),
                  "n_test": len(ds.y_test), "n_classes": n_classes, "chunk": int(chunk)})
-            proba, resumed = _predict_in_chunks(estimator, X_test, chunk, n_classes, tag, partial, log, kept_memos)
+            proba, resumed = _predict_in_chunks(estimator, X_test, chunk, n_classes, tag, partial, log, kept_memos,
+                                                source=plugin_file)
             t2, c2 = _method_clocks(kept_memos)
             memo_s = _memo_write_times(kept_memos)[0] - written[0]
             extra = dict(getattr(estimator, "run_info_", {}) or {})
@@ -645,7 +648,7 @@ def _run_job(spec: JobSpec, *, resume: bool, log) -> dict[str, Any]:
             info_line = {
                 "method": spec.method, "plugin": spec.plugin, "display_name": manifest["display_name"],
                 "params": params, "protocol": ctx.protocol, "family": ctx.family, "budget": ctx.budget,
-                "seed": ctx.seed, "context_file": str(spec.contexts_file), "n_context": int(len(idx)),
+                "seed": ctx.seed, "context_file": stored_result_file(spec.contexts_file, results_dir), "n_context": int(len(idx)),
                 "class_labels": [str(c) for c in ds.classes], "device": device, "run_info": extra,
                 "source_sha256": ds.source_sha256, "data_modifications": list(ds.modifications),
                 **({"standin": ds.standin} if ds.standin is not None else {}),
@@ -657,7 +660,8 @@ def _run_job(spec: JobSpec, *, resume: bool, log) -> dict[str, Any]:
             )
             rec = run_record(ctx, status="ok", accuracy=acc, n_context=entry.get("n_context"), n_test=len(ds.y_test),
                              n_classes=n_classes, fit_time_s=round(t1 - t0, 4), predict_time_s=round(t2 - t1, 4),
-                             cpu_time_s=round(c2 - c0, 3), peak_memory_mb=round(peak, 1), result_file=str(out), extra=extra,
+                             cpu_time_s=round(c2 - c0, 3), peak_memory_mb=round(peak, 1), result_file=stored_result_file(out, results_dir),
+                             extra=extra,
                              result=file_record(out))
             partial.remove()
             log(f"{tag} accuracy {acc:.4f} (fit {t1 - t0:.1f}s, predict {t2 - t1:.1f}s)")

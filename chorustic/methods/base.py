@@ -76,8 +76,17 @@ PROBA_ADVICE = (
 
 def probability_rows_problem(proba: np.ndarray, tol: float = PROBA_TOL) -> str | None:
     """Why the rows of ``proba`` ``(n, K)`` are not class probabilities within ``tol``, naming the first
-    offending row (a sum more than ``tol`` from 1, or a value below ``-tol``); None when they are."""
+    offending row (a NaN or infinite value, a sum more than ``tol`` from 1, or a value below ``-tol``); None
+    when they are."""
     proba = np.asarray(proba, dtype=np.float64)
+    not_finite = np.flatnonzero(~np.isfinite(proba).all(axis=1))
+    if not_finite.size:
+        i = int(not_finite[0])
+        j = int(np.flatnonzero(~np.isfinite(proba[i]))[0])
+        return (
+            f"row {i} holds {proba[i, j]} in column {j} ({not_finite.size} of {len(proba)} rows hold NaN or "
+            "infinite values: a division by zero or an overflow in the method, e.g. an exp of large scores)"
+        )
     negative = np.flatnonzero((proba < -tol).any(axis=1))
     if negative.size:
         i = int(negative[0])
