@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import textwrap
 from pathlib import Path
 
@@ -361,6 +362,25 @@ PLUGINS = {
             info = MethodInfo(name="scores", display_name="Scores", group="Classical", fits_on_target=True)
             def build(self, *, seed, device="cpu", n_jobs=1, **params):
                 return Scores(seed)
+    ''',
+    "chatty.py": '''
+        import sys
+        from chorustic.methods import Method, MethodInfo, register
+        from chorustic_plugins.centroid import Centroid
+
+        class Chatty(Centroid):
+            """Prints 3 MB to stdout and to stderr in every fit (a verbose library), then one last line."""
+            def fit(self, X, y):
+                for stream in (sys.stdout, sys.stderr):
+                    stream.write("FIRST-LINE\\n" + ("x" * 99 + "\\n") * 30_000 + "LAST-LINE\\n")
+                    stream.flush()
+                return super().fit(X, y)
+
+        @register
+        class ChattyMethod(Method):
+            info = MethodInfo(name="chatty", display_name="Chatty", group="Classical", fits_on_target=True)
+            def build(self, *, seed, device="cpu", n_jobs=1, **params):
+                return Chatty(seed)
     ''',
     "broken.py": "this is not python (\n",
 }
@@ -1255,3 +1275,20 @@ def test_an_interrupted_jobs_runs_are_kept_only_when_made_from_the_same_inputs(g
     assert acc == {(r["protocol"], r["seed"]): r["accuracy"] for r in done["runs"]}
     if change == "nothing":  # the kept runs' files are the first attempt's (a file records its fit time)
         assert [r["result"] for r in manifest["runs"][:4]] == [r["result"] for r in done["runs"][:4]]
+
+
+def test_a_workers_output_in_the_jobs_log_is_bounded_and_says_what_was_cut(gunpoint, plugin_dir, tmp_path):
+    """A plugin printing 3 MB per fit to each stream (issue 72, case 5): the job's log keeps the first and the
+    last MiB of each stream, with one line saying how many bytes were cut, instead of all 12 MB; the run is ok."""
+    log = tmp_path / "job.log"
+    with open(log, "wb") as fh:
+        manifest = run_supervised(_spec(gunpoint, plugin_dir, tmp_path / "res", "chatty", ["full"]),
+                                  log_file=fh)
+    assert [r["status"] for r in manifest["runs"]] == ["ok"]
+    text = log.read_bytes()
+    printed = 2 * (3_000_000 + 21)  # one fit, two streams
+    assert len(text) < 4.2 * 2**20 < printed
+    cuts = re.findall(rb"\[chorustic: ([\d,]+) bytes of this worker's output cut here", text)
+    assert len(cuts) == 2, text[:200]  # one per stream of the one worker
+    assert sum(int(c.replace(b",", b"")) for c in cuts) + text.count(b"x" * 99) * 100 > 0.99 * printed
+    assert text.count(b"FIRST-LINE") == 2 and text.count(b"LAST-LINE") == 2  # the head and the end of each

@@ -180,6 +180,66 @@ def _pending_contexts(spec: JobSpec, recorded: set[tuple[str, int]]) -> list[dic
     return [entry for ctx, entry in iter_contexts(doc, spec.protocols) if (ctx.protocol, ctx.seed) not in recorded]
 
 
+#: A worker's output kept in the job's log, per stream and attempt: its first and its last bytes (a plugin that
+#: prints 100 MiB per fit leaves a log of about 2 MiB that says how much was cut, not one of 200 MB).
+LOG_HEAD_BYTES = 1 << 20
+LOG_TAIL_BYTES = 1 << 20
+
+
+def _bounded_copy(src: int, dest: int) -> None:
+    """Copy the pipe ``src`` to the file descriptor ``dest`` until EOF: the first :data:`LOG_HEAD_BYTES` as they
+    come, then only the last :data:`LOG_TAIL_BYTES` (from a line start), after one line saying how many bytes
+    were cut. The head is in the log at once; the tail when the worker's output ends."""
+    head, tail_max = LOG_HEAD_BYTES, LOG_TAIL_BYTES
+    written, cut, tail = 0, 0, bytearray()
+
+    def put(data: bytes) -> None:
+        try:
+            while data:
+                data = data[os.write(dest, data):]
+        except OSError:  # a closed or full log never stops the job
+            pass
+
+    try:
+        while chunk := os.read(src, 1 << 16):
+            if written < head:
+                n = min(head - written, len(chunk))
+                put(chunk[:n])
+                written, chunk = written + n, chunk[n:]
+            if chunk:
+                tail += chunk
+                if len(tail) > tail_max:
+                    cut += len(tail) - tail_max
+                    del tail[: len(tail) - tail_max]
+    finally:
+        os.close(src)
+    if cut:
+        nl = tail.find(b"\n")
+        if 0 <= nl < len(tail) - 1:
+            cut += nl + 1
+            del tail[: nl + 1]
+        put(f"\n[chorustic: {cut:,} bytes of this worker's output cut here; the log keeps its first "
+            f"{head:,} and last {tail_max:,} bytes]\n".encode())
+    put(bytes(tail))
+
+
+def _start_bounded(proc: subprocess.Popen, out_fd: int, err_fd: int) -> list[threading.Thread]:
+    """Threads copying the worker's stdout and stderr pipes to ``out_fd`` and ``err_fd``, bounded."""
+    threads = [threading.Thread(target=_bounded_copy, args=(os.dup(pipe.fileno()), fd), daemon=True,
+                                name=f"worker-{name}")
+               for pipe, fd, name in ((proc.stdout, out_fd, "stdout"), (proc.stderr, err_fd, "stderr"))]
+    proc.stdout.close()
+    proc.stderr.close()
+    for t in threads:
+        t.start()
+    return threads
+
+
+def _finish_bounded(threads: list[threading.Thread]) -> None:
+    for t in threads:
+        t.join(timeout=10)  # the pipes close when the worker's process tree is gone
+
+
 def run_supervised(
     spec: JobSpec,
     *,
@@ -259,13 +319,19 @@ def run_supervised(
             cmd = [sys.executable, "-m", "chorustic.evaluation.worker", spec_file]
             if attempt > 0 or kept:
                 cmd.append("--resume")
-            proc = subprocess.Popen(cmd, env=env, stdout=log_file, stderr=subprocess.STDOUT if log_file else None,
+            proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                     preexec_fn=die_with_parent_preexec())
+            # the worker's output goes where it went when the worker inherited them: the log file, else fds 1 and 2
+            out_fd, err_fd = (log_file.fileno(),) * 2 if log_file is not None else (1, 2)
+            for stream in (sys.stdout, sys.stderr):
+                stream.flush()
+            pumps = _start_bounded(proc, out_fd, err_fd)
             reason = None
             while proc.poll() is None:
                 time.sleep(_POLL_S)
                 if stop or os.getppid() != parent:
                     _kill_tree(proc)
+                    _finish_bounded(pumps)
                     why = f"signal {signal.Signals(stop[0]).name}" if stop else "its parent process died"
                     raise JobInterrupted(f"{spec.method}/{spec.dataset}: stopped ({why}); "
                                          f"{_kept_message(results_dir, spec)}")
@@ -279,6 +345,7 @@ def run_supervised(
                 if reason is not None:
                     _kill_tree(proc)
                     break
+            _finish_bounded(pumps)
             done = finished_manifest(results_dir, spec.method, spec.dataset)
             if reason is None and proc.returncode == 0 and done is not None:
                 return json.loads(done.read_text())
