@@ -193,7 +193,7 @@ class MomentSVM(HubMethod):
     def weights_path(self, found: dict[str, Path], files: list[HubFile]) -> Path:
         return found["model.safetensors"].parent
 
-    def load(self, params: dict[str, Any], resolved: dict[str, Any]) -> None:
+    def check_packages(self, params: dict[str, Any]) -> None:
         try:
             import momentfm  # noqa: F401
         except ImportError as exc:
@@ -205,4 +205,6 @@ class MomentSVM(HubMethod):
                 f"{self.label}: the momentfm package {what}; install it with "
                 f"`pip install --no-deps momentfm==0.1.4` (or use workflow/envs/moment_svm.yaml)"
             ) from exc
+
+    def load(self, params: dict[str, Any], resolved: dict[str, Any]) -> None:
         load_moment(resolved["weights"], device="cpu", label=self.label)

@@ -125,6 +125,7 @@ def test_fetch_without_network_or_offline_explains_the_manual_route(hub, monkeyp
         download_hub_files("MOMENT+SVM (moment_svm)", [f], fetch_name="moment_svm", log=lambda m: None)
 
 
+@pytest.mark.slow(reason="fetches and loads every method's weights from a local hub (~13 s)")
 def test_fetch_weights_command_end_to_end(hub, tmp_path):
     """`chorustic fetch-weights moment_svm` in a subprocess against the fake hub, then `chorustic methods`
     reports it ready from the cache with HF_HUB_OFFLINE=1."""
@@ -291,8 +292,10 @@ def test_single_file_local_path_for_a_multi_file_model_is_refused(tmp_path):
     (ImportError("cannot import name 'T5Config' from 'transformers'"),
      "failed to import (ImportError: cannot import name 'T5Config' from 'transformers')"),
 ])
-def test_a_package_that_fails_to_import_keeps_its_reason(discovery, monkeypatch, error, says):
-    """Not installed and installed-but-broken (a version clash) are told apart, with the import's own words."""
+def test_a_package_that_fails_to_import_keeps_its_reason(discovery, monkeypatch, tmp_path, error, says):
+    """Not installed and installed-but-broken (a version clash) are told apart, with the import's own words;
+    with the weights missing too, one message names both problems (issue 72, case 9: not the weights first,
+    then, once they are fetched, the package)."""
     import builtins
 
     real_import = builtins.__import__
@@ -304,4 +307,8 @@ def test_a_package_that_fails_to_import_keeps_its_reason(discovery, monkeypatch,
 
     monkeypatch.setattr(builtins, "__import__", fake_import)
     with pytest.raises(MethodNotReady, match=re.escape(says)):
-        discovery.get("moment_svm").load({}, {"weights": "unused"})
+        discovery.get("moment_svm").check_packages({})
+    with pytest.raises(MethodNotReady) as both:
+        discovery.get("moment_svm").check_ready(weights=str(tmp_path / "no-such-folder"))
+    text = str(both.value)
+    assert text.startswith("2 problems: (1) ") and says in text and "no-such-folder" in text, text

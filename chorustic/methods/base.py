@@ -109,6 +109,25 @@ class MethodNotReady(RuntimeError):
     """The method cannot run here; the message says what is missing and how to provide it."""
 
 
+def ready_or_raise(*checks: Any) -> list[Any]:
+    """Run every check (a callable raising :class:`MethodNotReady`) and return their values; if any raised,
+    raise one :class:`MethodNotReady` whose message lists every problem (a user fixing the first then
+    meeting the next is what this avoids)."""
+    values, problems = [], []
+    for check in checks:
+        try:
+            values.append(check())
+        except MethodNotReady as exc:
+            problems.append(str(exc))
+            values.append(None)
+    if len(problems) == 1:
+        raise MethodNotReady(problems[0])
+    if problems:
+        raise MethodNotReady(f"{len(problems)} problems: " + " ALSO: ".join(f"({i}) {p}" for i, p in
+                                                                         enumerate(problems, 1)))
+    return values
+
+
 @dataclasses.dataclass(frozen=True)
 class MethodInfo:
     """Metadata of a method, used by the DAG, the CLI and every report."""
@@ -294,10 +313,15 @@ class Method(_Parametrised, abc.ABC):
         kwargs.update({k: v for k, v in harness.items() if k in accepted})
         return self.estimator(**kwargs)
 
+    def check_packages(self, params: dict[str, Any]) -> None:
+        """Raise :class:`MethodNotReady` if a package the method imports is missing or fails to import
+        (default: nothing to check). Checked with the weights, so that one message names every problem."""
+
     def check_ready(self, **params: Any) -> None:
         """Raise :class:`MethodNotReady` if weights, checkouts or packages are missing (default: what
-        :meth:`resolve` finds missing)."""
-        self.resolve(self.params(params))
+        :meth:`check_packages` and :meth:`resolve` find missing), naming every problem at once."""
+        p = self.params(params)
+        ready_or_raise(lambda: self.check_packages(p), lambda: self.resolve(p))
 
     def fetch_weights(self, **params: Any) -> list[Path]:
         """Download and verify what the method needs (on a connected machine); return the paths."""

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from chorustic.methods.base import Method, MethodNotReady
+from chorustic.methods.base import Method, MethodNotReady, ready_or_raise
 
 __all__ = [
     "CheckoutMethod",
@@ -207,7 +207,8 @@ class CheckoutMethod(Method):
 
     def check_ready(self, **params: Any) -> None:
         p = self.params(params)
-        self.load(p, self.resolve(p))
+        _, resolved = ready_or_raise(lambda: self.check_packages(p), lambda: self.resolve(p))
+        self.load(p, resolved)
 
     def download(self, params: dict[str, Any]) -> list[Path]:
         """Fetch what the checkout does not hold (``fetch-weights``); default: nothing."""

@@ -48,7 +48,7 @@ from chorustic.hub import (
     hub_cache_dir,
     hub_offline,
 )
-from chorustic.methods.base import Method, MethodNotReady
+from chorustic.methods.base import Method, MethodNotReady, ready_or_raise
 
 __all__ = [
     "HubFile",
@@ -385,7 +385,8 @@ class HubMethod(Method):
 
     def check_ready(self, **params: Any) -> None:
         p = self.params(params)
-        self.load(p, self.resolve(p))
+        _, resolved = ready_or_raise(lambda: self.check_packages(p), lambda: self.resolve(p))
+        self.load(p, resolved)
 
     def fetch_weights(self, **params: Any) -> list[Path]:
         p = self.params(params)
