@@ -51,6 +51,7 @@ def test_classical_methods_are_accurate_on_gunpoint_and_basicmotions(method, dis
         assert acc >= floor, f"{method} on {dataset}: accuracy {acc:.3f} (chance {1 / k:.2f})"
 
 
+@pytest.mark.slow(reason="every classical plugin fitted on 4 short-series datasets (~40 s)")
 def test_short_series_are_zero_padded_to_the_minimum_length(discovery):
     """PenDigits has 8 points; MiniRocket needs 9 (aeon: 'zero pad shorter series')."""
     rng = np.random.default_rng(0)
@@ -180,6 +181,7 @@ def test_dtw_window_parameter_is_validated(discovery):
         discovery.get("dtw_1nn").build(seed=0, window=5)
 
 
+@pytest.mark.slow(reason="MultiRocket-Hydra's transform twice, batched and whole (~9 s)")
 def test_multirocket_hydra_convolves_in_batches_with_the_same_features(discovery):
     """aeon's Hydra transform convolves every series of a call at once (~3.9 KB per time point each); the
     plugin runs it in batches of HYDRA_BATCH with aeon's own batch method: the same features and the same

@@ -440,6 +440,7 @@ def _gunpoint_job(folder, results, params, protocols):
                    protocols=protocols)
 
 
+@pytest.mark.slow(reason="two TabICL jobs on GunPoint (~18 s)")
 def test_tabicl_job_plans_its_smaller_contexts_within_its_largest_pass(discovery, assets, monkeypatch, tmp_path):
     """A TabICL job through the harness on GunPoint (50 + 150 rows of 150 features), with WORK_MB so small that each
     context alone would cut its queries to its context rows: the harness gives every context the memory of the
@@ -470,6 +471,7 @@ def test_tabicl_job_plans_its_smaller_contexts_within_its_largest_pass(discovery
         assert np.allclose(a, b, atol=1e-5), key
 
 
+@pytest.mark.slow(reason="three TabICL jobs in workers with other hash seeds (~15 s)")
 def test_tabicl_jobs_predict_the_same_whatever_the_hash_seed_of_the_caller(assets, monkeypatch, tmp_path):
     """tabicl orders its normalisation groups by a set of strings, and sums its members in that order: two
     processes with other string-hash salts give probabilities ~3e-8 apart. The supervisor starts its workers with

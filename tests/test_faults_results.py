@@ -666,6 +666,7 @@ def test_a_full_disk_when_the_tables_are_written_after_a_failure(finished, tmp_p
     assert not list(root.rglob("*.tmp"))
 
 
+@pytest.mark.slow(reason="evaluation jobs that wait for their time limits (~12 s)")
 def test_time_limits_belong_to_the_cluster(finished, tmp_path, monkeypatch, capsys):
     """A local run never stops a job that is making progress because the machine is slower than the cost
     model assumed (the workflow passes the job's `runtime` as --cluster-runtime); a limit the user set holds

@@ -146,7 +146,7 @@ def _plant_leftovers(out: Path) -> dict[str, bool]:
     return made
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="three pretraining processes: killed, killed again, resumed (~13 s)")
 def test_prior_worker_killed_then_training_process_killed_then_resumed(tmp_path):
     """kill -9 of a prior worker: the step in progress is finished in the training process, its state is
     saved and equals the reference's (a complete step: no half-updated optimizer), one line names the

@@ -429,7 +429,7 @@ STEPS = [
 ]
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="12 Snakemake runs of the fault scenarios on GunPoint and ItalyPowerDemand (~220 s)")
 def test_workflow_faults(tmp_path):
     wd = tmp_path / WORKDIR
     wd.mkdir()

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 
+@pytest.mark.slow(reason="MOMENT's SVM grid search in a worker (~12 s)")
 def test_moments_svm_grid_search_runs_in_the_jobs_own_process():
     """momentfm's fit_svm asks joblib for 10 worker processes; the head runs the same grid search in the
     process (sequentially for a one-thread job) and gets the same SVC as momentfm's own call."""

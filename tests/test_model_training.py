@@ -184,7 +184,7 @@ def test_signal_dropout_in_training_selects_the_full_slot_schedule():
     assert dataclasses.replace(ChorusTICConfig.paper(), freeze_signal_encoder=False).signal_dropout_in_training
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="dynamo and AOTAutograd trace the 8 graphs of a training step (~70 s)")
 def test_compiled_stages_give_the_same_gradients_and_leave_the_module_unchanged():
     """``compile_stages`` (what ``TrainConfig.compile`` uses): the stages are captured by dynamo with dynamic
     sizes and differentiated by AOTAutograd (``aot_eager``: the graphs inductor would compile, run by

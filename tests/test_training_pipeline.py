@@ -119,7 +119,7 @@ def test_a_window_sized_schedule_ends_with_the_run():
     assert base.sized_to(0).steps == 1
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="two torchrun ranks and one process train the same steps (~30 s)")
 def test_torchrun_two_processes_train_the_same_model_as_one(tmp_path):
     """DDP (gloo) over 2 processes, the global batch split across ranks, equals one process."""
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
@@ -181,7 +181,7 @@ ctx.shutdown()
 """
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="two torchrun ranks compile the stages and train (~70 s)")
 def test_compiled_stages_train_under_ddp(tmp_path):
     """``--compile`` with torchrun: a compiled stage runs inside the DDP-wrapped step (dynamo's DDP graph
     splitter, meant for compiling a whole DDP module, is off for the stages: it failed on the signal
@@ -197,6 +197,7 @@ def test_compiled_stages_train_under_ddp(tmp_path):
     assert json.loads((tmp_path / "out.json").read_text())["max_rel_diff"] < 1e-4
 
 
+@pytest.mark.slow(reason="runs the real training step under torch's flop counter (~25 s)")
 def test_plan_measures_flops_and_memory_of_the_real_step(tmp_path, capsys):
     """--plan on fake tensors: FLOPs equal a real FlopCounterMode count of a real micro-batch, and the
     peak-memory estimate is close to the storages a real step keeps alive."""
@@ -252,6 +253,7 @@ def test_plan_measures_flops_and_memory_of_the_real_step(tmp_path, capsys):
     assert printed["time"]["peak_tflops"] == 312.0 and printed["memory"]["budget_gb"] == 16
 
 
+@pytest.mark.slow(reason="a real pretraining run stopped and resumed (~15 s)")
 def test_sigterm_to_the_process_group_saves_the_state_and_resume_continues(tmp_path):
     """``kill`` of the whole process group (Ctrl-C, SLURM's time limit) reaches the prior workers too: they
     leave the stop to the training process, which finishes its step, saves its state and exits cleanly."""

@@ -43,7 +43,7 @@ def test_paper_profile_dry_run_lists_every_dataset_and_method(tmp_path):
     assert len({d for m, d in jobs if m == "tict"}) == 128  # UCR only, as in the paper
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="two Snakemake runs of a small DAG with a failing method (~55 s)")
 def test_small_run_end_to_end_records_failures_and_resumes(tmp_path):
     override = {
         "datasets": {"archives": ["UCR", "UEA"], "include": ["GunPoint", "BasicMotions"], "exclude": []},

@@ -121,7 +121,7 @@ def _rules_run_in(log: Path) -> set[tuple[str, str]]:
     return jobs
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="the demo through a local one-node SLURM cluster, then locally (~150 s)")
 @pytest.mark.timeout(HARD_TIMEOUT_S + 240)
 def test_demo_runs_through_slurm_and_matches_the_local_run(slurm_cluster, tmp_path, monkeypatch):
     from chorustic import config as cc
