@@ -304,3 +304,22 @@ def test_a_plugin_without_a_cost_model_is_said_in_the_bill(tmp_path, monkeypatch
     plan = RunPlan.from_config(cfg, discover(plugins))
     bill = make_bill(plan, Machine(cores=2, mem_mb=8192))
     assert any("nocost: plugin 'centroid' has no cost model of its own" in w for w in bill["warnings"]), bill["warnings"]
+
+
+@pytest.mark.parametrize("text, says", [
+    ("datasets:\n  inclde: [GunPoint]\n", "Did you mean 'include'"),
+    ("datasets:\n  include: [GunPont]\n", "Did you mean 'GunPoint'"),
+    ("evaluate: [minirocket]\nevaluate: [dtw_1nn]\n", "written twice"),
+])
+def test_a_configuration_mistake_under_snakemake_is_one_line_and_exit_2(text, says, tmp_path):
+    """Under `snakemake` as from `chorustic` (issue 72, case 7): one line naming the key and the fix, exit
+    status 2, no traceback lines of common.smk."""
+    from chorustic.testing.workflow import run_snakemake
+
+    (tmp_path / "mine.yaml").write_text(text)
+    proc = run_snakemake("-s", str(REPO / "Snakefile"), "-d", str(tmp_path), "-n", "--cores", "1",
+                         "--configfile", DEMO, str(tmp_path / "mine.yaml"), cwd=tmp_path, timeout=300)
+    err = proc.stderr.strip()
+    assert proc.returncode == 2, proc.stdout[-2000:] + err[-2000:]
+    assert says in err and "Traceback" not in err and "common.smk" not in err, err
+    assert len([ln for ln in err.splitlines() if ln.startswith("chorustic:")]) == 1, err

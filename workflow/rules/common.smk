@@ -3,11 +3,13 @@
 # quoted (`{x:q}`, or shlex.quote for a value made here), so any folder name works.
 import json
 import shlex
+import sys
 from pathlib import Path
 
 from chorustic import config as cc
 from chorustic import resources as cr
 from chorustic.evaluation.integrity import set_aside_damaged
+from chorustic.errors import UserError
 from chorustic.evaluation.results import accuracies_file
 from chorustic.methods import discover
 from chorustic.run_plan import RunPlan
@@ -23,8 +25,18 @@ def launch_prefix(nproc):
 
 # The one validation of the configuration: a mistake stops here with one message naming the key (and a key
 # written twice in a config file, which Snakemake's YAML reader accepts, names the file and the line).
-cc.check_config_files(workflow.configfiles)
-cc.validate_config(config)
+def _or_exit(check, *args):
+    """A configuration mistake ends the workflow as it ends a `chorustic` command: one line on stderr naming
+    the file or key and the fix, exit status 2 (Snakemake would print it under a traceback, exit 1)."""
+    try:
+        return check(*args)
+    except UserError as exc:
+        print(f"chorustic: {exc}", file=sys.stderr, flush=True)
+        sys.exit(2)
+
+
+_or_exit(cc.check_config_files, workflow.configfiles)
+_or_exit(cc.validate_config, config)
 
 PATHS = config["paths"]
 DATA_DIR = PATHS["data_dir"]
@@ -39,7 +51,7 @@ _DISCOVERY = discover()
 # dataset shape, cost and resources, made once. An unknown plugin name or a parameter the plugin does not
 # accept stops here (one message naming the key); the runs of a plugin file that fails to import are
 # scheduled and fail with the import error.
-PLAN = RunPlan.from_config(config, _DISCOVERY)
+PLAN = _or_exit(RunPlan.from_config, config, _DISCOVERY)
 for _m, _why in PLAN.broken_runs.items():
     logger.warning(f"chorustic: method run {_m!r}: {_why}; its jobs will fail with this reason")
 for _file, _tb in sorted(_DISCOVERY.broken.items()):
