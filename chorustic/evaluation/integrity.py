@@ -34,6 +34,7 @@ import tokenize
 from pathlib import Path
 from typing import Any
 
+from chorustic.evaluation.results import resolve_result_file
 from chorustic.io import sha256_file
 from chorustic.paths import REPO_ROOT
 
@@ -250,8 +251,6 @@ def verify_result_file(
     the results folder holding the manifest (:func:`~chorustic.evaluation.results.resolve_result_file`);
     without it, the recorded path is taken as it is.
     """
-    from chorustic.evaluation.results import resolve_result_file
-
     rel = run.get("result_file")
     if not rel:
         return "no prediction file is recorded for this ok run"

@@ -317,11 +317,16 @@ class Method(_Parametrised, abc.ABC):
         """Raise :class:`MethodNotReady` if a package the method imports is missing or fails to import
         (default: nothing to check). Checked with the weights, so that one message names every problem."""
 
+    def load(self, params: dict[str, Any], resolved: dict[str, Any]) -> Any:
+        """Load once what :meth:`resolve` found, as the last step of :meth:`check_ready` (default: nothing)."""
+
     def check_ready(self, **params: Any) -> None:
-        """Raise :class:`MethodNotReady` if weights, checkouts or packages are missing (default: what
-        :meth:`check_packages` and :meth:`resolve` find missing), naming every problem at once."""
+        """Raise :class:`MethodNotReady` if weights, checkouts or packages are missing (what
+        :meth:`check_packages` and :meth:`resolve` find missing, every problem in one message), or if what
+        they found does not :meth:`load`."""
         p = self.params(params)
-        ready_or_raise(lambda: self.check_packages(p), lambda: self.resolve(p))
+        _, resolved = ready_or_raise(lambda: self.check_packages(p), lambda: self.resolve(p))
+        self.load(p, resolved)
 
     def fetch_weights(self, **params: Any) -> list[Path]:
         """Download and verify what the method needs (on a connected machine); return the paths."""

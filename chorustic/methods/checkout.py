@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from chorustic.methods.base import Method, MethodNotReady, ready_or_raise
+from chorustic.methods.base import Method, MethodNotReady
 
 __all__ = [
     "CheckoutMethod",
@@ -204,11 +204,6 @@ class CheckoutMethod(Method):
     @abc.abstractmethod
     def load(self, params: dict[str, Any], resolved: dict[str, Any]) -> Any:
         """Load the authors' model from the resolved files on the CPU (the readiness check)."""
-
-    def check_ready(self, **params: Any) -> None:
-        p = self.params(params)
-        _, resolved = ready_or_raise(lambda: self.check_packages(p), lambda: self.resolve(p))
-        self.load(p, resolved)
 
     def download(self, params: dict[str, Any]) -> list[Path]:
         """Fetch what the checkout does not hold (``fetch-weights``); default: nothing."""

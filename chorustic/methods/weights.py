@@ -48,7 +48,7 @@ from chorustic.hub import (
     hub_cache_dir,
     hub_offline,
 )
-from chorustic.methods.base import Method, MethodNotReady, ready_or_raise
+from chorustic.methods.base import Method, MethodNotReady
 
 __all__ = [
     "HubFile",
@@ -373,20 +373,12 @@ class HubMethod(Method):
         """What the estimator receives: the first required file (override: e.g. its folder)."""
         return found[next(f.filename for f in files if f.required)]
 
-    def load(self, params: dict[str, Any], resolved: dict[str, Any]) -> None:
-        """Load the weights once, as the check of :meth:`check_ready` (default: nothing more)."""
-
     def resolve(self, params: dict[str, Any]) -> dict[str, Any]:
         files = self.hub_files(params)
         found = resolve_hub_files(
             self.label, files, local=params[self.weights_param], param=self.weights_param, fetch_name=self.info.name
         )
         return {self.weights_param: self.weights_path(found, files)}
-
-    def check_ready(self, **params: Any) -> None:
-        p = self.params(params)
-        _, resolved = ready_or_raise(lambda: self.check_packages(p), lambda: self.resolve(p))
-        self.load(p, resolved)
 
     def fetch_weights(self, **params: Any) -> list[Path]:
         p = self.params(params)
