@@ -146,8 +146,28 @@ def _key_hint(exc) -> str:
     return "".join(did_you_mean(k, allowed) for k in unknown[:1])
 
 
+def _complete_runs(cfg: dict) -> None:
+    """Complete the method runs in place (idempotent, so a configuration record validated again is unchanged):
+
+    * the runs of ``evaluate_extra`` are appended to ``evaluate`` (those not in it yet), so a config file
+      or ``--config evaluate_extra=[...]`` adds runs to a profile's list without repeating it (a second
+      ``evaluate:`` replaces the whole list, as every YAML list is replaced);
+    * a run in ``evaluate`` that ``methods`` lacks is the plugin of that name with its default parameters
+      (``methods: {flat_logreg: {plugin: flat_logreg}}``, written for it); :func:`check_methods` says when
+      no plugin has that name.
+    """
+    extra = [m for m in cfg.get("evaluate_extra") or [] if m not in cfg["evaluate"]]
+    cfg["evaluate"] = list(cfg["evaluate"]) + extra
+    for run in cfg["evaluate"]:
+        if run not in cfg["methods"]:
+            cfg["methods"][run] = {"plugin": run}
+
+
 def validate_config(cfg: dict) -> None:
-    """JSON-schema validation plus the cross-references a schema cannot express."""
+    """JSON-schema validation plus the cross-references a schema cannot express.
+
+    Completes the method runs in place first (:func:`_complete_runs`: ``evaluate_extra``, and runs named
+    by their plugin only)."""
     import jsonschema
 
     schema = yaml.safe_load(SCHEMA_PATH.read_text())
@@ -156,16 +176,17 @@ def validate_config(cfg: dict) -> None:
     except jsonschema.ValidationError as exc:
         where = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
         raise ConfigError(f"invalid configuration at {where}: {exc.message}{_key_hint(exc)}") from None
-    if not cfg["evaluate"]:
-        raise ConfigError("`evaluate` lists no method run; list the runs to evaluate (keys of `methods`)")
     dup = _duplicates(cfg["evaluate"])
     if dup:
         raise ConfigError(f"`evaluate` lists {', '.join(map(repr, dup))} more than once; list each method run once")
-    missing = [m for m in cfg["evaluate"] if m not in cfg["methods"]]
-    if missing:
-        hints = "".join(did_you_mean(m, cfg["methods"]) for m in missing)
-        raise ConfigError(f"`evaluate` lists method runs that are not in `methods`: {missing}.{hints} "
-                          "Add them to `methods` (with their plugin) or fix the names.")
+    dup = _duplicates(cfg.get("evaluate_extra") or [])
+    if dup:
+        raise ConfigError(f"`evaluate_extra` lists {', '.join(map(repr, dup))} more than once; list each method "
+                          "run once")
+    _complete_runs(cfg)
+    if not cfg["evaluate"]:
+        raise ConfigError("`evaluate` lists no method run; list the runs to evaluate (keys of `methods`, or plugin "
+                          "names)")
     produced = _protocol_ids(cfg)
     if not produced:
         raise ConfigError("the `protocols` settings select no context (full is false and no shots or percents are "
@@ -199,7 +220,8 @@ def validate_config(cfg: dict) -> None:
         )
     ref = (cfg.get("reports") or {}).get("reference_method")
     if ref is not None and ref not in cfg["evaluate"]:
-        raise ConfigError(f"reports.reference_method {ref!r} is not one of the evaluated methods {cfg['evaluate']}")
+        raise ConfigError(f"reports.reference_method {ref!r} is not one of the evaluated methods {cfg['evaluate']}; "
+                          "set it to one of them, or add runs with `evaluate_extra:` instead of replacing `evaluate`")
     _check_reference_results(cfg)
 
 
@@ -469,7 +491,7 @@ def check_methods(cfg: dict, discovery=None) -> dict[str, str]:
     from chorustic.methods import discover
 
     disc = discovery if discovery is not None else discover()
-    broken_stems = {Path(f).stem: tb for f, tb in disc.broken.items()}
+    broken_stems = {Path(f).stem: f for f in disc.broken}
     broken_runs: dict[str, str] = {}
     for run in evaluated_methods(cfg):
         entry = method_entry(cfg, run)
@@ -477,12 +499,18 @@ def check_methods(cfg: dict, discovery=None) -> dict[str, str]:
         method = disc.methods.get(plugin)
         if method is None:
             if plugin in broken_stems:
-                last = broken_stems[plugin].strip().splitlines()[-1] if broken_stems[plugin].strip() else ""
-                broken_runs[run] = f"plugin file baselines/{plugin}.py failed to import: {last}"
+                broken_runs[run] = f"plugin file baselines/{plugin}.py failed to import: {disc.problem(broken_stems[plugin])}"
                 continue
             extra = ""
             if disc.broken:
                 extra = f" (plugin files that failed to import: {', '.join(sorted(disc.broken))}; see `chorustic methods`)"
+            if cfg["methods"].get(run) == {"plugin": run}:  # named in `evaluate` only (or as such in `methods`)
+                known = sorted(set(cfg["methods"]) - {run} | set(disc.methods))
+                raise ConfigError(
+                    f"`evaluate` lists {run!r}, which is neither a method run of `methods` nor a plugin."
+                    f"{did_you_mean(run, known)} Method runs: {', '.join(sorted(set(cfg['methods']) - {run}))}; "
+                    f"plugins: {', '.join(sorted(disc.methods))}{extra}"
+                )
             raise ConfigError(
                 f"methods.{run}.plugin: no plugin named {plugin!r}.{did_you_mean(plugin, disc.methods)} "
                 f"Available: {', '.join(sorted(disc.methods))}{extra}"

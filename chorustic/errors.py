@@ -47,6 +47,30 @@ def did_you_mean(name: str, candidates: Iterable[str]) -> str:
     return f" Did you mean {', '.join(repr(s) for s in found)}?" if found else ""
 
 
+def known_keywords(cls):
+    """Class decorator for a dataclass a plugin author writes by hand (``MethodInfo``, ``CostModel``): a
+    misspelled keyword is a ``TypeError`` naming the class, the keyword, the closest field ("Did you mean
+    'fits_on_target'?") and the fields, instead of Python's bare "unexpected keyword argument"."""
+    import dataclasses
+    import functools
+
+    fields = [f.name for f in dataclasses.fields(cls) if f.init]
+    init = cls.__init__
+
+    @functools.wraps(init)
+    def __init__(self, *args, **kwargs):
+        unknown = [k for k in kwargs if k not in fields]
+        if unknown:
+            hint = did_you_mean(unknown[0], fields)
+            listed = f" Its fields: {', '.join(fields)}" if not hint or len(fields) <= 12 else (
+                f" Its fields: help({cls.__module__}.{cls.__name__})")
+            raise TypeError(f"{cls.__name__} has no field {unknown[0]!r}.{hint}{listed}")
+        init(self, *args, **kwargs)
+
+    cls.__init__ = __init__
+    return cls
+
+
 def human_bytes(n: float) -> str:
     """``1536 -> '1.5 KB'`` (powers of 1024, as ``df -h``)."""
     for unit in ("bytes", "KB", "MB", "GB", "TB"):

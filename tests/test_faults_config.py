@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -102,15 +103,15 @@ FAULTS = [
     ),
     ConfigFault(
         "C12",
-        "a method run in evaluate that `methods` lacks",
-        {"evaluate": ["minirocket", "quantt"]},
-        ("'quantt'", "Did you mean 'quant'"),
+        "a method run in evaluate that is neither a run of `methods` nor a plugin",
+        {"evaluate_extra": ["quantt"]},
+        ("`evaluate` lists 'quantt'", "Did you mean 'quant'"),
     ),
     ConfigFault(
         "C13",
         "a reference method that is not evaluated",
         {"reports": {"reference_method": "tabicl"}},
-        ("reports.reference_method", "'tabicl'"),
+        ("reports.reference_method", "'tabicl'", "evaluate_extra"),
     ),
     ConfigFault(
         "C14",
@@ -323,3 +324,40 @@ def test_a_configuration_mistake_under_snakemake_is_one_line_and_exit_2(text, sa
     assert proc.returncode == 2, proc.stdout[-2000:] + err[-2000:]
     assert says in err and "Traceback" not in err and "common.smk" not in err, err
     assert len([ln for ln in err.splitlines() if ln.startswith("chorustic:")]) == 1, err
+
+
+# --- adding a run to a profile (issue 69) ------------------------------------------------------------------
+
+
+def test_a_plugin_listed_by_its_name_needs_no_methods_entry_and_extra_runs_keep_the_profile():
+    """`evaluate_extra: [paper_moment_svm]` (a plugin no `methods:` entry names) adds the run after the demo's
+    five, as that plugin with its defaults; the demo's reference method stays valid; validating again (a
+    configuration record) changes nothing; the run plan has its jobs."""
+    from chorustic.run_plan import RunPlan
+
+    demo = cc.load_config([DEMO])
+    cfg = cc.load_config([DEMO], overrides={"evaluate_extra": ["paper_moment_svm", "quant"]})
+    assert cfg["evaluate"] == demo["evaluate"] + ["paper_moment_svm"]  # quant is listed already
+    assert cfg["methods"]["paper_moment_svm"] == {"plugin": "paper_moment_svm"}
+    assert cfg["reports"]["reference_method"] == "chorustic_small"
+    again = json.loads(json.dumps(cfg))
+    cc.validate_config(again)
+    assert again == json.loads(json.dumps(cfg))
+    plan = RunPlan.from_config(cfg)
+    assert {j.dataset for j in plan.jobs if j.method == "paper_moment_svm"} == set(cc.dataset_names(demo))
+    assert "paper_moment_svm" not in demo["methods"] and "paper_moment_svm" not in demo["evaluate"]
+
+
+def test_evaluate_extra_from_the_snakemake_command_line_adds_the_run(tmp_path):
+    """`snakemake --config 'evaluate_extra=[...]'` (Snakemake parses the value as YAML) adds the run to the
+    demo profile's DAG, with its jobs on every dataset, and keeps the demo's."""
+    from chorustic.testing.workflow import SNAKEFILE, run_snakemake
+
+    proc = run_snakemake("-s", str(SNAKEFILE), "-d", str(tmp_path), "-n", "--cores", "1",
+                         "--workflow-profile", str(cc.REPO_ROOT / "workflow" / "profiles" / "demo"),
+                         "--config", "evaluate_extra=[paper_moment_svm]", cwd=cc.REPO_ROOT)  # the profile's
+    # configfile is relative to the directory snakemake starts in; -d puts everything it writes in tmp_path
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    jobs = set(re.findall(r"output: results/runs/(\w+)/([\w-]+)\.json", proc.stdout))
+    assert {d for m, d in jobs if m == "paper_moment_svm"} == {d for m, d in jobs if m == "minirocket"}
+    assert len({m for m, _ in jobs}) == 6

@@ -327,7 +327,9 @@ def test_a_plugin_path_that_is_missing_broken_or_registers_nothing_says_so(tmp_p
                      capsys.readouterr().out, re.M)
     (tmp_path / "broken.py").write_text("import no_such_package_xyz\n")
     assert main(["check-method", "--methods", str(tmp_path / "broken.py")]) == 1
-    assert "FAIL  plugin file loads: broken.py: ModuleNotFoundError" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert re.search(r"^FAIL  plugin file loads: .*broken\.py:1: ModuleNotFoundError", out, re.M), out
+    assert out.rstrip().endswith("0 passed, 1 failed, 0 skipped (the other clauses need the plugin to load)"), out
     (tmp_path / "ok.py").write_text(textwrap.dedent(SCALED))
     assert main(["check-method", "--methods", str(tmp_path / "ok.py"), "--config", "x.yaml"]) == 2
     assert "--config selects a method run by its name" in capsys.readouterr().err
@@ -379,3 +381,79 @@ def test_a_method_that_changes_its_input_in_place_fails_the_contract(tmp_path, c
     line = next(ln for ln in out.splitlines() if "inputs left unchanged" in ln)
     assert line.startswith("FAIL") and "fit changed its input X in place" in line and "copy" in line, line
     assert "predict_proba" not in line, line
+
+
+# --- plugin-author mistakes (issue 69): one line naming the file, the line and the fix ------------------------
+
+FLAT = """\
+from sklearn.linear_model import LogisticRegression
+
+from chorustic.methods import CostModel, Method, MethodInfo, register
+from chorustic.methods.estimators import ContractClassifier
+from chorustic.methods.inputs import flatten_channels
+
+
+class FlatEstimator(ContractClassifier):
+    def __init__(self, C: float = 1.0, random_state: int = 0):
+        self.C = C
+        self.random_state = random_state
+
+    def _fit(self, X, y):
+        self.model_ = LogisticRegression(C=self.C, max_iter=200).fit(flatten_channels(X), y)
+
+    def _predict_proba(self, X):
+        return self.model_.predict_proba(flatten_channels(X))
+
+
+@register
+class Flat(Method):
+    info = MethodInfo(name="flat", display_name="Flat", group="Classical",
+                      fits_on_target=True)
+    estimator = FlatEstimator
+    resources = {"threads": 1, "mem_mb": 4000, "runtime": 60, "gpu": 0}
+    cost = CostModel(mem_kb_per_series=80)
+"""
+
+PLUGIN_MISTAKES = [
+    ("MethodInfo key", "fits_on_target=True)", "fit_on_target=True)", 22,
+     ("TypeError: MethodInfo has no field 'fit_on_target'.", "Did you mean 'fits_on_target'?")),
+    ("CostModel key", "CostModel(mem_kb_per_series=80)", "CostModel(mem_kb_per_serie=80)", 26,
+     ("TypeError: CostModel has no field 'mem_kb_per_serie'.", "Did you mean 'mem_kb_per_series',", "help(chorustic.methods.cost.CostModel)")),
+    ("resources key", '"runtime": 60', '"run_time": 60', 21,
+     ("TypeError: Flat.resources has no key 'run_time'.", "Did you mean 'runtime'?")),
+    ("estimator instance", "estimator = FlatEstimator\n", "estimator = FlatEstimator()\n", 21,
+     ("estimator must be the estimator class, not an instance", "write `estimator = FlatEstimator`")),
+    ("no estimator", "    estimator = FlatEstimator\n", "", 20,
+     ("Flat sets no `estimator`", "estimator = MyEstimator")),
+    ("import error", "from sklearn.linear_model import LogisticRegression",
+     "from sklearn.linear_model import LogisticRegresion", 1, ("ImportError: cannot import name 'LogisticRegresion'",)),
+    ("syntax error", "    def _fit(self, X, y):", "    def _fit(self, X, y)", 13, ("SyntaxError:",)),
+]
+
+
+@pytest.mark.parametrize("what, old, new, line, says", PLUGIN_MISTAKES, ids=[m[0] for m in PLUGIN_MISTAKES])
+def test_a_plugin_author_mistake_is_one_line_with_file_line_and_fix(what, old, new, line, says, tmp_path, capsys,
+                                                                     monkeypatch):
+    """A misspelled MethodInfo / CostModel / resources key, an estimator instance or none, an import or a
+    syntax error: check-method prints one FAIL line naming plugin file:line and the fix, then its summary
+    line; `chorustic methods` lists the file with the same line."""
+    assert old in FLAT
+    (tmp_path / "baselines").mkdir()
+    plugin = tmp_path / "baselines" / "flat.py"
+    plugin.write_text(FLAT.replace(old, new, 1))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CHORUSTIC_BASELINES", str(tmp_path / "baselines"))
+    assert main(["check-method", "--methods", "baselines/flat.py"]) == 1
+    out = capsys.readouterr().out
+    fail = [x for x in out.splitlines() if x.startswith("FAIL")]
+    assert len(fail) == 1 and fail[0].startswith(f"FAIL  plugin file loads: baselines/flat.py:{line}: "), out
+    for fragment in says:
+        assert fragment in fail[0], out
+    assert "Traceback" not in out and out.rstrip().endswith("(the other clauses need the plugin to load)"), out
+    assert main(["check-method", "--methods", "flat"]) == 1  # by its name: the same line
+    assert fail[0] in capsys.readouterr().out
+
+
+def test_the_same_plugin_without_mistakes_passes(tmp_path, capsys):
+    (tmp_path / "flat.py").write_text(FLAT)
+    assert main(["check-method", "--methods", str(tmp_path / "flat.py")]) == 0, capsys.readouterr().out

@@ -209,7 +209,7 @@ def _methods(args: argparse.Namespace) -> int:
                     "name": "",
                     "source": f,
                     "status": "broken plugin",
-                    "error": tb.strip().splitlines()[-1] if tb.strip() else "",
+                    "error": discovery.problem(f),
                 }
             )
         sys.stdout.write(buf.getvalue())
@@ -218,8 +218,7 @@ def _methods(args: argparse.Namespace) -> int:
         if discovery.broken:
             print("\nPlugin files that failed to load (skipped):")
             for f, tb in sorted(discovery.broken.items()):
-                last = tb.strip().splitlines()[-1] if tb.strip() else ""
-                print(f"  {f}: {last}")
+                print(f"  {discovery.problem(f)}")
         not_ready = [r for r in rows if r.get("status") not in ("ready", "reported", "unchecked")]
         if not_ready:
             print("\nWhat is missing:")
@@ -338,6 +337,10 @@ def _overrides(items: list[str]) -> dict[str, Any] | None:
     return params
 
 
+#: The summary line of a check that stopped at its first clause (the plugin file did not load).
+NOT_LOADED_SUMMARY = "0 passed, 1 failed, 0 skipped (the other clauses need the plugin to load)"
+
+
 def _run_check(method: Any, source: str, params: dict[str, Any], what: str, args: argparse.Namespace) -> bool:
     """Check one method and print its clauses; True when every clause passes."""
     from chorustic.methods.check import check_method
@@ -375,15 +378,16 @@ def _check_file(args: argparse.Namespace) -> int:
     if params is None:
         return 2
     discovery = discover_file(path)
-    for file, tb in discovery.broken.items():
-        last = tb.strip().splitlines()[-1] if tb.strip() else "unknown error"
-        print(f"FAIL  plugin file loads: {file}: {last}")
+    for file in discovery.broken:
+        print(f"FAIL  plugin file loads: {discovery.problem(file)}")
+        print(NOT_LOADED_SUMMARY)
         return 1
     if not discovery.methods:
         print(
             f"FAIL  plugin file registers a method: {path} registers none; decorate the plugin class with "
             "@register (from chorustic.methods import Method, MethodInfo, register)"
         )
+        print(NOT_LOADED_SUMMARY)
         return 1
     plugin_dir = Path(args.plugin_dir) if args.plugin_dir else default_plugin_dir()
     if path.resolve().parent != plugin_dir.resolve():
@@ -441,8 +445,8 @@ def _check_one(args: argparse.Namespace) -> int:
     if method is None:
         broken = [f for f in discovery.broken if f == f"{plugin}.py" or f.startswith(plugin)]
         if broken:
-            last = discovery.broken[broken[0]].strip().splitlines()[-1]
-            print(f"FAIL  plugin file loads: {broken[0]}: {last}")
+            print(f"FAIL  plugin file loads: {discovery.problem(broken[0])}")
+            print(NOT_LOADED_SUMMARY)
             return 1
         known = sorted({*discovery.methods, *runs})
         print(

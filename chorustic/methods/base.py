@@ -39,6 +39,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
+from chorustic.errors import did_you_mean, known_keywords
 from chorustic.methods.cost import CostModel, JobSize
 
 __all__ = [
@@ -128,6 +129,11 @@ def ready_or_raise(*checks: Any) -> list[Any]:
     return values
 
 
+#: The keys of a method's ``resources`` (Snakemake's names): threads, memory in MB, time limit in minutes, GPUs.
+RESOURCE_KEYS = ("threads", "mem_mb", "runtime", "gpu")
+
+
+@known_keywords
 @dataclasses.dataclass(frozen=True)
 class MethodInfo:
     """Metadata of a method, used by the DAG, the CLI and every report."""
@@ -252,6 +258,16 @@ class Method(_Parametrised, abc.ABC):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        res = cls.__dict__.get("resources")
+        if isinstance(res, dict):
+            unknown = [k for k in res if k not in RESOURCE_KEYS]
+            if unknown:
+                raise TypeError(f"{cls.__name__}.resources has no key {unknown[0]!r}."
+                                f"{did_you_mean(unknown[0], RESOURCE_KEYS)} Its keys: {', '.join(RESOURCE_KEYS)}")
+        est = cls.__dict__.get("estimator")
+        if est is not None and not isinstance(est, type):
+            raise TypeError(f"{cls.__name__}.estimator must be the estimator class, not an instance "
+                            f"({type(est).__name__}(...)): write `estimator = {type(est).__name__}`")
         if "default_params" not in cls.__dict__ and cls.estimator is not None:
             cls.default_params = {
                 **estimator_defaults(cls.estimator, exclude=tuple(cls.fixed_params)),

@@ -29,6 +29,7 @@ from chorustic.methods.base import (
     INPUT_KINDS,
     PROBA_ADVICE,
     PROBA_TOL,
+    RESOURCE_KEYS,
     Method,
     MethodNotReady,
     ReportedMethod,
@@ -44,9 +45,6 @@ __all__ = [
     "synthetic_task",
     "RESOURCE_KEYS",
 ]
-
-#: Keys of ``Method.resources`` (Snakemake resources of one evaluate job).
-RESOURCE_KEYS = ("threads", "mem_mb", "runtime", "gpu")
 
 
 @dataclasses.dataclass

@@ -14,6 +14,7 @@ import math
 import os
 
 from chorustic.class_tree import class_tree_passes
+from chorustic.errors import known_keywords
 
 __all__ = [
     "CHECKPOINT_MIN_QUERIES", "CHECKPOINT_S", "CostModel", "EMBEDDING_MEMO_MB", "JobSize", "PAIR_MEMO_MB", "QUERY_MEMORY_MB",
@@ -183,6 +184,7 @@ class JobSize:
         return self.n_series * self.n_channels * self.length
 
 
+@known_keywords
 @dataclasses.dataclass(frozen=True)
 class CostModel:
     """Peak memory and running time of one evaluate job as a function of its :class:`JobSize`.

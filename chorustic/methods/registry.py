@@ -35,6 +35,7 @@ __all__ = [
     "discover_file",
     "import_plugin_module",
     "load_module_file",
+    "plugin_problem",
     "register",
 ]
 
@@ -54,6 +55,9 @@ def register(cls: type) -> type:
         raise TypeError(f"{cls.__name__} has no `info = MethodInfo(...)`")
     if issubclass(cls, ReportedMethod) and not info.reported:
         raise TypeError(f"{cls.__name__} is a ReportedMethod but info.reported is False")
+    if issubclass(cls, Method) and cls.estimator is None and cls.build is Method.build:
+        raise TypeError(f"{cls.__name__} sets no `estimator` and writes no build(): set `estimator = MyEstimator` "
+                        "(an sklearn-style class; see chorustic.methods.estimators.ContractClassifier)")
     existing = _REGISTERED.get(info.name)
     if existing is not None and existing.__qualname__ != cls.__qualname__:
         raise ValueError(f"method name {info.name!r} registered twice ({existing.__qualname__}, {cls.__qualname__})")
@@ -78,6 +82,15 @@ class Discovery:
     """plugin file -> traceback of the failure"""
     sources: dict[str, str]
     """method name -> plugin file"""
+    problems: dict[str, str] = dataclasses.field(default_factory=dict)
+    """plugin file -> the failure in one line, at the plugin file's own line (:func:`plugin_problem`)"""
+
+    def problem(self, file: str) -> str:
+        """The failure of the broken plugin ``file`` in one line ("flat_logreg.py:31: TypeError: ...")."""
+        if file in self.problems:
+            return self.problems[file]
+        tb = self.broken.get(file, "").strip()
+        return tb.splitlines()[-1] if tb else "unknown error"
 
     def get(self, name: str) -> Method | ReportedMethod:
         try:
@@ -85,7 +98,7 @@ class Discovery:
         except KeyError:
             for file, tb in self.broken.items():
                 if Path(file).stem == name:
-                    last = tb.strip().splitlines()[-1] if tb.strip() else "unknown error"
+                    last = self.problem(file)
                     raise PluginLoadError(
                         f"the plugin file {file} of method {name!r} failed to import: {last}. Fix the file or install "
                         "what it needs (`chorustic methods` shows the full traceback)."
@@ -99,16 +112,39 @@ class Discovery:
             ) from None
 
 
-def _load_plugin_file(path: Path, methods: dict, broken: dict, sources: dict) -> None:
-    """Import one plugin file and record what it registered (or why it failed)."""
+def plugin_problem(path: str | os.PathLike, exc: BaseException) -> str:
+    """``exc``, raised while importing the plugin file ``path``, in one line at the plugin's own line:
+    ``baselines/flat_logreg.py:31: TypeError: MethodInfo has no field 'fit_on_target'. Did you mean
+    'fits_on_target'? ...`` (the traceback's last frame in that file; a syntax error's own line)."""
+    path = Path(path)
+    line = None
+    if isinstance(exc, SyntaxError) and exc.filename and Path(exc.filename).resolve() == path.resolve():
+        line = exc.lineno
+    else:
+        for frame in traceback.extract_tb(exc.__traceback__):
+            if Path(frame.filename).resolve() == path.resolve():
+                line = frame.lineno
+    try:
+        shown = path.resolve().relative_to(Path.cwd().resolve())
+    except ValueError:
+        shown = path
+    message = str(exc.msg if isinstance(exc, SyntaxError) else exc).strip().replace("\n", " ")
+    return f"{shown}{f':{line}' if line else ''}: {type(exc).__name__}: {message}"
+
+
+def _load_plugin_file(path: Path, methods: dict, broken: dict, sources: dict, problems: dict | None = None) -> None:
+    """Import one plugin file and record what it registered (or why it failed: its traceback in ``broken``,
+    the failure in one line in ``problems``)."""
+    problems = {} if problems is None else problems
     before = dict(_REGISTERED)
     module_name = f"chorustic_plugins.{path.stem}"
     try:
         load_module_file(module_name, path)
-    except Exception:
+    except Exception as exc:
         for name in set(_REGISTERED) - set(before):  # roll back a partially imported file
             del _REGISTERED[name]
         broken[path.name] = traceback.format_exc()
+        problems[path.name] = plugin_problem(path, exc)
         return
     new = {n: c for n, c in _REGISTERED.items() if n not in before or before[n] is not c}
     if not new:
@@ -117,8 +153,9 @@ def _load_plugin_file(path: Path, methods: dict, broken: dict, sources: dict) ->
         try:
             methods[name] = cls()
             sources[name] = path.name
-        except Exception:
+        except Exception as exc:
             broken[path.name] = traceback.format_exc()
+            problems[path.name] = plugin_problem(path, exc)
 
 
 def discover(plugin_dir: str | os.PathLike | None = None, only: str | None = None) -> Discovery:
@@ -132,19 +169,20 @@ def discover(plugin_dir: str | os.PathLike | None = None, only: str | None = Non
     methods: dict[str, Method | ReportedMethod] = {}
     broken: dict[str, str] = {}
     sources: dict[str, str] = {}
+    problems: dict[str, str] = {}
     if not plugin_dir.is_dir():
         broken[str(plugin_dir)] = f"plugin folder {plugin_dir} does not exist"
         return Discovery(methods, broken, sources)
     if only is not None and (plugin_dir / f"{only}.py").is_file():
-        _load_plugin_file(plugin_dir / f"{only}.py", methods, broken, sources)
+        _load_plugin_file(plugin_dir / f"{only}.py", methods, broken, sources, problems)
         if only in methods:
-            return Discovery(methods, broken, sources)
-        methods, broken, sources = {}, {}, {}
+            return Discovery(methods, broken, sources, problems)
+        methods, broken, sources, problems = {}, {}, {}, {}
     for path in sorted(plugin_dir.glob("*.py")):
         if path.name.startswith("_"):
             continue
-        _load_plugin_file(path, methods, broken, sources)
-    return Discovery(methods, broken, sources)
+        _load_plugin_file(path, methods, broken, sources, problems)
+    return Discovery(methods, broken, sources, problems)
 
 
 def discover_file(path: str | os.PathLike) -> Discovery:
@@ -155,11 +193,12 @@ def discover_file(path: str | os.PathLike) -> Discovery:
     methods: dict[str, Method | ReportedMethod] = {}
     broken: dict[str, str] = {}
     sources: dict[str, str] = {}
+    problems: dict[str, str] = {}
     if not path.is_file():
         broken[str(path)] = f"plugin file {path} does not exist"
         return Discovery(methods, broken, sources)
-    _load_plugin_file(path, methods, broken, sources)
-    return Discovery(methods, broken, {name: str(path) for name in sources})
+    _load_plugin_file(path, methods, broken, sources, problems)
+    return Discovery(methods, broken, {name: str(path) for name in sources}, problems)
 
 
 def load_module_file(module_name: str, path: str | os.PathLike) -> ModuleType:
