@@ -81,3 +81,29 @@ def test_bad_reported_files_give_clear_errors(tmp_path):
 def test_reported_method_classes_register_like_plugins():
     cls = reported_method(name="tmp_reported", display_name="Tmp", group="Generic ICL", csv="x.csv")
     assert issubclass(cls, CSVReportedMethod) and register(cls) is cls
+
+
+def test_the_papers_methods_are_reported_with_the_metadata_of_the_plugins_that_reproduce_them():
+    """baselines/paper.py: one reported method per column of the paper's per-dataset tables (all eleven
+    with TiCT), each with the paper's numbers on every dataset of its archives and the group and "Target
+    fit" of the plugin that reproduces it."""
+    disc = discover()
+    columns = set()
+    for table in (pd.read_csv(REPO_ROOT / f) for f in ("results/reference/paper_ucr128_per_dataset.csv",
+                                                       "results/reference/paper_uea30_per_dataset.csv")):
+        columns |= set(table.columns) - {"dataset"}
+    reported = {m.info.display_name: m for n, m in disc.methods.items() if n.startswith("paper_") or n == "tict"}
+    assert set(reported) == columns and len(columns) == 11
+    for column, method in reported.items():
+        assert isinstance(method, ReportedMethod) and method.info.reported
+        if method.info.name == "tict":
+            continue
+        twin = disc.get(method.info.name.removeprefix("paper_"))
+        assert twin.info.display_name == column
+        assert (twin.info.group, twin.info.fits_on_target) == (method.info.group, method.info.fits_on_target)
+        table = method.reported_accuracies(**method.params())
+        assert len(table) == 128 + (0 if column == "TIC-FM" else 30), column  # TIC-FM: UCR only
+        assert set(table["protocol"]) == {"full"} and table["accuracy"].between(0, 1).all()
+    gunpoint = reported["MOMENT+SVM"].reported_accuracies(**reported["MOMENT+SVM"].params())
+    paper = pd.read_csv(REPO_ROOT / "results/reference/paper_ucr128_per_dataset.csv").set_index("dataset")
+    assert gunpoint.set_index("dataset").loc["GunPoint", "accuracy"] == paper.loc["GunPoint", "MOMENT+SVM"]

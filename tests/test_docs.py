@@ -16,7 +16,8 @@ show the comment):
     <!-- runnable: dry-run slow -->         and mark the test slow (a block that takes more than ~20 s)
 
 Options combine. Languages: ```bash (one bash script with `set -euo pipefail`; a line ending in a
-backslash continues) and ```python (executed by this interpreter, in this process). A marker not right
+backslash continues) and ```python (executed by this interpreter, in this process); a `file=` block may also
+be ```yaml (a config file the page's later commands read). A marker not right
 before a fence is an error. A block without a marker never runs: the Quick start's install commands,
 commands that need root, a GPU, the internet or a finished run, and templates with placeholders.
 
@@ -111,11 +112,21 @@ def _options(text: str | None, where: str) -> dict[str, str | bool]:
     return opts
 
 
+#: Pages that build on another page's files: their blocks find that page's ``file=`` blocks first (the
+#: method page continues the README's flat_logreg example).
+CONTINUES = {"docs/adding-a-method.md": "README.md"}
+
+
+def _file_blocks(page: str) -> list[Block]:
+    return [f for b in runnable_blocks(page) for f in b.earlier_files] if page else []
+
+
 def runnable_blocks(page: str) -> list[Block]:
-    """The marked fenced blocks of a page, in order, each with the page's earlier ``file=`` blocks."""
+    """The marked fenced blocks of a page, in order, each with the page's earlier ``file=`` blocks (after
+    those of the page it continues, :data:`CONTINUES`)."""
     tokens = _parse(REPO / page)
     blocks: list[Block] = []
-    files: list[Block] = []
+    files: list[Block] = list({f.file: f for f in _file_blocks(CONTINUES.get(page, ""))}.values())
     for i, tok in enumerate(tokens):
         lines = tok.content.strip().splitlines() if tok.type == "html_block" else []
         m = MARKER.match(lines[-1]) if lines else None
@@ -127,8 +138,9 @@ def runnable_blocks(page: str) -> list[Block]:
             raise ValueError(f"{where}: a runnable marker must be the line right before a fenced block")
         opts = _options(m.group("opts"), where)
         lang = (fence.info.split() or [""])[0]
-        if lang not in ("bash", "python"):
-            raise ValueError(f"{where}: a runnable block is ```bash or ```python, not {lang!r}")
+        if lang not in ("bash", "python") and not (lang == "yaml" and "file" in opts):
+            raise ValueError(f"{where}: a runnable block is ```bash or ```python (or a ```yaml file=PATH), "
+                             f"not {lang!r}")
         block = Block(page, fence.map[0] + 1, lang, fence.content, dry_run=bool(opts.get("dry-run")),
                       slow=bool(opts.get("slow")), cwd=str(opts.get("in", ".")),
                       file=str(opts["file"]) if "file" in opts else None, earlier_files=list(files))

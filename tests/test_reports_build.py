@@ -272,3 +272,24 @@ def test_unknown_reference_is_reported_not_fatal(built, tmp_path):
     assert any("reference method 'nonexistent'" in p for p in result.problems)
     t1 = (tmp_path / "r" / "tables" / "table1_uea_main.md").read_text()
     assert "W/T/L" not in t1.split("\n")[2] and "No W/T/L" in t1
+
+
+def test_a_partial_archive_gets_a_quick_look_prediction_marked_as_such(built):
+    """Five datasets of each archive ran, three of them in the quick-look selection: every method run here
+    (not TiCT, reported; not the ablation) gets its measured mean on those and the archive mean it predicts,
+    in tables/quick_look.csv and the index, marked as a prediction."""
+    from chorustic.reports import quick_look as ql
+
+    root, _ = built
+    quick = pd.read_csv(root / "reports" / "tables" / "quick_look.csv")
+    assert set(quick["method"]) == {"chorustic", "tabicl", "mantisv2_lr", "minirocket"}
+    acc = pd.read_csv(root / "results" / "accuracies.csv")
+    full = acc[(acc["protocol"] == "full") & (acc["status"] == "ok")]
+    for r in quick.itertuples(index=False):
+        mine = full[(full["method"] == r.method) & (full["archive"] == r.archive)].set_index("dataset")["accuracy"]
+        expected = ql.predict_archive_mean(mine.to_dict(), r.archive)
+        assert r.predicted_archive_mean == pytest.approx(expected.mean) and r.text == expected.text
+        assert r.n_datasets == len(set(mine.index) & set(ql.read_selection()[r.archive]))
+    assert quick.set_index(["method", "archive"]).loc[("tabicl", "UCR"), "n_datasets"] == 2  # its Coffee failed
+    readme = (root / "reports" / "README.md").read_text()
+    assert "## Quick look: predicted archive means" in readme and "A **prediction**, not a measurement" in readme

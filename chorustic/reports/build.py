@@ -260,6 +260,7 @@ def build_report(
             )
     stats_all = _concat(stats_frames)
     b.attempt("stats_all.csv", lambda: b.csv("tables/stats_all.csv", stats_all))
+    quick = b.attempt("quick look", lambda: _quick_look(b, matrices, meta, main_exclude))
 
     # ---- Table 3 (fixed-shot), scaling table + Figure 2 (proportional), Table 4 (ablations)
     for archive in ARCHIVES:
@@ -346,7 +347,7 @@ def build_report(
     b.attempt(
         "README.md",
         lambda: _readme(
-            b, acc_path, df, meta, matrices, reference, main_exclude, paper_passed, miss_df, config, against
+            b, acc_path, df, meta, matrices, reference, main_exclude, paper_passed, miss_df, config, against, quick
         ),
     )
     b.attempt(
@@ -355,6 +356,41 @@ def build_report(
     )
     _prune_stale(out_dir, b.written)
     return ReportResult(out_dir, b.written, b.problems, reference, paper_passed)
+
+
+#: The columns of ``tables/quick_look.csv``.
+QUICK_LOOK_COLUMNS = ["archive", "method", "display_name", "n_datasets", "n_selection", "measured_mean",
+                      "predicted_archive_mean", "error", "text"]
+
+
+def _quick_look(b: _Builder, matrices, meta, exclude) -> pd.DataFrame:
+    """``tables/quick_look.csv``: for each method run here (not reported) on part of an archive that includes
+    datasets of the quick-look selection (config/quick_look.yaml), its measured full-context mean on them and
+    the archive mean it predicts (:func:`chorustic.reports.quick_look.predict_archive_mean`, a prediction with
+    its error). Nothing when every dataset of the archive ran: its mean is then measured."""
+    from chorustic.reports import quick_look as ql
+
+    rows = []
+    for archive in ARCHIVES:
+        mx = matrices.get((archive, "full"))
+        if mx is None or len(mx.values) >= len(ql.archive_means(archive)):
+            continue
+        selection = set(ql.read_selection()[archive])
+        for m in mx.methods_with_results:
+            if m in exclude or bool(meta.loc[m, "reported"]):
+                continue
+            acc = {d: float(v) for d, v in mx.values[m].dropna().items() if d in selection}
+            if not acc:
+                continue
+            p = ql.predict_archive_mean(acc, archive)
+            rows.append({"archive": archive, "method": m, "display_name": str(meta.loc[m, "display_name"]),
+                         "n_datasets": p.n_datasets, "n_selection": p.n_selection,
+                         "measured_mean": p.subset_mean, "predicted_archive_mean": p.mean, "error": p.error,
+                         "text": p.text})
+    out = pd.DataFrame(rows, columns=QUICK_LOOK_COLUMNS)
+    if len(out):
+        b.csv("tables/quick_look.csv", out)
+    return out
 
 
 def _scaling(b: _Builder, prop: list[AccuracyMatrix], meta, reference, exclude, archive) -> None:
@@ -602,7 +638,7 @@ def _overview(
 
 def _readme(
     b: _Builder, acc_path: Path, df, meta, matrices, reference, exclude, paper_passed, miss_df, config,
-    against: pd.DataFrame | None = None,
+    against: pd.DataFrame | None = None, quick: pd.DataFrame | None = None,
 ) -> None:
     lines = [
         "# Benchmark report",
@@ -641,6 +677,23 @@ def _readme(
     for section, t in b.tables:
         if t.name in ("table1_uea_main", "table2_ucr_main"):
             lines += [to_markdown(t), ""]
+    if quick is not None and len(quick):
+        lines += [
+            "## Quick look: predicted archive means",
+            "",
+            "A **prediction**, not a measurement: each method's full-context mean on the datasets of the quick-look "
+            "selection it ran (`config/quick_look.yaml`), mapped to the archive mean it predicts by the paper's "
+            "methods; ± is the error of that prediction validated leave-one-method-out on the paper's methods "
+            "(benchmarks/results/quick_look.md). [quick_look.csv](tables/quick_look.csv).",
+            "",
+            "| Archive | Method | Measured mean on the selection (%) | Prediction |",
+            "|---|---|---:|---|",
+        ]
+        for r in quick.itertuples(index=False):
+            of = "" if r.n_datasets == r.n_selection else f" of {r.n_selection}"
+            lines.append(f"| {r.archive} | {r.display_name} | {100 * r.measured_mean:.2f} ({r.n_datasets}{of} "
+                         f"datasets) | {r.text} |")
+        lines.append("")
     lines += ["## Tables", "", "Each as LaTeX (booktabs), Markdown and CSV (full-precision numbers).", ""]
     for section, t in b.tables:
         lines.append(
