@@ -550,6 +550,12 @@ def make_bill(plan: RunPlan, machine: Machine | None = None, *, cluster_nodes: i
     from chorustic.resources import UNCOSTED_ESTIMATE
 
     n_jobs = Counter(j.method for j in plan.jobs)
+    reported = [m for m in plan.methods if plan.metadata.get(m, {}).get("reported")]
+    if reported:
+        bill["reported"] = reported
+        bill["notes"].append(f"reported, not reproduced: {', '.join(reported)} ({sum(n_jobs[m] for m in reported)} "
+                             f"evaluate jobs) compute nothing: each job copies the published accuracy of its dataset "
+                             f"(billed at its start, {JOB_START_S:g} s)")
     for run, reason in sorted(plan.broken_runs.items()):  # no cost model to bill them by: say so, never drop them
         bill["warnings"].append(f"{run}: {reason}; its {n_jobs[run]} evaluate job(s) are counted at a placeholder "
                                 f"{UNCOSTED_ESTIMATE[1]:g} s each, not by a cost model, so the totals above miss what they "
@@ -599,7 +605,8 @@ def format_bill(bill: dict[str, Any]) -> str:
         out.append(f"{rule:<12}{row['jobs']:>7}{row['cpu_hours']:>14,.1f}{row['gpu_hours']:>12,.1f}")
     out += ["", f"{'method run (evaluate)':<34}{'jobs':>6}{'CPU-hours':>14}{'GPU-hours':>12}"]
     for m, row in sorted(bill["per_method"].items(), key=lambda kv: -(kv[1]["cpu_hours"] + kv[1]["gpu_hours"])):
-        out.append(f"{m:<34}{row['jobs']:>6}{row['cpu_hours']:>14,.1f}{row['gpu_hours']:>12,.1f}")
+        name = f"{m} (reported)" if m in bill.get("reported", ()) else m
+        out.append(f"{name:<34}{row['jobs']:>6}{row['cpu_hours']:>14,.1f}{row['gpu_hours']:>12,.1f}")
     out += ["", f"total: {bill['cpu_hours']:,.0f} CPU-hours, {bill['gpu_hours']:,.1f} GPU-hours; largest job "
                 f"{bill['largest_job']['name']} ({bill['largest_job']['mem_mb'] / 1024:.1f} GB)",
             _disk_line(bill["disk_gb"]),

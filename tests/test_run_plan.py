@@ -272,3 +272,20 @@ def test_the_gpu_kind_changes_the_bill(tmp_path):
     assert hours["h100"] < hours["a100"] < hours["v100"]
     assert hours["a100"] / hours["h100"] == pytest.approx(989.0 / 312.0, rel=1e-3)
     assert "fits one v100's 32 GB" in notes["v100"] and "fits one h100's 80 GB" in notes["h100"]
+
+
+def test_the_compare_profile_bills_only_the_runs_it_computes():
+    """config/compare.yaml with one run added: that run's jobs carry the bill; each job of the paper's
+    reported methods is billed at its start only (they copy published numbers) and marked (reported)."""
+    cfg = cc.load_config([cc.REPO_ROOT / "config" / "compare.yaml"], overrides={"evaluate_extra": ["minirocket"]})
+    plan = RunPlan.from_config(cfg, discover())
+    bill = make_bill(plan, Machine(cores=16, gpus=1, mem_mb=128 * 1024))
+    reported = [m for m in plan.methods if m != "minirocket"]
+    assert bill["reported"] == reported and len(reported) == 11
+    for m in reported:
+        row = bill["per_method"][m]
+        assert row["gpu_hours"] == 0 and row["cpu_hours"] == pytest.approx(row["jobs"] * JOB_START_S / 3600)
+    assert bill["per_method"]["minirocket"]["cpu_hours"] > 5 * max(bill["per_method"][m]["cpu_hours"] for m in reported)
+    text = format_bill(bill)
+    assert "paper_chorustic (reported)" in text and "minirocket (reported)" not in text
+    assert all(c["protocol"] == "full" for j in plan.jobs for c in j.contexts)  # the paper's tables: full context
