@@ -853,3 +853,58 @@ def test_a_copied_results_folder_reads_its_own_files(finished, tmp_path, monkeyp
     acc = pd.read_csv(copy / "abs-results" / "accuracies.csv")
     assert (acc.status == "ok").all() and len(acc) == 2
     assert set(acc.result_file) == {f"{p}/centroid/Predictions/GunPoint/testResample0.csv" for p in ("full", "fixed5")}
+
+
+@pytest.mark.parametrize("log_tail, says", [
+    ("[centroid/GunPoint/full/seed0] accuracy 0.9602 (fit 8.0s, predict 0.1s)\n",
+     "the evaluation job was stopped before it finished, with no error in its log"),
+    ("[centroid/GunPoint/full/seed0] accuracy 0.9602 (fit 8.0s, predict 0.1s)\nRuntimeError: boom\n",
+     "the evaluation job failed: RuntimeError: boom"),
+], ids=["stopped", "crashed"])
+def test_the_summary_after_a_stop_keeps_finished_runs_and_never_quotes_a_success_line(
+        finished, tmp_path, monkeypatch, log_tail, says):
+    """72.6: a job stopped after 1 of its 2 contexts (its progress record holds the finished one, its log ends
+    with that context's success line): the summary says it was stopped (or quotes the error its log names),
+    never the success line as the reason; the finished run is `failed` as "finished, kept for the next run",
+    the other with the reason."""
+    import io
+
+    from chorustic import config as cc
+    from chorustic.evaluation.job import progress_path
+    from chorustic.evaluation.snakemake_glue import tables_after_failure
+
+    root = _workdir(finished, tmp_path, monkeypatch)
+    cfg = cc.load_config(_config(root)[1::2])
+    done = json.loads(manifest(root).read_text())
+    done["runs"] = [r for r in done["runs"] if r["protocol"] == "full"]
+    progress_path(root / "results", "centroid", "GunPoint").write_text(json.dumps(done))
+    manifest(root).unlink()
+    (root / "logs" / "evaluate" / "centroid").mkdir(parents=True, exist_ok=True)
+    (root / "logs" / "evaluate" / "centroid" / "GunPoint.log").write_text("starting\n" + log_tail)
+    out = io.StringIO()
+    tables_after_failure(cfg, steps=[], evaluate_log=str(root / "logs" / "evaluate" / "{method}" / "{dataset}.log"),
+                         report_log=str(root / "logs" / "report.log"), out=out)
+    text = out.getvalue()
+    assert "1 evaluation job(s) did not finish" in text and says in text, text
+    assert "1 of its 2 runs finished and are kept: the next run does only the others" in text, text
+    assert "accuracy 0.9602" not in text, text
+    table = pd.read_csv(root / "results" / "accuracies.csv").set_index("protocol")
+    assert (table["status"] == "failed").all()
+    assert table.loc["full", "error"].startswith("finished, kept for the next run, not counted: ")
+    assert table.loc["fixed5", "error"].startswith(says)
+
+
+def test_the_summary_when_every_evaluation_finished(finished, tmp_path, monkeypatch):
+    """72.6: a workflow stopped (or failed) after its evaluations: no "0 evaluation job(s) did not finish"."""
+    import io
+
+    from chorustic import config as cc
+    from chorustic.evaluation.snakemake_glue import tables_after_failure
+
+    root = _workdir(finished, tmp_path, monkeypatch)
+    cfg = cc.load_config(_config(root)[1::2])
+    out = io.StringIO()
+    tables_after_failure(cfg, steps=[], evaluate_log=str(root / "logs" / "evaluate" / "{method}" / "{dataset}.log"),
+                         report_log=str(root / "logs" / "report.log"), out=out)
+    text = out.getvalue()
+    assert "0 evaluation job" not in text and "every evaluation job finished" in text and "holds all 2 runs" in text

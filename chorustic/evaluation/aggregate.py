@@ -204,6 +204,42 @@ class Collected:
     """One line per job that did not finish cleanly (failed runs, not run, stale, damaged files)."""
 
 
+#: How a reason begins when the evaluation job itself did not finish (failed, or stopped with no error):
+#: the finished contexts its progress record keeps are then said to be kept, not failed.
+EVALUATION_FAILED = "the evaluation job failed"
+EVALUATION_STOPPED = "the evaluation job was stopped"
+
+
+def _kept_contexts(results_dir: str | os.PathLike, method: str, dataset: str) -> set[tuple[str, int]]:
+    """``(protocol, seed)`` of the runs an unfinished job's progress record holds as finished (the next attempt
+    keeps them when its inputs are unchanged)."""
+    from chorustic.evaluation.job import progress_path
+
+    try:
+        doc = json.loads(progress_path(results_dir, method, dataset).read_text())
+        return {(str(r["protocol"]), int(r["seed"])) for r in doc.get("runs", []) if r.get("status") == "ok"}
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return set()
+
+
+def _unfinished_runs(results_dir, job, reason: str) -> tuple[list[dict[str, Any]], str]:
+    """The failed runs of a job that left no manifest, and its problem line: when the evaluation itself did
+    not finish, the contexts it had finished are said to be kept for the next run, not to have failed."""
+    kept = set()
+    if reason.startswith((EVALUATION_FAILED, EVALUATION_STOPPED)):
+        kept = _kept_contexts(results_dir, job.method, job.dataset) & {(c["protocol"], int(c["seed"]))
+                                                                       for c in job.contexts}
+    runs = []
+    for c in job.contexts:
+        if (c["protocol"], int(c["seed"])) in kept:
+            runs.append(_failed_run(c, f"finished, kept for the next run, not counted: {reason}"))
+        else:
+            runs.append(_failed_run(c, reason))
+    line = reason if not kept else (f"{reason}; {len(kept)} of its {len(job.contexts)} runs finished and are "
+                                    "kept: the next run does only the others")
+    return runs, line
+
+
 def _failed_run(ctx: dict[str, Any], error: str) -> dict[str, Any]:
     from chorustic.evaluation.job import run_record
 
@@ -306,13 +342,9 @@ def collect_runs(
     for method, dataset, job in targets:
         upstream = why_not_run(job) if (job is not None and why_not_run is not None) else None
         if upstream is not None:  # the dataset's files or contexts are being re-made: no result of it counts
-            problems.append(f"{method}/{dataset}: {upstream}")
-            stub = {
-                "method": method,
-                "dataset": dataset,
-                "archive": job.archive,
-                "runs": [_failed_run(c, upstream) for c in job.contexts],
-            }
+            runs, line = _unfinished_runs(results_dir, job, upstream)
+            problems.append(f"{method}/{dataset}: {line}")
+            stub = {"method": method, "dataset": dataset, "archive": job.archive, "runs": runs}
             rows += _rows(stub, metadata, None)
             continue
         good = manifest_path(results_dir, method, dataset)

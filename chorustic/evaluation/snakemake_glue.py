@@ -24,7 +24,14 @@ from typing import Callable
 
 from chorustic import config as cc
 from chorustic.errors import NoSpaceError, shorten
-from chorustic.evaluation.aggregate import Collected, ExpectedJob, collect_configured, write_accuracies
+from chorustic.evaluation.aggregate import (
+    EVALUATION_FAILED,
+    EVALUATION_STOPPED,
+    Collected,
+    ExpectedJob,
+    collect_configured,
+    write_accuracies,
+)
 
 __all__ = ["tables_after_failure"]
 
@@ -32,8 +39,9 @@ __all__ = ["tables_after_failure"]
 _REASON_CHARS = 1500
 
 
-def _reason_line(path: Path) -> str:
-    """The line of a job's log that says why it failed (the last ``FAILED:``/error line, else the last line)."""
+def _reason_line(path: Path, last_line: bool = True) -> str:
+    """The line of a job's log that says why it failed: the last ``FAILED:``/error line, else (``last_line``)
+    the last line, else ""."""
     try:
         lines = [
             ln.strip() for ln in path.read_text(encoding="utf-8", errors="replace").splitlines() if ln.strip()
@@ -45,7 +53,17 @@ def _reason_line(path: Path) -> str:
             return shorten(ln.split("FAILED: ", 1)[1], _REASON_CHARS)
         if re.match(r"^(chorustic [\w-]+: |\w*(Error|Exception)\b)", ln):
             return shorten(ln, _REASON_CHARS)
-    return shorten(lines[-1], _REASON_CHARS) if lines else ""
+    return shorten(lines[-1], _REASON_CHARS) if lines and last_line else ""
+
+
+def _evaluation_reason(logf: Path) -> str:
+    """Why an evaluation job that left no manifest did not finish, from its log: the failure it names, or, when
+    it names none (its last line a finished context's), that it was stopped before it finished."""
+    failure = _reason_line(logf, last_line=False)
+    if failure:
+        return f"{EVALUATION_FAILED}: {failure} (log: {logf})"
+    return (f"{EVALUATION_STOPPED} before it finished, with no error in its log (a signal such as Ctrl-C, a "
+            f"time limit or the machine stopped it; log: {logf})")
 
 
 def _why_not_run(
@@ -85,7 +103,7 @@ def _why_not_run(
         logf = Path(evaluate_log.format(**fields))
         if not logf.exists():
             return "not run: the evaluation did not start (an earlier failure or an interrupted run)"
-        return f"the evaluation job failed: {_reason_line(logf) or 'no message'} (log: {logf})"
+        return _evaluation_reason(logf)
 
     return why
 
@@ -113,7 +131,7 @@ def tables_after_failure(
         return None
     reports = cfg["paths"]["reports_dir"]
     ref = (cfg.get("reports") or {}).get("reference_method", "chorustic")
-    cmd = ["chorustic", "report", "--results", str(results), "--out", reports, "--reference", ref]
+    cmd = ["chorustic", "report", "--results-dir", str(results), "--reports-dir", reports, "--reference-method", ref]
     report_ok = table_error is None
     if report_ok:
         try:
@@ -124,12 +142,17 @@ def tables_after_failure(
             print(f"chorustic: could not run {' '.join(cmd)}: {exc}", file=out)
     n_failed = int((got.table["status"] == "failed").sum()) if len(got.table) else 0
     where = f"`failed` rows (with the reason) in {table}" if table_error is None else "listed below"
-    lines = [
-        f"chorustic: something failed. {len(got.problems)} evaluation job(s) did not finish; the "
-        f"{n_failed} runs they leave out are {where}"
-        + (f" and in {reports}/missing_runs.csv" if report_ok else "")
-        + ":"
-    ]
+    if got.problems:
+        lines = [
+            f"chorustic: something failed. {len(got.problems)} evaluation job(s) did not finish; the "
+            f"{n_failed} runs they leave out are {where}"
+            + (f" and in {reports}/missing_runs.csv" if report_ok else "")
+            + ":"
+        ]
+    else:  # every evaluation finished: a later step failed, or the workflow was stopped after them
+        lines = [f"chorustic: the workflow did not finish (a step after the evaluations failed, or it was stopped: "
+                 f"see Snakemake's message above), but every evaluation job finished: {table} holds all "
+                 f"{len(got.table)} runs."]
     lines += [f"  - {p}" for p in got.problems[:50]]
     if len(got.problems) > 50:
         lines.append(f"  ... and {len(got.problems) - 50} more (see {table})")
