@@ -223,6 +223,21 @@ def validate_config(cfg: dict) -> None:
         raise ConfigError(f"reports.reference_method {ref!r} is not one of the evaluated methods {cfg['evaluate']}; "
                           "set it to one of them, or add runs with `evaluate_extra:` instead of replacing `evaluate`")
     _check_reference_results(cfg)
+    _check_paths(cfg)
+
+
+def _check_paths(cfg: dict) -> None:
+    """Each ``paths.*`` folder is a folder or can be made one: no part of it is an existing file (Snakemake
+    would stop with a ``NotADirectoryError`` stack when it makes the first log or output there)."""
+    for key, value in (cfg.get("paths") or {}).items():
+        if not isinstance(value, str):
+            continue
+        for part in [Path(value), *Path(value).parents]:
+            if part.exists():
+                if not part.is_dir():
+                    raise ConfigError(f"paths.{key} {value!r}: {part} is a file, not a folder; point paths.{key} "
+                                      "at a folder (it is made when missing)")
+                break
 
 
 def _check_reference_results(cfg: dict) -> None:

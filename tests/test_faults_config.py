@@ -237,7 +237,8 @@ def test_config_fault(f: ConfigFault, tmp_path, capsys, monkeypatch):
 
 
 def test_a_results_folder_that_cannot_be_written_is_one_line(tmp_path, capsys, monkeypatch):
-    """paths.results_dir under a file (or on a read-only disk): one line naming the path, exit 1."""
+    """paths.results_dir under a file: one line naming the setting and the file, exit 2 (a configuration
+    mistake)."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "a_file").write_text("not a folder\n")
     override = tmp_path / "override.yaml"
@@ -245,8 +246,8 @@ def test_a_results_folder_that_cannot_be_written_is_one_line(tmp_path, capsys, m
     rc = main(["evaluate", "--methods", "minirocket", "--datasets", "GunPoint", "--config", DEMO,
                "--config", str(override)])
     err = capsys.readouterr().err
-    assert rc == 1 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
-    assert str(tmp_path / "a_file") in err and "paths.results_dir" in err
+    assert rc == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert str(tmp_path / "a_file") in err and "paths.results_dir" in err and "is a file, not a folder" in err
 
 
 def test_a_missing_config_file_is_named(tmp_path, capsys):
@@ -311,6 +312,7 @@ def test_a_plugin_without_a_cost_model_is_said_in_the_bill(tmp_path, monkeypatch
     ("datasets:\n  inclde: [GunPoint]\n", "Did you mean 'include'"),
     ("datasets:\n  include: [GunPont]\n", "Did you mean 'GunPoint'"),
     ("evaluate: [minirocket]\nevaluate: [dtw_1nn]\n", "written twice"),
+    ("paths:\n  reports_dir: a_file/reports\n", "paths.reports_dir 'a_file/reports': a_file is a file, not a folder"),
 ])
 def test_a_configuration_mistake_under_snakemake_is_one_line_and_exit_2(text, says, tmp_path):
     """Under `snakemake` as from `chorustic` (issue 72, case 7): one line naming the key and the fix, exit
@@ -318,6 +320,7 @@ def test_a_configuration_mistake_under_snakemake_is_one_line_and_exit_2(text, sa
     from chorustic.testing.workflow import run_snakemake
 
     (tmp_path / "mine.yaml").write_text(text)
+    (tmp_path / "a_file").write_text("not a folder\n")
     proc = run_snakemake("-s", str(REPO / "Snakefile"), "-d", str(tmp_path), "-n", "--cores", "1",
                          "--configfile", DEMO, str(tmp_path / "mine.yaml"), cwd=tmp_path, timeout=300)
     err = proc.stderr.strip()
