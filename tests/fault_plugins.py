@@ -56,7 +56,8 @@ PLUGINS = {
     "flaky.py": """
         import os
         from chorustic.methods import Method, MethodInfo, register
-        from chorustic_plugins.centroid import Centroid
+        from chorustic.methods import import_plugin_module
+        Centroid = import_plugin_module(\"centroid\", __file__).Centroid
 
         class Flaky(Centroid):
             def fit(self, X, y):
@@ -74,7 +75,8 @@ PLUGINS = {
     "hog.py": """
         import numpy as np
         from chorustic.methods import Method, MethodInfo, register
-        from chorustic_plugins.centroid import Centroid
+        from chorustic.methods import import_plugin_module
+        Centroid = import_plugin_module(\"centroid\", __file__).Centroid
 
         class Hog(Centroid):
             def fit(self, X, y):
@@ -91,7 +93,8 @@ PLUGINS = {
     "sleepy.py": """
         import os, time
         from chorustic.methods import Method, MethodInfo, register
-        from chorustic_plugins.centroid import Centroid
+        from chorustic.methods import import_plugin_module
+        Centroid = import_plugin_module(\"centroid\", __file__).Centroid
 
         class Sleepy(Centroid):
             def fit(self, X, y):

@@ -56,7 +56,8 @@ PLUGINS = {
     ''',
     "plain.py": '''
         from chorustic.methods import CostModel, Method, MethodInfo, register
-        from chorustic_plugins.centroid import Centroid
+        from chorustic.methods import import_plugin_module
+        Centroid = import_plugin_module(\"centroid\", __file__).Centroid
 
         @register
         class PlainMethod(Method):
@@ -69,7 +70,8 @@ PLUGINS = {
     "flaky.py": '''
         import numpy as np
         from chorustic.methods import Method, MethodInfo, register
-        from chorustic_plugins.centroid import Centroid
+        from chorustic.methods import import_plugin_module
+        Centroid = import_plugin_module(\"centroid\", __file__).Centroid
 
         class Flaky(Centroid):
             def fit(self, X, y):
@@ -87,7 +89,8 @@ PLUGINS = {
     "crash.py": '''
         import os, signal
         from chorustic.methods import Method, MethodInfo, register
-        from chorustic_plugins.centroid import Centroid
+        from chorustic.methods import import_plugin_module
+        Centroid = import_plugin_module(\"centroid\", __file__).Centroid
 
         class Crash(Centroid):
             def fit(self, X, y):
@@ -105,7 +108,8 @@ PLUGINS = {
         import json, os
         import numpy as np
         from chorustic.methods import Method, MethodInfo, register
-        from chorustic_plugins.centroid import Centroid
+        from chorustic.methods import import_plugin_module
+        Centroid = import_plugin_module(\"centroid\", __file__).Centroid
 
         class Spy(Centroid):
             def fit(self, X, y):
@@ -147,7 +151,8 @@ PLUGINS = {
     "sleepy.py": '''
         import time
         from chorustic.methods import Method, MethodInfo, register
-        from chorustic_plugins.centroid import Centroid
+        from chorustic.methods import import_plugin_module
+        Centroid = import_plugin_module(\"centroid\", __file__).Centroid
 
         class Sleepy(Centroid):
             def fit(self, X, y):
@@ -163,7 +168,8 @@ PLUGINS = {
     "jobwide.py": '''
         from chorustic.methods import Method, MethodInfo, register
         from chorustic.methods.inputs import to_fixed_length
-        from chorustic_plugins.centroid import Centroid
+        from chorustic.methods import import_plugin_module
+        Centroid = import_plugin_module(\"centroid\", __file__).Centroid
 
         class Jobwide(Centroid):
             """Centroid that records the job-wide parameter the harness set on it."""
@@ -205,7 +211,8 @@ PLUGINS = {
         import json, os
         import numpy as np
         from chorustic.methods import CostModel, Method, MethodInfo, register
-        from chorustic_plugins.centroid import Centroid
+        from chorustic.methods import import_plugin_module
+        Centroid = import_plugin_module(\"centroid\", __file__).Centroid
 
         class Chunky(Centroid):
             """Centroid with a softmax scale from the context only (each query's prediction depends on the
@@ -339,7 +346,8 @@ PLUGINS = {
     "scores.py": '''
         import numpy as np
         from chorustic.methods import Method, MethodInfo, register
-        from chorustic_plugins.centroid import Centroid
+        from chorustic.methods import import_plugin_module
+        Centroid = import_plugin_module(\"centroid\", __file__).Centroid
 
         class Scores(Centroid):
             """A plain estimator (no ContractClassifier): the full context gets unnormalised scores (rows
@@ -366,7 +374,8 @@ PLUGINS = {
     "chatty.py": '''
         import sys
         from chorustic.methods import Method, MethodInfo, register
-        from chorustic_plugins.centroid import Centroid
+        from chorustic.methods import import_plugin_module
+        Centroid = import_plugin_module(\"centroid\", __file__).Centroid
 
         class Chatty(Centroid):
             """Prints 3 MB to stdout and to stderr in every fit (a verbose library), then one last line."""

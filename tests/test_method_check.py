@@ -457,3 +457,35 @@ def test_a_plugin_author_mistake_is_one_line_with_file_line_and_fix(what, old, n
 def test_the_same_plugin_without_mistakes_passes(tmp_path, capsys):
     (tmp_path / "flat.py").write_text(FLAT)
     assert main(["check-method", "--methods", str(tmp_path / "flat.py")]) == 0, capsys.readouterr().out
+
+
+def test_a_sibling_plugin_is_imported_from_the_folder_of_the_plugin_that_asks(tmp_path):
+    """import_plugin_module: a sibling already imported from another plugin folder (another test's, another
+    $CHORUSTIC_BASELINES) is not that folder's plugin; the asking plugin gets its own folder's file."""
+    from chorustic.methods import discover
+
+    variant = textwrap.dedent("""\
+        from chorustic.methods import import_plugin_module, register
+        from chorustic.methods.base import MethodInfo
+
+        base = import_plugin_module("sib_base", __file__)
+
+
+        @register
+        class Variant(base.Base):
+            info = MethodInfo(name="sib_variant", display_name="Sib variant", group="Classical",
+                              fits_on_target=True)
+        """)
+    for folder, shrink in (("a", 0.1), ("b", 0.7)):
+        d = tmp_path / folder
+        d.mkdir()
+        (d / "sib_base.py").write_text(FLAT.replace("class Flat(Method)", "class Base(Method)")
+                                       .replace('name="flat", display_name="Flat"',
+                                                f'name="sib_base_{folder}", display_name="Sib {folder}"')
+                                       + f"\nSHRINK = {shrink}\n")
+        (d / "sib_variant.py").write_text(variant)
+    assert discover(tmp_path / "a").methods["sib_variant"].estimator.__module__ == "chorustic_plugins.sib_base"
+    got = discover(tmp_path / "b", only="sib_variant").methods["sib_variant"]
+    import sys
+    assert sys.modules["chorustic_plugins.sib_base"].SHRINK == 0.7
+    assert Path(sys.modules[type(got).__mro__[1].__module__].__file__).parent == tmp_path / "b"

@@ -221,6 +221,10 @@ def import_plugin_module(name: str, near: str | os.PathLike) -> ModuleType:
     """Import the sibling plugin file ``<dir of near>/<name>.py`` (as ``chorustic_plugins.<name>``, the
     module name discovery uses), e.g. to reuse its estimator class in a variant plugin."""
     mod_name = f"chorustic_plugins.{name}"
-    if mod_name in sys.modules:
-        return sys.modules[mod_name]
-    return load_module_file(mod_name, Path(near).resolve().parent / f"{name}.py")
+    path = Path(near).resolve().parent / f"{name}.py"
+    cached = sys.modules.get(mod_name)
+    # the module of that name imported from another plugin folder (another $CHORUSTIC_BASELINES) is another
+    # plugin: import this folder's file
+    if cached is not None and getattr(cached, "__file__", None) and Path(cached.__file__).resolve() == path:
+        return cached
+    return load_module_file(mod_name, path)
