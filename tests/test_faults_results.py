@@ -908,3 +908,35 @@ def test_the_summary_when_every_evaluation_finished(finished, tmp_path, monkeypa
                          report_log=str(root / "logs" / "report.log"), out=out)
     text = out.getvalue()
     assert "0 evaluation job" not in text and "every evaluation job finished" in text and "holds all 2 runs" in text
+
+
+def test_results_of_two_settings_in_one_folder_are_refused_not_averaged(finished, tmp_path, monkeypatch, capsys):
+    """72.12: one method's manifests made with two settings (here a copy of the GunPoint job as if run on
+    another dataset with shrink=0.5) are never averaged into one table row: `aggregate` refuses in one line
+    naming both settings and their datasets, and the fix; the table is not written."""
+    root = _workdir(finished, tmp_path, monkeypatch)
+    doc = json.loads(manifest(root).read_text())
+    doc["dataset"] = "Coffee"
+    doc["fingerprint"]["params"] = {**doc["fingerprint"].get("params", {}), "shrink": 0.5}
+    (root / "results" / "runs" / "centroid" / "Coffee.json").write_text(json.dumps(doc))
+    table = root / "results" / "accuracies.csv"
+    before = table.read_bytes()
+    rc = main(["aggregate", "--results-dir", str(root / "results")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert "results/runs/centroid/ holds results made with 2 different settings" in err, err
+    assert "shrink=0.5" in err and "(Coffee)" in err and "(GunPoint)" in err and "--config" in err, err
+    assert table.read_bytes() == before
+
+
+def test_aggregate_with_a_config_names_the_jobs_it_leaves_out(finished, tmp_path, monkeypatch, capsys):
+    """72.12: `aggregate --config` of a run whose folder also holds another dataset's job says so (a note
+    naming it), instead of leaving it out without a word."""
+    root = _workdir(finished, tmp_path, monkeypatch)
+    doc = json.loads(manifest(root).read_text())
+    doc["dataset"] = "Coffee"
+    (root / "results" / "runs" / "centroid" / "Coffee.json").write_text(json.dumps(doc))
+    assert main(["aggregate", *_config(root)]) == 0
+    err = capsys.readouterr().err
+    assert "note: 1 job(s) in results/runs are not jobs of this configuration and are not in the table: " \
+           "centroid/Coffee" in err, err

@@ -238,6 +238,10 @@ def _aggregate(args: argparse.Namespace) -> int:
     write_accuracies(got.table, out)
     n_jobs = len({(r.method, r.dataset) for r in got.table.itertuples()})
     print(f"{len(got.table)} runs of {n_jobs} jobs -> {out}")
+    if got.unlisted:
+        shown = ", ".join(got.unlisted[:5]) + (f" and {len(got.unlisted) - 5} more" if len(got.unlisted) > 5 else "")
+        print(f"note: {len(got.unlisted)} job(s) in {results_dir}/runs are not jobs of this configuration and are not "
+              f"in the table: {shown} (aggregate without --config to see every job there)", file=sys.stderr)
     for p in got.problems:
         print(f"problem: {p}", file=sys.stderr)
     if got.problems:

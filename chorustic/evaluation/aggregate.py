@@ -42,6 +42,7 @@ import pandas as pd
 from chorustic.evaluation.integrity import checksum_path, made_with_other_fingerprint, results_dir_of, set_aside
 from chorustic.evaluation.results import resolve_result_file, stored_result_file
 from chorustic import config as cc
+from chorustic.errors import UserError
 from chorustic.io import atomic_write_texts, sha256_bytes
 from chorustic.protocols.base import protocol_sort_key
 from chorustic.run_plan import UNKNOWN_GROUP, ExpectedJob, method_metadata  # noqa: F401 - the plan is their home
@@ -202,6 +203,9 @@ class Collected:
     table: pd.DataFrame
     problems: list[str]
     """One line per job that did not finish cleanly (failed runs, not run, stale, damaged files)."""
+    unlisted: list[str] = dataclasses.field(default_factory=list)
+    """``method/dataset`` of the manifests in the results folder that the configuration lists no job for
+    (another run's results copied in, another dataset selection): not in the table."""
 
 
 #: How a reason begins when the evaluation job itself did not finish (failed, or stopped with no error):
@@ -238,6 +242,43 @@ def _unfinished_runs(results_dir, job, reason: str) -> tuple[list[dict[str, Any]
     line = reason if not kept else (f"{reason}; {len(kept)} of its {len(job.contexts)} runs finished and are "
                                     "kept: the next run does only the others")
     return runs, line
+
+
+class MixedResultsError(UserError):
+    """The manifests of one method run in a results folder were made with different settings (parameters or
+    plugin code): averaging them in one table would mix two methods."""
+
+
+def refuse_mixed_settings(manifests: Iterable[Path]) -> None:
+    """Raise :class:`MixedResultsError` when one method run's manifests record more than one fingerprint
+    (parameters and plugin code), e.g. the results of two runs copied into one folder: a method's rows in a
+    table come from one resolved run."""
+    from chorustic.evaluation.integrity import fingerprint_text
+
+    by_method: dict[str, dict[str, list[str]]] = {}
+    for path in manifests:
+        try:
+            recorded = json.loads(path.read_text(encoding="utf-8")).get("fingerprint")
+        except (OSError, ValueError, AttributeError):
+            continue  # an unreadable manifest is reported as such by the collection
+        if recorded is None:
+            continue
+        dataset = path.name.removesuffix(".json").removesuffix(".failed")
+        by_method.setdefault(path.parent.name, {}).setdefault(fingerprint_text(recorded), []).append(dataset)
+    for method, settings in sorted(by_method.items()):
+        if len(settings) < 2:
+            continue
+        parts = []
+        for text, datasets in settings.items():
+            fp = json.loads(text)
+            params = ", ".join(f"{k}={v!r}" for k, v in sorted((fp.get("params") or {}).items())) or "no parameters"
+            code = str(fp.get("code_sha256", ""))[:12]
+            shown = ", ".join(sorted(datasets)[:3]) + (f" and {len(datasets) - 3} more" if len(datasets) > 3 else "")
+            parts.append(f"{params}, code {code} ({shown})")
+        raise MixedResultsError(
+            f"results/runs/{method}/ holds results made with {len(settings)} different settings: "
+            + "; ".join(parts) + ". One table row per method comes from one run: aggregate with --config of the "
+            "run whose results count (the others are then stale rows), or keep one setting's files in this folder")
 
 
 def _failed_run(ctx: dict[str, Any], error: str) -> dict[str, Any]:
@@ -335,6 +376,7 @@ def collect_runs(
     rows: list[dict[str, Any]] = []
     if jobs is None:
         found = sorted(p for p in Path(results_dir).glob("runs/*/*.json") if not p.name.startswith("."))
+        refuse_mixed_settings(found)
         pairs = {(p.parent.name, p.name.removesuffix(".json").removesuffix(".failed")) for p in found}
         targets = [(m, d, None) for m, d in sorted(pairs)]
     else:
@@ -415,10 +457,16 @@ def collect_configured(
 
     plan = plan if plan is not None else RunPlan.from_config(cfg, discovery)
     results = results_dir if results_dir is not None else cfg["paths"]["results_dir"]
-    return collect_runs(
+    expected = plan.expected_jobs(results)
+    got = collect_runs(
         results,
-        plan.expected_jobs(results),
+        expected,
         metadata=plan.metadata,
         fingerprints=plan.fingerprints,
         why_not_run=why_not_run,
     )
+    listed = {(j.method, j.dataset) for j in expected}
+    on_disk = {(p.parent.name, p.name.removesuffix(".json").removesuffix(".failed"))
+               for p in Path(results).glob("runs/*/*.json") if not p.name.startswith(".")}
+    got.unlisted = [f"{m}/{d}" for m, d in sorted(on_disk - listed)]
+    return got
