@@ -14,10 +14,8 @@ checks that they agree); TiCT has no reproducing plugin (``baselines/tict.py`` i
 
 from __future__ import annotations
 
-from typing import Any
-
-from chorustic.methods import MethodInfo, register
-from chorustic.methods.reported import CSVReportedMethod
+from chorustic.methods import register
+from chorustic.methods.reported import reported_method
 
 #: The paper's per-dataset tables (a method absent from one archive's table is not reported there).
 PAPER_TABLES = ("results/reference/paper_ucr128_per_dataset.csv", "results/reference/paper_uea30_per_dataset.csv")
@@ -39,25 +37,12 @@ PAPER_METHODS = (
 PAPER = "Training-free multivariate time series classification via chorus in-context learning (ChorusTIC), App. D"
 
 
-def _paper_method(plugin: str, column: str, group: str, fits_on_target: bool) -> type[CSVReportedMethod]:
-    info = MethodInfo(
-        name=f"paper_{plugin}",
-        display_name=column,
-        group=group,
-        fits_on_target=fits_on_target,
-        input_kind="resampled",
-        reported=True,
-        description=f"reported, not reproduced: the paper's per-dataset {column} accuracies (full context); "
-                    f"`{plugin}` reproduces it",
-        reference=PAPER,
-    )
-    params: dict[str, Any] = {"csv": list(PAPER_TABLES), "column": column, "protocol": "full", "seed": 0}
-    return type(f"Paper_{plugin}", (CSVReportedMethod,),
-                {"info": info, "default_params": params, "__module__": __name__,
-                 "__qualname__": f"Paper_{plugin}"})
+for _plugin, _column, _group, _fits in PAPER_METHODS:
+    register(reported_method(
+        name=f"paper_{_plugin}", display_name=_column, group=_group, fits_on_target=_fits, csv=PAPER_TABLES,
+        column=_column, reference=PAPER,
+        description=f"reported, not reproduced: the paper's per-dataset {_column} accuracies (full context); "
+                    f"`{_plugin}` reproduces it",
+    ))
 
-
-for _row in PAPER_METHODS:
-    register(_paper_method(*_row))
-
-del _row
+del _plugin, _column, _group, _fits

@@ -203,7 +203,7 @@ def _methods(args: argparse.Namespace) -> int:
         w.writeheader()
         for r in rows:
             w.writerow(r)
-        for f, tb in sorted(discovery.broken.items()):
+        for f in sorted(discovery.broken):
             w.writerow(
                 {
                     "name": "",
@@ -217,7 +217,7 @@ def _methods(args: argparse.Namespace) -> int:
         _print_table(rows)
         if discovery.broken:
             print("\nPlugin files that failed to load (skipped):")
-            for f, tb in sorted(discovery.broken.items()):
+            for f in sorted(discovery.broken):
                 print(f"  {discovery.problem(f)}")
         not_ready = [r for r in rows if r.get("status") not in ("ready", "reported", "unchecked")]
         if not_ready:

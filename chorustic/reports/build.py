@@ -371,11 +371,12 @@ def _quick_look(b: _Builder, matrices, meta, exclude) -> pd.DataFrame:
     from chorustic.reports import quick_look as ql
 
     rows = []
+    selections = ql.read_selection()
     for archive in ARCHIVES:
         mx = matrices.get((archive, "full"))
         if mx is None or len(mx.values) >= len(ql.archive_means(archive)):
             continue
-        selection = set(ql.read_selection()[archive])
+        selection = set(selections[archive])
         for m in mx.methods_with_results:
             if m in exclude or bool(meta.loc[m, "reported"]):
                 continue
