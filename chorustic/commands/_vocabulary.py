@@ -42,6 +42,8 @@ LIST_OPTIONS = {
     "--datasets": ("NAME", "dataset names (see `chorustic datasets`)"),
     "--methods": ("NAME", "method run names of the configuration, or plugin names (see `chorustic methods`)"),
     "--protocols": ("ID", "protocol ids, e.g. full fixed5 prop20 (default: every one the configuration produces)"),
+    "--metrics": ("NAME", "measures that get tables, ranks and CD diagrams: accuracy balacc f1 auroc logloss "
+                          "(default: accuracy, the paper's)"),
 }
 
 CONFIG_HELP = "configuration file merged over config/config.yaml (repeatable), e.g. config/demo.yaml"

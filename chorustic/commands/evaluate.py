@@ -222,6 +222,7 @@ def _aggregate(args: argparse.Namespace) -> int:
         method_metadata,
         write_accuracies,
     )
+    from chorustic.evaluation.results import metrics_file
     from chorustic.methods import discover
 
     cfg = cc.load_config(args.config)
@@ -235,9 +236,11 @@ def _aggregate(args: argparse.Namespace) -> int:
     else:
         got = collect_runs(results_dir, None, metadata=method_metadata(cfg, disc))
     out = args.out or str(Path(results_dir) / "accuracies.csv")
-    write_accuracies(got.table, out)
+    unreadable = write_accuracies(got.table, out, results_dir)
     n_jobs = len({(r.method, r.dataset) for r in got.table.itertuples()})
-    print(f"{len(got.table)} runs of {n_jobs} jobs -> {out}")
+    print(f"{len(got.table)} runs of {n_jobs} jobs -> {out} (and every run's measures -> {metrics_file(out)})")
+    for line in unreadable:
+        print(f"note: {line}", file=sys.stderr)
     if got.unlisted:
         shown = ", ".join(got.unlisted[:5]) + (f" and {len(got.unlisted) - 5} more" if len(got.unlisted) > 5 else "")
         print(f"note: {len(got.unlisted)} job(s) in {results_dir}/runs are not jobs of this configuration and are not "

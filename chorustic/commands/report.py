@@ -11,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from chorustic.commands._vocabulary import add_deprecated, add_list, add_path, path_of
+from chorustic.commands._vocabulary import add_deprecated, add_list, add_path, path_of, suggest
 
 __all__ = ["register", "run"]
 
@@ -48,6 +48,7 @@ def register(subparsers) -> None:
         "--alpha", type=float, default=0.05, help="significance level after Holm correction (default: 0.05)"
     )
     add_list(p, "--methods", help="only these methods (run or display names; default: every method of the results)")
+    add_list(p, "--metrics")
     p.add_argument(
         "--ablation",
         type=_ablation,
@@ -103,6 +104,15 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.paper_check:
         return _paper_check(args)
+    from chorustic.evaluation.metrics import DEFAULT_METRICS, METRICS, unknown_metrics
+
+    for name in unknown_metrics(args.metrics or []):
+        print(f"chorustic report: --metrics: unknown measure {name!r}{suggest(name, METRICS, quote=chr(39))}; "
+              f"choose from {' '.join(METRICS)}", file=sys.stderr)
+        return 2
+    if args.metrics == []:
+        print(f"chorustic report: --metrics needs at least one of {' '.join(METRICS)}", file=sys.stderr)
+        return 2
     config = ReportConfig(
         reference=args.reference_method,
         alpha=args.alpha,
@@ -111,6 +121,7 @@ def run(args: argparse.Namespace) -> int:
         off_threshold_pp=args.off_threshold,
         figure_formats=tuple(formats),
         reference_results=args.reference_results,
+        metrics=tuple(dict.fromkeys(args.metrics or DEFAULT_METRICS)),
     )
     if args.ablation:
         config.ablations = dict(args.ablation)

@@ -429,13 +429,26 @@ def collect_runs(
     return Collected(_frame(rows), problems)
 
 
-def write_accuracies(df: pd.DataFrame, path: str | os.PathLike) -> None:
+def write_accuracies(df: pd.DataFrame, path: str | os.PathLike,
+                     results_dir: str | os.PathLike | None = None) -> list[str]:
     """Write the table (accuracies keep full precision) and its checksum file together, all or none: a
-    failure (a full disk) leaves both as they were, never a table without its checksum."""
+    failure (a full disk) leaves both as they were, never a table without its checksum. With
+    ``results_dir`` (the folder its ``result_file`` paths are relative to), ``metrics.csv`` beside it in the
+    same step (:func:`chorustic.evaluation.metrics.metrics_frame`: every measure of every ``ok`` run, from its
+    prediction file); returns one line per run whose prediction file gave no measures but accuracy."""
+    from chorustic.evaluation.metrics import metrics_frame
+    from chorustic.evaluation.results import metrics_file
+
     path = Path(path)
     text = df.to_csv(index=False, float_format=None)
     digest = sha256_bytes(text.encode("utf-8"))
-    atomic_write_texts({path: text, checksum_path(path): f"{digest}  {path.name}\n"})
+    files = {path: text, checksum_path(path): f"{digest}  {path.name}\n"}
+    unreadable: list[str] = []
+    if results_dir is not None:
+        measures, unreadable = metrics_frame(df, results_dir)
+        files[metrics_file(path)] = measures.to_csv(index=False, float_format=None)
+    atomic_write_texts(files)
+    return unreadable
 
 
 # --------------------------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ import numpy as np
 
 from chorustic.io import atomic_write_text
 
-__all__ = ["accuracies_file", "result_path", "stored_result_file", "resolve_result_file", "write_result_file",
+__all__ = ["accuracies_file", "metrics_file", "result_path", "stored_result_file", "resolve_result_file", "write_result_file",
            "read_result_file", "ResultFile", "ResultFileError"]
 
 
@@ -69,6 +69,13 @@ def accuracies_file(results: str | os.PathLike) -> Path:
     """The run table (``accuracies.csv``) of a results folder, or ``results`` itself when it names a ``.csv``."""
     results = Path(results)
     return results if results.suffix == ".csv" else results / "accuracies.csv"
+
+
+def metrics_file(accuracies: str | os.PathLike) -> Path:
+    """The measures table written beside a run table: ``metrics.csv`` beside ``accuracies.csv``
+    (``<name>.metrics.csv`` beside a table of another name); :mod:`chorustic.evaluation.metrics`."""
+    table = accuracies_file(accuracies)
+    return table.with_name("metrics.csv" if table.name == "accuracies.csv" else f"{table.stem}.metrics.csv")
 
 
 @dataclasses.dataclass

@@ -122,7 +122,7 @@ def tables_after_failure(
         print("chorustic: could not collect the results after the failure:\n" + traceback.format_exc(), file=out)
         return None
     try:
-        write_accuracies(got.table, table)
+        write_accuracies(got.table, table, results)
         table_error = None
     except NoSpaceError as exc:  # a full disk: one line naming the file; the summary still follows
         table_error = str(exc)
@@ -131,7 +131,8 @@ def tables_after_failure(
         return None
     reports = cfg["paths"]["reports_dir"]
     ref = (cfg.get("reports") or {}).get("reference_method", "chorustic")
-    cmd = ["chorustic", "report", "--results-dir", str(results), "--reports-dir", reports, "--reference-method", ref]
+    cmd = ["chorustic", "report", "--results-dir", str(results), "--reports-dir", reports, "--reference-method", ref,
+           "--metrics", *(cfg.get("reports") or {}).get("metrics", ["accuracy"])]
     report_ok = table_error is None
     if report_ok:
         try:

@@ -216,6 +216,10 @@ class AccuracyMatrix:
     """one row per excluded dataset: dataset, reason"""
     seeds: list[int]
     """expected context sets (seeds) of run methods"""
+    by_seed: pd.DataFrame = dataclasses.field(
+        default_factory=lambda: pd.DataFrame(columns=["method", "dataset", "seed", "accuracy"]))
+    """the values of every complete cell of a run method, one row per context set (seed): method, dataset,
+    seed, accuracy (the column holds whatever measure the matrix holds)"""
 
     @property
     def methods(self) -> list[str]:
@@ -315,6 +319,9 @@ def _matrix(df: pd.DataFrame, archive: str, protocol: str) -> AccuracyMatrix:
             if complete and seeds:
                 values.loc[d, m] = float(np.mean([accs[s] for s in seeds]))
     miss = pd.DataFrame(missing, columns=["method", "dataset", "seed", "status", "error"])
+    per_seed = run_rows[run_rows["status"] == "ok"][["method", "dataset", "seed", "accuracy"]]
+    complete = values.stack().dropna().index  # (dataset, method) of the complete cells
+    per_seed = per_seed[pd.MultiIndex.from_frame(per_seed[["dataset", "method"]]).isin(complete)]
     return AccuracyMatrix(
         archive=archive,
         protocol=protocol,
@@ -326,6 +333,7 @@ def _matrix(df: pd.DataFrame, archive: str, protocol: str) -> AccuracyMatrix:
         if len(inel)
         else pd.DataFrame(columns=["dataset", "methods", "reason"]),
         seeds=seeds,
+        by_seed=per_seed.reset_index(drop=True),
     )
 
 

@@ -41,7 +41,8 @@ from typing import Callable
 import pandas as pd
 
 from chorustic.errors import NoSpaceError
-from chorustic.evaluation.results import accuracies_file
+from chorustic.evaluation.metrics import DEFAULT_METRICS, METRICS, metric_values, read_metrics
+from chorustic.evaluation.results import accuracies_file, metrics_file
 from chorustic.io import atomic_write_json, atomic_write_text, sha256_file
 from chorustic.protocols.base import protocol_label
 from chorustic.reports import figures as figs
@@ -55,6 +56,12 @@ from chorustic.reports.accuracies import (
 )
 from chorustic.reports.layout import DEFAULT_ABLATIONS, DEFAULT_REFERENCE, archive_title, ordered_methods
 from chorustic.reports.catalog import FOLDERS
+from chorustic.reports.intervals import (
+    interval_frame,
+    interval_table,
+    metrics_overview_table,
+    seed_spread_frame,
+)
 from chorustic.reports.interop import AEON_SUBDIR, aeon_estimator_names, write_aeon_results
 from chorustic.reports.paper import default_reference_dir, load_paper_reference
 from chorustic.reports.render import Table, html_page, to_markdown, write_table
@@ -70,6 +77,7 @@ from chorustic.reports.tables import (
     stats_table,
     summary_frame,
 )
+from chorustic.stats import significance_note, smallest_attainable_p
 from chorustic.reports.writeup import write_reference_comparison, write_reproduction
 
 __all__ = ["ReportConfig", "ReportResult", "build_report", "resolve_method", "MANIFEST_NAME"]
@@ -93,6 +101,9 @@ class ReportConfig:
     reference_results: Path | None = None
     """another results folder (or its ``accuracies.csv``), e.g. ``examples/demo/results``: list the runs
     whose predictions differ from it, and in how many test cases"""
+    metrics: tuple[str, ...] = DEFAULT_METRICS
+    """the measures (:data:`chorustic.evaluation.metrics.METRICS`) that get tables, ranks and CD diagrams;
+    accuracy (the paper's) always gets the paper's tables"""
 
 
 @dataclasses.dataclass
@@ -260,6 +271,8 @@ def build_report(
             )
     stats_all = _concat(stats_frames)
     b.attempt("stats_all.csv", lambda: b.csv("tables/stats_all.csv", stats_all))
+    b.attempt("intervals and spread", lambda: _intervals(b, matrices, meta, reference, main_exclude))
+    b.attempt("measures", lambda: _measures(b, results_dir, df, meta, reference, main_exclude, config))
     quick = b.attempt("quick look", lambda: _quick_look(b, matrices, meta, main_exclude))
 
     # ---- Table 3 (fixed-shot), scaling table + Figure 2 (proportional), Table 4 (ablations)
@@ -288,6 +301,12 @@ def build_report(
                 lambda: _scaling(b, prop, meta, reference, main_exclude, archive),
             )
         full = matrices.get((archive, "full"))
+        if full is not None and not any(m in full.methods for m in ablations):
+            b.notes.append(
+                f"Table 4 (ablations, {archive}) not made: the results hold none of its variant runs "
+                f"({', '.join(ablations)}); the paper profile (`snakemake --cores all`, config/config.yaml) "
+                "evaluates them, or add them to `evaluate_extra:` in a config file of your own"
+            )
         if full is not None and reference in full.methods and any(m in full.methods for m in ablations):
             b.attempt(
                 f"Table 4 ablations ({archive})",
@@ -394,6 +413,102 @@ def _quick_look(b: _Builder, matrices, meta, exclude) -> pd.DataFrame:
     return out
 
 
+FAMILY_NAMES = {"full": "full", "fixed_shot": "fixed_shot", "proportional": "proportional"}
+
+
+def _intervals(b: _Builder, matrices, meta, reference, exclude) -> None:
+    """Companion tables of accuracy: bootstrap intervals and spread over seeds, one per (archive, family);
+    ``intervals_all.csv`` (every archive x protocol) and ``seed_spread.csv`` (every dataset)."""
+    frames, spread = [], []
+    for archive in ARCHIVES:
+        for family in FAMILY_NAMES:
+            mxs = [mx for (ar, _), mx in matrices.items() if ar == archive and mx.family == family]
+            if not mxs:
+                continue
+            layout = f"main_{archive}" if family == "full" else "low_label"
+            methods = ordered_methods(sorted({m for mx in mxs for m in mx.methods if m not in exclude}), meta, layout)
+            fam = [interval_frame(mx, meta, reference, [m for m in methods if m in mx.methods]) for mx in mxs]
+            frames += fam
+            spread += [seed_spread_frame(mx, meta) for mx in mxs]
+            b.attempt(
+                f"intervals ({archive}, {family})",
+                lambda: b.table("Spread and intervals", interval_table(
+                    fam, mxs, meta, reference, f"table_intervals_{archive.lower()}_{family}", layout)),
+            )
+    b.csv("tables/intervals_all.csv", _concat(frames))
+    b.csv("tables/seed_spread.csv", _concat(spread))
+
+
+def _measures(b: _Builder, results_dir: Path, df: pd.DataFrame, meta, reference, exclude, config: ReportConfig) -> None:
+    """The measures of ``config.metrics`` beyond accuracy (full protocol): a table with intervals and a CD
+    diagram each, and one table of every measure side by side, from ``metrics.csv``."""
+    extra = [m for m in config.metrics if m != "accuracy"]
+    if not extra:
+        return
+    path = metrics_file(results_dir / "accuracies.csv")
+    if not path.is_file():
+        b.problems.append(
+            f"reports.metrics asks for {', '.join(extra)}, but {path} does not exist: it is written with accuracies.csv "
+            "by the aggregate step; run `chorustic aggregate` (or `snakemake`) again"
+        )
+        return
+    measures = read_metrics(path)
+    frames: dict[str, dict[str, pd.DataFrame]] = {}
+    sizes: dict[str, int] = {}
+    for name in ["accuracy"] + extra:
+        metric = METRICS[name]
+        mats = build_matrices(metric_values(df, measures, name)) if name != "accuracy" else build_matrices(df)
+        for archive in ARCHIVES:
+            mx = mats.get((archive, "full"))
+            if mx is None:
+                continue
+            layout = f"main_{archive}"
+            methods = ordered_methods([m for m in mx.methods if m not in exclude], meta.loc[mx.methods], layout)
+            fr = interval_frame(mx, meta, reference, methods, metric)
+            frames.setdefault(archive, {})[name] = fr
+            sizes[archive] = len(mx.values)
+            if name == "accuracy":
+                continue
+            a = archive.lower()
+            b.attempt(f"{metric.label} table ({archive})", lambda: b.table(
+                "Other measures", interval_table([fr], [mx], meta, reference, f"table_{name}_{a}_full", layout, metric)))
+            b.attempt(f"{metric.label} critical-difference diagram ({archive})",
+                      lambda: _cd(b, mx, meta, exclude, config, metric))
+    for archive, by in frames.items():
+        b.attempt(f"every measure ({archive})", lambda: b.table("Other measures", metrics_overview_table(
+            by, meta, archive, sizes[archive], f"table_metrics_{archive.lower()}", f"main_{archive}")))
+    b.csv("tables/metrics_all.csv", _concat([f for by in frames.values() for f in by.values()]))
+
+
+def _cd(b: _Builder, mx: AccuracyMatrix, meta, exclude, config: ReportConfig, metric=METRICS["accuracy"]) -> None:
+    """The critical-difference diagram of one archive's full protocol in one measure, or a note why not."""
+    labels = _labels(meta)
+    methods = ordered_methods([m for m in mx.methods_with_results if m not in exclude], meta, f"main_{mx.archive}")
+    comp = mx.complete(methods)
+    n = len(comp)
+    what = "" if metric.name == "accuracy" else f" ({metric.label})"
+    stem = f"cd_{mx.archive.lower()}" if metric.name == "accuracy" else f"cd_{metric.name}_{mx.archive.lower()}"
+    if len(methods) < 3 or n < 2:
+        b.notes.append(
+            f"critical-difference diagram{what} ({mx.archive}) not drawn: it needs >= 3 methods (Friedman test) "
+            f"and >= 2 common datasets, have {len(methods)} methods and {n} datasets"
+        )
+        return
+    where = archive_title(mx.archive, len(mx.values))
+    if n != len(mx.values):
+        where = f"{where}: the {n} datasets where all methods have results"
+    family = len(methods) * (len(methods) - 1) // 2
+    title = f"Average rank{what} on {where} (Wilcoxon-Holm cliques, \u03b1={config.alpha:g}, n = {n} datasets)"
+    note = significance_note(n, family, config.alpha)
+    if note:
+        title += f"\n{n} datasets, {family} pairs: no pair can reach significance (smallest attainable Holm p " \
+                 f"{smallest_attainable_p(n, family):.2g})"
+        b.notes.append(f"critical-difference diagram{what} ({mx.archive}): {note}")
+    b.figure("Figures", f"Critical-difference diagram{what} ({mx.archive})", stem,
+             figs.cd_figure(comp, [labels[m] for m in comp.columns], config.alpha, title,
+                            lower_better=not metric.higher_is_better))
+
+
 def _scaling(b: _Builder, prop: list[AccuracyMatrix], meta, reference, exclude, archive) -> None:
     pts = []
     labels = _labels(meta)
@@ -434,26 +549,7 @@ def _archive_figures(b: _Builder, mx: AccuracyMatrix, meta, reference, exclude, 
     where = archive_title(mx.archive, len(mx.values))
     if n != len(mx.values):
         where = f"{where}: the {n} datasets where all methods have results"
-    if len(methods) >= 3 and n >= 2:
-        b.attempt(
-            f"critical-difference diagram ({mx.archive})",
-            lambda: b.figure(
-                "Figures",
-                f"Critical-difference diagram ({mx.archive})",
-                f"cd_{a}",
-                figs.cd_figure(
-                    comp,
-                    [labels[m] for m in comp.columns],
-                    config.alpha,
-                    f"Average rank on {where} (Wilcoxon-Holm cliques, \u03b1={config.alpha:g})",
-                ),
-            ),
-        )
-    else:
-        b.notes.append(
-            f"critical-difference diagram ({mx.archive}) not drawn: it needs >= 3 methods (Friedman test) "
-            f"and >= 2 common datasets, have {len(methods)} methods and {n} datasets"
-        )
+    b.attempt(f"critical-difference diagram ({mx.archive})", lambda: _cd(b, mx, meta, exclude, config))
     if reference not in comp.columns or len(methods) < 2 or n < 1:
         b.notes.append(
             f"scatter plots ({mx.archive}) not drawn: they need the reference method and another method "

@@ -124,8 +124,9 @@ def scaling_figure(points: pd.DataFrame, reference_label: str | None, title: str
     return fig
 
 
-def cd_figure(matrix: pd.DataFrame, labels: list[str], alpha: float, title: str):
-    """Critical-difference diagram of a complete accuracy matrix (datasets x methods)."""
+def cd_figure(matrix: pd.DataFrame, labels: list[str], alpha: float, title: str, lower_better: bool = False):
+    """Critical-difference diagram of a complete matrix of one measure (datasets x methods); rank 1 = the
+    highest value, or the lowest with ``lower_better`` (log loss)."""
     from aeon.visualisation import plot_critical_difference
 
     if matrix.shape[1] < 3 or matrix.shape[0] < 2:
@@ -142,6 +143,7 @@ def cd_figure(matrix: pd.DataFrame, labels: list[str], alpha: float, title: str)
         textspace=1.7,
         test="wilcoxon",
         correction="holm",
+        lower_better=lower_better,
     )
     fig.suptitle(title, fontsize=11, y=1.02)
     return fig

@@ -26,7 +26,7 @@ from chorustic.stats import (
     compare_with_reference,
     win_tie_loss,
 )
-from chorustic.stats.wilcoxon import format_p
+from chorustic.stats.wilcoxon import format_p, significance_note, smallest_attainable_p
 
 __all__ = [
     "summary_frame",
@@ -435,6 +435,7 @@ def comparison_frame(
     out.insert(4, "display_name", out["method"].map(meta["display_name"]))
     out["family_size"] = len(out)
     out["alpha"] = alpha
+    out["smallest_attainable_p_holm"] = smallest_attainable_p(len(comp), len(out))
     return out
 
 
@@ -483,6 +484,9 @@ def stats_table(
         f"Holm correction within this family of {len(comparison)} comparisons; significant when the Holm p <= {alpha:g} (bold).",
         f"W/T/L from the perspective of {ref_name}; Rel. gain = (A_{{{ref_name}}} - A_method) / A_method from unrounded averages.",
     ]
+    small = significance_note(n, len(comparison), alpha)
+    if small:
+        notes.insert(0, small)
     if comparison["has_rank_ties"].any():
         notes.append("Where |differences| tie, scipy's exact test rounds W conservatively.")
     if comparison["p_raw_is_bound"].any():
@@ -494,6 +498,8 @@ def stats_table(
         f"Statistical comparison on {archive_title(matrix.archive, len(matrix.values))} "
         f"({protocol_label(matrix.family, matrix.budget)} protocol), reference {ref_name}"
     )
+    if small:
+        title += f" (n = {n} datasets: too few for any comparison to be significant)"
     return Table(
         name=name, caption=title, header=header, align="lcrrrrcrr", body=body, data=comparison, notes=notes
     )

@@ -28,7 +28,8 @@ import scipy.stats
 
 from chorustic.stats._common import tie_round
 
-__all__ = ["WilcoxonResult", "wilcoxon_signed_rank", "P_UNDERFLOW_BOUND"]
+__all__ = ["WilcoxonResult", "wilcoxon_signed_rank", "P_UNDERFLOW_BOUND", "smallest_attainable_p",
+           "significance_note"]
 
 #: Reported upper bound of a p-value whose exact value underflows double precision.
 P_UNDERFLOW_BOUND = float(np.finfo(float).tiny)
@@ -131,3 +132,25 @@ def wilcoxon_signed_rank(x, y) -> WilcoxonResult:
         has_rank_ties=has_rank_ties,
         note=note,
     )
+
+
+def smallest_attainable_p(n: int, family_size: int = 1) -> float:
+    """The smallest Holm-adjusted p-value any comparison of a family of ``family_size`` can reach with ``n``
+    paired datasets: the exact two-sided test's smallest p is ``2 / 2**n`` (all n differences nonzero, of one
+    sign), and Holm multiplies the smallest raw p of the family by ``family_size``."""
+    if n < 1:
+        return 1.0
+    return min(1.0, max(1, int(family_size)) * 2.0 ** (1 - int(n)))
+
+
+def significance_note(n: int, family_size: int, alpha: float) -> str | None:
+    """One sentence when no comparison can be significant: with ``n`` datasets and a Holm family of
+    ``family_size``, the smallest attainable p exceeds ``alpha`` (None when significance is attainable)."""
+    p = smallest_attainable_p(n, family_size)
+    if p <= alpha:
+        return None
+    need = next(k for k in range(1, 64) if smallest_attainable_p(k, family_size) <= alpha)
+    return (f"Not enough datasets for significance: with {n} dataset{'s' if n != 1 else ''} and a Holm family of "
+            f"{family_size} comparison{'s' if family_size != 1 else ''}, the smallest attainable p is {p:.3g} > "
+            f"\u03b1 = {alpha:g}, so no difference here can be significant whatever the accuracies "
+            f"(it takes at least {need} datasets).")

@@ -18,6 +18,7 @@ rule report:
     """Statistics, the paper's tables and figures, and the reproduction check against the paper."""
     input:
         ACCURACIES,
+        METRICS_TABLE,
         reference_results=REFERENCE_RESULTS_TABLE,
     output:
         index=REPORT_INDEX,
@@ -28,6 +29,7 @@ rule report:
     params:
         reference=config["reports"].get("reference_method", "chorustic"),
         reference_results=REFERENCE_RESULTS_ARG,
+        metrics=" ".join(config["reports"].get("metrics", ["accuracy"])),
     conda:
         "../envs/chorustic.yaml"
     resources:
@@ -36,4 +38,4 @@ rule report:
         f"{LOGS}/report.log",
     shell:
         "chorustic report --results-dir {RESULTS:q} --reports-dir {REPORTS:q} --reference-method {params.reference:q} "
-        "{params.reference_results} > {log:q} 2>&1"
+        "--metrics {params.metrics} {params.reference_results} > {log:q} 2>&1"
