@@ -293,3 +293,74 @@ def test_a_partial_archive_gets_a_quick_look_prediction_marked_as_such(built):
     assert quick.set_index(["method", "archive"]).loc[("tabicl", "UCR"), "n_datasets"] == 2  # its Coffee failed
     readme = (root / "reports" / "README.md").read_text()
     assert "## Quick look: predicted archive means" in readme and "A **prediction**, not a measurement" in readme
+
+
+def test_companion_tables_give_intervals_and_seed_spread_beside_the_paper_tables(built):
+    root, result = built
+    tables = root / "reports" / "tables"
+    for name in ("table_intervals_uea_full", "table_intervals_ucr_fixed_shot", "table_intervals_ucr_proportional"):
+        assert (tables / f"{name}.md").is_file()
+    iv = pd.read_csv(tables / "intervals_all.csv")
+    summ = pd.read_csv(tables / "summary_all.csv")
+    both = iv.merge(summ, on=["archive", "protocol", "method"])
+    assert len(both) == len(summ)
+    pd.testing.assert_series_equal(both["mean"], both["avg_acc"], check_names=False)  # the paper tables' means
+    ok = both[both["mean"].notna()]
+    assert (ok["ci_low"] <= ok["mean"]).all() and (ok["mean"] <= ok["ci_high"]).all()
+    two_seeds = ok[(ok["protocol"] == "fixed5") & ~ok["reported_x"]]
+    assert two_seeds["seed_sd"].notna().all()
+    spread = pd.read_csv(tables / "seed_spread.csv")
+    assert set(spread["n_context_sets"]) <= {1, 2} and spread.loc[spread["protocol"] == "fixed5", "sd"].notna().all()
+    md = (tables / "table_intervals_ucr_fixed_shot.md").read_text()
+    assert "5-shot" in md and "10-shot" in md and "s.d. over seeds" in md
+    assert "table_intervals_uea_full.md" in (root / "reports" / "README.md").read_text()
+
+
+def test_too_few_datasets_for_significance_is_said_in_the_table_and_the_cd_caption(built):
+    root, _ = built
+    md = (root / "reports" / "tables" / "table_stats_ucr.md").read_text()
+    # 4 common datasets, a Holm family of 4: the smallest attainable p is 4 * 2**-3 = 0.5
+    assert "too few for any comparison to be significant" in md and "smallest attainable p is 0.5" in md
+    stats = pd.read_csv(root / "reports" / "tables" / "stats_all.csv")
+    assert (stats["smallest_attainable_p_holm"] > 0.05).all()
+    readme = (root / "reports" / "README.md").read_text()
+    assert "critical-difference diagram (UCR): Not enough datasets for significance" in readme
+    assert "Table 4 (ablations, UCR) not made" in readme and "Table 4 (ablations, UEA) not made" not in readme
+
+
+def test_other_measures_get_tables_ranks_and_cd_diagrams(built, tmp_path):
+    import shutil
+
+    from chorustic.evaluation.metrics import METRIC_COLUMNS
+
+    root, _ = built
+    results = tmp_path / "results"
+    shutil.copytree(root / "results", results)
+    acc = pd.read_csv(results / "accuracies.csv")
+    ok = acc[acc["status"].isin(["ok", "reported"])]
+    rows = []
+    for name, f in {"accuracy": lambda a: a, "balacc": lambda a: 0.9 * a, "logloss": lambda a: 2.0 - 1.5 * a}.items():
+        part = ok[(ok["status"] == "ok") | (name == "accuracy")].assign(metric=name, value=lambda d: f(d["accuracy"]))
+        rows.append(part[METRIC_COLUMNS])
+    pd.concat(rows).to_csv(results / "metrics.csv", index=False)
+    out = tmp_path / "reports"
+    res = build_report(results, out, ReportConfig(metrics=("accuracy", "balacc", "logloss"), figure_formats=("png",)))
+    assert res.problems == [], res.problems
+    for name in ("table_balacc_ucr_full", "table_logloss_uea_full", "table_metrics_ucr"):
+        assert (out / "tables" / f"{name}.md").is_file(), name
+    for name in ("cd_balacc_ucr", "cd_logloss_uea"):
+        assert (out / "figures" / f"{name}.png").is_file(), name
+    allm = pd.read_csv(out / "tables" / "metrics_all.csv")
+    ucr = allm[(allm["archive"] == "UCR")].pivot_table(index="method", columns="metric", values="avg_rank")
+    # balanced accuracy an increasing map of accuracy here and log loss a decreasing one: the same ranks
+    pd.testing.assert_series_equal(ucr["balacc"], ucr["logloss"], check_names=False)
+    other = allm[allm["metric"] != "accuracy"]
+    assert other.loc[other["method"] == "tict", "mean"].isna().all()  # reported: accuracy only
+    md = (out / "tables" / "table_metrics_ucr.md").read_text()
+    assert "Balanced accuracy (%)" in md and "Log loss" in md
+    assert (out / "aeon" / "full" / "classification" / "balacc" / "MiniROCKET_balacc.csv").is_file()
+    # asking for measures without metrics.csv: one problem naming the file and the fix, the rest is written
+    (results / "metrics.csv").unlink()
+    res = build_report(results, tmp_path / "r2", ReportConfig(metrics=("accuracy", "f1"), figure_formats=("png",)))
+    assert len(res.problems) == 1 and "metrics.csv does not exist" in res.problems[0]
+    assert "chorustic aggregate" in res.problems[0] and (tmp_path / "r2" / "tables" / "table2_ucr_main.md").is_file()

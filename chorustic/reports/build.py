@@ -347,7 +347,8 @@ def build_report(
     b.attempt("ineligible_datasets.csv", lambda: b.csv("ineligible_datasets.csv", inel_df))
 
     # ---- the same accuracies for aeon's results loaders
-    b.attempt("aeon result files", lambda: b.written.extend(write_aeon_results(df, meta, out_dir / AEON_SUBDIR)))
+    b.attempt("aeon result files", lambda: b.written.extend(
+        write_aeon_results(df, meta, out_dir / AEON_SUBDIR, _read_measures(results_dir))))
 
     # ---- reproduction check against the paper
     paper_passed = b.attempt(
@@ -445,14 +446,14 @@ def _measures(b: _Builder, results_dir: Path, df: pd.DataFrame, meta, reference,
     extra = [m for m in config.metrics if m != "accuracy"]
     if not extra:
         return
-    path = metrics_file(results_dir / "accuracies.csv")
-    if not path.is_file():
+    measures = _read_measures(results_dir)
+    if measures is None:
+        path = metrics_file(results_dir / "accuracies.csv")
         b.problems.append(
             f"reports.metrics asks for {', '.join(extra)}, but {path} does not exist: it is written with accuracies.csv "
             "by the aggregate step; run `chorustic aggregate` (or `snakemake`) again"
         )
         return
-    measures = read_metrics(path)
     frames: dict[str, dict[str, pd.DataFrame]] = {}
     sizes: dict[str, int] = {}
     for name in ["accuracy"] + extra:
@@ -478,6 +479,11 @@ def _measures(b: _Builder, results_dir: Path, df: pd.DataFrame, meta, reference,
         b.attempt(f"every measure ({archive})", lambda: b.table("Other measures", metrics_overview_table(
             by, meta, archive, sizes[archive], f"table_metrics_{archive.lower()}", f"main_{archive}")))
     b.csv("tables/metrics_all.csv", _concat([f for by in frames.values() for f in by.values()]))
+
+
+def _read_measures(results_dir: Path) -> pd.DataFrame | None:
+    path = metrics_file(results_dir / "accuracies.csv")
+    return read_metrics(path) if path.is_file() else None
 
 
 def _cd(b: _Builder, mx: AccuracyMatrix, meta, exclude, config: ReportConfig, metric=METRICS["accuracy"]) -> None:

@@ -8,7 +8,10 @@
   (seeds) as resamples; ``<EST>`` is aeon's standard name when the method's display name is one aeon
   knows (MiniRocket -> ``MiniROCKET``, MultiRocket-Hydra -> ``MR-Hydra``, QUANT, 1NN-DTW), else the
   run name (``chorustic``, ``mantis_rf``), which aeon's public loader refuses: read those files with
-  pandas (``pd.read_csv(f, index_col=0)``). A row is written only for a dataset where every context
+  pandas (``pd.read_csv(f, index_col=0)``). The other measures of ``results/metrics.csv`` go in the
+  sibling folders aeon reads with ``measure=``: ``balacc``, ``f1``, ``auroc``, ``logloss`` (macro F1 and
+  macro AUROC, where the published tsml-eval files weigh by class frequency:
+  :mod:`chorustic.evaluation.metrics`). A row is written only for a dataset where every context
   set of the protocol has a result (aeon raises on missing resamples); reported methods ("reported,
   not reproduced") are not written.
 * **tsml-eval** reads the prediction files themselves (``results/<protocol>/<method>/Predictions/
@@ -71,17 +74,26 @@ def aeon_accuracy_tables(df: pd.DataFrame, meta: pd.DataFrame) -> dict[tuple[str
     return out
 
 
-def write_aeon_results(df: pd.DataFrame, meta: pd.DataFrame, out_dir: str | Path) -> list[Path]:
-    """Write ``<out_dir>/<protocol>/classification/accuracy/<EST>_accuracy.csv`` for every protocol and
-    method; return the paths."""
+def write_aeon_results(
+    df: pd.DataFrame, meta: pd.DataFrame, out_dir: str | Path, measures: pd.DataFrame | None = None
+) -> list[Path]:
+    """Write ``<out_dir>/<protocol>/classification/<measure>/<EST>_<measure>.csv`` for every protocol and
+    method: accuracy from ``df``, and with ``measures`` (``results/metrics.csv``) every other measure of
+    :mod:`chorustic.evaluation.metrics` (their names are aeon's: ``get_estimator_results(..., measure=
+    "balacc")`` reads them); the same complete cells as accuracy. Return the paths."""
+    from chorustic.evaluation.metrics import METRICS, metric_values
+
     names = aeon_estimator_names(meta)
     written = []
-    for (protocol, method), table in aeon_accuracy_tables(df, meta).items():
-        path = Path(out_dir) / protocol / "classification" / "accuracy" / f"{names[method]}_accuracy.csv"
-        seeds = [int(s) for s in table.columns]
-        lines = ["Resamples:," + ",".join(str(s) for s in seeds)]
-        for dataset, row in table.iterrows():
-            lines.append(f"{dataset}," + ",".join("" if pd.isna(v) else repr(float(v)) for v in row))
-        atomic_write_text(path, "\n".join(lines) + "\n")
-        written.append(path)
+    present = set(measures["metric"]) if measures is not None and len(measures) else set()
+    for measure in [m for m in METRICS if m == "accuracy" or m in present]:
+        rows = df if measure == "accuracy" else metric_values(df, measures, measure)
+        for (protocol, method), table in aeon_accuracy_tables(rows, meta).items():
+            path = Path(out_dir) / protocol / "classification" / measure / f"{names[method]}_{measure}.csv"
+            seeds = [int(s) for s in table.columns]
+            lines = ["Resamples:," + ",".join(str(s) for s in seeds)]
+            for dataset, row in table.iterrows():
+                lines.append(f"{dataset}," + ",".join("" if pd.isna(v) else repr(float(v)) for v in row))
+            atomic_write_text(path, "\n".join(lines) + "\n")
+            written.append(path)
     return written

@@ -69,8 +69,7 @@ def interval_frame(
     have = [m for m in methods if m in matrix.methods_with_results]
     common = matrix.common(have)
     comp = matrix.values.loc[common, have]
-    oriented = comp if metric.higher_is_better else -comp
-    rank = average_rank(oriented) if len(common) else pd.Series(np.nan, index=have)
+    rank = average_rank(comp, metric.higher_is_better) if len(common) else pd.Series(np.nan, index=have)
     low, high = bootstrap_mean_ci(comp.to_numpy(), n_resamples, seed) if have else ([], [])
     ci = {m: (lo, hi) for m, lo, hi in zip(have, low, high)}
     ref_ok = reference in have and len(common) > 0
@@ -95,8 +94,7 @@ def interval_frame(
             "diff_vs_reference": np.nan, "diff_ci_low": np.nan, "diff_ci_high": np.nan,
         }
         if ref_ok and m in dci:
-            a, b = (comp[reference], comp[m]) if metric.higher_is_better else (-comp[reference], -comp[m])
-            wtl = win_tie_loss(a, b)
+            wtl = win_tie_loss(comp[reference], comp[m], metric.higher_is_better)
             row.update(wins=wtl.wins, ties=wtl.ties, losses=wtl.losses,
                        diff_vs_reference=float(comp[reference].mean() - comp[m].mean()),
                        diff_ci_low=dci[m][0], diff_ci_high=dci[m][1])

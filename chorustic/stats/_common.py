@@ -11,9 +11,10 @@ TIE_DECIMALS = 12
 
 
 def check_matrix(
-    matrix: pd.DataFrame, *, allow_missing: bool = False, what: str = "accuracy matrix"
+    matrix: pd.DataFrame, *, allow_missing: bool = False, what: str = "accuracy matrix", unit_interval: bool = True
 ) -> pd.DataFrame:
-    """Validate an accuracy matrix (rows = datasets, columns = methods, values in [0, 1]).
+    """Validate an accuracy matrix (rows = datasets, columns = methods, values in [0, 1]; any finite value
+    without ``unit_interval``, for a measure such as log loss).
 
     Returns it as float. Missing values (NaN) are an error unless ``allow_missing``: the statistics are
     computed on a common set of datasets, never on silently different ones.
@@ -36,7 +37,7 @@ def check_matrix(
             "restrict it to the common datasets first (chorustic.stats.common_datasets)"
         )
     finite = values.to_numpy()[~np.isnan(values.to_numpy())]
-    if finite.size and (finite.min() < 0 or finite.max() > 1):
+    if unit_interval and finite.size and (finite.min() < 0 or finite.max() > 1):
         raise ValueError(
             f"{what}: accuracies must lie in [0, 1], found [{finite.min():.6g}, {finite.max():.6g}]"
         )

@@ -18,15 +18,16 @@ from chorustic.stats._common import check_matrix, tie_round
 __all__ = ["per_dataset_ranks", "average_rank", "average_rank_range"]
 
 
-def per_dataset_ranks(matrix: pd.DataFrame) -> pd.DataFrame:
-    """Rank of every method on every dataset (1 = best, ties averaged)."""
-    values = check_matrix(matrix)
-    return tie_round(values).rank(axis=1, ascending=False, method="average")
+def per_dataset_ranks(matrix: pd.DataFrame, higher_is_better: bool = True) -> pd.DataFrame:
+    """Rank of every method on every dataset (1 = best, ties averaged). ``higher_is_better=False``: a
+    loss (log loss, any finite value), rank 1 = the lowest."""
+    values = check_matrix(matrix, unit_interval=higher_is_better)
+    return tie_round(values).rank(axis=1, ascending=not higher_is_better, method="average")
 
 
-def average_rank(matrix: pd.DataFrame) -> pd.Series:
+def average_rank(matrix: pd.DataFrame, higher_is_better: bool = True) -> pd.Series:
     """Mean over datasets of :func:`per_dataset_ranks`, per method."""
-    ranks = per_dataset_ranks(matrix)
+    ranks = per_dataset_ranks(matrix, higher_is_better)
     if len(ranks) == 0:
         raise ValueError("average rank over an empty set of datasets is undefined")
     return ranks.mean(axis=0)

@@ -34,17 +34,21 @@ class WinTieLoss:
         return self.n == rounded.n and self.wins >= rounded.wins and self.losses >= rounded.losses
 
 
-def _pair(reference, other) -> tuple[np.ndarray, np.ndarray]:
+def _pair(reference, other, unit_interval: bool = True) -> tuple[np.ndarray, np.ndarray]:
     frame = check_matrix(
-        pd.DataFrame({"reference": np.asarray(reference, float), "other": np.asarray(other, float)})
+        pd.DataFrame({"reference": np.asarray(reference, float), "other": np.asarray(other, float)}),
+        unit_interval=unit_interval,
     )
     frame = tie_round(frame)
     return frame["reference"].to_numpy(), frame["other"].to_numpy()
 
 
-def win_tie_loss(reference, other) -> WinTieLoss:
-    """Counts over paired per-dataset accuracies (array-likes of equal length, no missing values)."""
-    ref, oth = _pair(reference, other)
+def win_tie_loss(reference, other, higher_is_better: bool = True) -> WinTieLoss:
+    """Counts over paired per-dataset accuracies (array-likes of equal length, no missing values);
+    ``higher_is_better=False``: of a loss (log loss), a win is a lower value."""
+    ref, oth = _pair(reference, other, unit_interval=higher_is_better)
+    if not higher_is_better:
+        ref, oth = -ref, -oth
     return WinTieLoss(int((ref > oth).sum()), int((ref == oth).sum()), int((ref < oth).sum()))
 
 
