@@ -95,6 +95,9 @@ class ChorusTICMethod(Method):
         description="Training-free multivariate TSC by chorus in-context learning (RSSC signal level, "
         "TabICL-v1 task level); 8 label shifts x 4 RSSC draws, T = 0.9.",
         reference="ChorusTIC: Training-Free Multivariate Time Series Classification via Chorus In-Context Learning",
+        pretraining_data="synthetic episodes of its episodic prior only; no real series (the paper, App. B: 'No "
+        "real-world time series are used to pretrain ChorusTIC')",
+        benchmark_in_pretraining="no",
     )
     #: The parameters are the classifier's (checkpoint, ensemble sizes, temperature, batch sizes ...).
     estimator = ChorusTICClassifier

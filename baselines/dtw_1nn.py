@@ -110,6 +110,8 @@ class DTW1NN(Method):
         input_kind="native",
         description="aeon KNeighborsTimeSeriesClassifier(distance='dtw', n_neighbors=1), full window",
         reference="Bagnall et al. The great time series classification bake off. DMKD 2017",
+        pretraining_data="none: fitted on the target training split only",
+        benchmark_in_pretraining="no",
     )
     estimator = DTW1NNEstimator  # its parameter (window) is the method's
     resources: ClassVar[dict[str, Any]] = {"threads": 4, "mem_mb": 8000, "runtime": 2880, "gpu": 0}

@@ -190,5 +190,8 @@ class MantisRF(MantisBase):
         input_kind="resampled",
         description="frozen Mantis-8M (final-layer CLS) per channel, concatenated, random forest (200 trees)",
         reference="Feofanov et al. Mantis: lightweight calibrated foundation model for TSC. 2025",
+        pretraining_data="7 M real time series, contrastive (Feofanov et al. 2025); the sources checked here do not "
+        "list them, so whether UCR/UEA series are among them is not known",
+        benchmark_in_pretraining="unknown",
     )
     fixed_params: ClassVar[dict[str, Any]] = {"version": "v1", "repo_id": "paris-noah/Mantis-8M", "head": "rf"}

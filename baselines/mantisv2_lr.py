@@ -23,6 +23,8 @@ class MantisV2LR(_mantis.MantisBase):
         input_kind="resampled",
         description="frozen MantisV2 (final-layer CLS) per channel, concatenated, standard scaling + logistic regression",
         reference="Feofanov et al. MantisV2. 2026",
+        pretraining_data="synthetic series only (CauKer; Feofanov et al. 2026, and the ChorusTIC paper, App. A)",
+        benchmark_in_pretraining="no",
     )
     fixed_params = {"version": "v2", "repo_id": "paris-noah/MantisV2", "head": "lr"}
     #: Time: fitted on its own jobs (benchmarks/archive_scale.py --fit, one CPU thread, random weights of MantisV2's

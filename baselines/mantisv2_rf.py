@@ -25,6 +25,8 @@ class MantisV2RF(_mantis.MantisBase):
         input_kind="resampled",
         description="frozen MantisV2 (final-layer CLS) per channel, concatenated, random forest (200 trees)",
         reference="Feofanov et al. MantisV2. 2026",
+        pretraining_data="synthetic series only (CauKer; Feofanov et al. 2026, and the ChorusTIC paper, App. A)",
+        benchmark_in_pretraining="no",
     )
     fixed_params = {"version": "v2", "repo_id": "paris-noah/MantisV2", "head": "rf"}
     #: Time: fitted on its own jobs (benchmarks/archive_scale.py --fit, one CPU thread, random weights of MantisV2's

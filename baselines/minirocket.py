@@ -49,6 +49,8 @@ class MiniRocket(Method):
         input_kind="native",
         description="aeon MiniRocketClassifier (10,000 kernels + ridge CV) on the native series",
         reference="Dempster, Schmidt, Webb. MiniRocket. KDD 2021",
+        pretraining_data="none: fitted on the target training split only",
+        benchmark_in_pretraining="no",
     )
     estimator = MiniRocketEstimator  # its parameters (n_kernels) are the method's
     resources: ClassVar[dict[str, Any]] = {"threads": 4, "mem_mb": 16000, "runtime": 120, "gpu": 0}

@@ -166,6 +166,9 @@ class MomentSVM(HubMethod):
         needs_gpu=True,
         description="frozen MOMENT-1-base embeddings (512 input + mask), momentfm fit_svm",
         reference="Goswami et al. MOMENT: a family of open time-series foundation models. ICML 2024",
+        pretraining_data="the Time-series Pile, which includes the UCR/UEA classification archives (Goswami et al. "
+        "2024, Sec. 3.1; the AutonLab/Timeseries-PILE dataset card)",
+        benchmark_in_pretraining="yes",
     )
     estimator = MomentSVMClassifier
     #: Memory: what its cost model asks for FaceDetection (the embeddings of 9,414 series x 144 channels at 768

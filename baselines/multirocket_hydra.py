@@ -92,6 +92,8 @@ class MultiRocketHydra(Method):
         input_kind="native",
         description="aeon MultiRocketHydraClassifier (defaults) on the native series",
         reference="Dempster, Schmidt, Webb. Hydra: competing convolutional kernels. DMKD 2023",
+        pretraining_data="none: fitted on the target training split only",
+        benchmark_in_pretraining="no",
     )
     estimator = MultiRocketHydraEstimator  # its parameters (n_kernels, n_groups) are the method's
     resources: ClassVar[dict[str, Any]] = {"threads": 4, "mem_mb": 32000, "runtime": 360, "gpu": 0}

@@ -194,6 +194,9 @@ class NuTimeRF(CheckoutMethod):
         input_kind="resampled",
         description="frozen NuTime (checkpoint_bias9) final normalised CLS per channel, concatenated, random forest",
         reference="Lin et al. NuTime: numerically multi-scaled embedding for large-scale time-series pretraining. TMLR 2024",
+        pretraining_data="1.89 M series merged from the UCR archive, the UEA archive and 8 datasets of TF-C (Lin et "
+        "al. 2024, Sec. 4.1)",
+        benchmark_in_pretraining="yes",
     )
     estimator = NuTimeRFClassifier
     repo_url = REPO_URL

@@ -61,6 +61,8 @@ class QUANT(Method):
         input_kind="native",
         description="aeon QUANTClassifier (interval quantiles + extra trees) on the native series",
         reference="Dempster, Schmidt, Webb. QUANT: a minimalist interval method. DMKD 2024",
+        pretraining_data="none: fitted on the target training split only",
+        benchmark_in_pretraining="no",
     )
     estimator = QUANTEstimator  # its parameters (interval_depth, quantile_divisor) are the method's
     resources: ClassVar[dict[str, Any]] = {"threads": 4, "mem_mb": 16000, "runtime": 240, "gpu": 0}

@@ -634,5 +634,7 @@ class TabICLMethod(TabICLBase):
         needs_gpu=True,
         description="tabicl TabICLClassifier, checkpoint tabicl-classifier-v1.1-20250506, channels flattened",
         reference="Qu et al. TabICL: a tabular foundation model for in-context learning on large data. ICML 2025",
+        pretraining_data="synthetic tabular datasets of its prior only (Qu et al. 2025)",
+        benchmark_in_pretraining="no",
     )
     checkpoint_file = "tabicl-classifier-v1.1-20250506.ckpt"

@@ -24,6 +24,8 @@ class TabICLv2Method(_tabicl.TabICLBase):
         needs_gpu=True,
         description="tabicl TabICLClassifier, checkpoint tabicl-classifier-v2-20260212, channels flattened",
         reference="Qu et al. TabICLv2. 2026",
+        pretraining_data="synthetic tabular datasets of its prior only (Qu et al. 2026)",
+        benchmark_in_pretraining="no",
     )
     checkpoint_file = "tabicl-classifier-v2-20260212.ckpt"
     #: v2 embeds each member's table itself (feature groups, whatever the pass; no reordered copy) and holds nothing

@@ -249,6 +249,9 @@ class TICFM(CheckoutMethod):
         description="TIC-FM (HF Jwpqkh/TIC-FM) in-context, the authors' TSEncoderICLClassifierV2",
         reference="Fang et al. Rethinking zero-shot time series classification: from task-specific classifiers "
         "to in-context inference. 2026",
+        pretraining_data="a Mantis-8M-architecture encoder and an in-context predictor; the sources checked here do "
+        "not say on what series (Fang et al. 2026)",
+        benchmark_in_pretraining="unknown",
     )
     estimator = TICFMClassifier
     extra_params: ClassVar[dict[str, Any]] = {

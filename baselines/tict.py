@@ -28,6 +28,9 @@ class TiCT(CSVReportedMethod):
         reported=True,
         description="reported, not reproduced: the paper's published TiCT accuracies (no public implementation)",
         reference="Yeh et al. TiCT: a synthetically pre-trained foundation model for time series classification. 2025",
+        pretraining_data="synthetic binary in-context tasks from KernelSynth templates (Yeh et al. 2025; the ChorusTIC"
+        " paper, App. A)",
+        benchmark_in_pretraining="no",
     )
     default_params: ClassVar[dict[str, Any]] = {
         "csv": [

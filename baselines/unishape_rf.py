@@ -183,6 +183,9 @@ class UniShapeRF(CheckoutMethod):
         input_kind="native",
         description="frozen UniShape (unishape_checkpoint_zeroshot) per channel, concatenated, random forest (200 trees)",
         reference="Liu et al. A unified shape-aware foundation model for time series classification. AAAI 2026",
+        pretraining_data="the same 1.89 M series: UCR archive, UEA archive and TFC-8 (the authors' README, "
+        "'Pretraining Source Dataset')",
+        benchmark_in_pretraining="yes",
     )
     estimator = UniShapeRFClassifier
     repo_url = REPO_URL

@@ -10,10 +10,10 @@ critical path, and the disk the run fills (:func:`disk_gb`). How each job's time
     already in the data folder or inside the aeon wheel is only verified (read at :data:`READ_MB_S`).
 ``preprocess``
     Its cost model in :mod:`chorustic.resources` (per native value).
-``contexts``, ``aggregate``, ``report``
+``contexts``, ``audit``, ``aggregate``, ``report``
     :data:`FIXED_S`: measured on the demo, and ``aggregate`` and ``report`` on the paper profile's whole
     results (``benchmarks/results_scale.py``). ``aggregate`` also reads every prediction file to check it (at
-    :data:`READ_MB_S`), and a report that checks the run against reference results
+    :data:`READ_MB_S`) and parses it for its measures (at :data:`RESULT_READ_MB_S`), and a report that checks the run against reference results
     (``reports.reference_results``) parses both prediction files of every run (:data:`RESULT_READ_MB_S`).
 ``pretrain``
     The FLOPs of the run's configuration (the committed plan of ``chorustic pretrain --plan`` in
@@ -61,7 +61,7 @@ JOB_START_S = 4.0
 #: The fixed part of jobs (s): measured on the demo's 6 datasets (contexts 3, aggregate 10, report 120) and on
 #: the paper profile's 2,588 jobs (aggregate 14 with its 8.2 GB of prediction files in the page cache, report
 #: 138; benchmarks/results_scale.py, 2026-11-29).
-FIXED_S = {"contexts": 3.0, "aggregate": 10.0, "report": 140.0}
+FIXED_S = {"contexts": 3.0, "audit": 3.0, "aggregate": 10.0, "report": 140.0}
 #: Bytes of one prediction file (tsml-eval CSV, :mod:`chorustic.evaluation.results`): its header lines, per
 #: test series and per class probability, and of a job's manifest; fitted on the paper profile's 37,560 files
 #: of random probabilities (~19 digits each; each file 0.67-1.04 of the fit; benchmarks/results_scale.py).
@@ -322,6 +322,8 @@ def bill_jobs(plan: RunPlan, machine: Machine, *, bandwidth_mb_s: float = 10.0) 
                             JOB_START_S + pre, deps=[f"download/{d}"]))
         jobs.append(BillJob("contexts", f"contexts/{d}", "contexts", 1, 0, res["contexts"][d]["mem_mb"],
                             JOB_START_S + FIXED_S["contexts"], deps=[f"preprocess/{d}"]))
+        jobs.append(BillJob("audit", f"audit/{d}", "audit", 1, 0, res["preprocess"][d]["mem_mb"],
+                            JOB_START_S + FIXED_S["audit"], deps=[f"preprocess/{d}"]))
     for run in plan.pretrain_runs():
         entry = (plan.cfg.get("pretrain") or {}).get(run, {})
         gpus = cr.pretrain_gpus(plan.cfg, run)
@@ -335,10 +337,12 @@ def bill_jobs(plan: RunPlan, machine: Machine, *, bandwidth_mb_s: float = 10.0) 
         deps = [f"contexts/{j.dataset}"] + ([f"pretrain/{j.pretrain_run}"] if j.pretrain_run else [])
         jobs.append(BillJob("evaluate", f"evaluate/{j.method}/{j.dataset}", j.method, cores if not gpus else 1,
                             gpus, int(j.resources["mem_mb"]), JOB_START_S + secs, deps=deps, note=note))
-    evaluations = [j.name for j in jobs if j.rule == "evaluate"]
+    evaluations = [j.name for j in jobs if j.rule in ("evaluate", "audit")]
     results_mb = disk_gb(plan)["results"] * 1e3  # the prediction files the last two rules read
+    # the aggregate step verifies every prediction file's checksum and parses it for its measures (metrics.csv)
     jobs.append(BillJob("aggregate", "aggregate", "aggregate", 1, 0, cr.rule_resources(plan.cfg, "aggregate")["mem_mb"],
-                        JOB_START_S + FIXED_S["aggregate"] + results_mb / READ_MB_S, deps=evaluations))
+                        JOB_START_S + FIXED_S["aggregate"] + results_mb / READ_MB_S + results_mb / RESULT_READ_MB_S,
+                        deps=evaluations))
     secs, note = _report_seconds(plan, results_mb)
     jobs.append(BillJob("report", "report", "report", 1, 0, cr.rule_resources(plan.cfg, "report")["mem_mb"],
                         JOB_START_S + secs, deps=["aggregate"], note=note))

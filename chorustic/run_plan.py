@@ -183,7 +183,8 @@ class RunPlan:
 
 
 def method_metadata(cfg: Mapping[str, Any], discovery=None) -> dict[str, dict[str, Any]]:
-    """Display name, group, target fit and reported flag of every configured run (from the plugins)."""
+    """Display name, group, target fit, reported flag and whether the pretraining data includes UCR/UEA series
+    (``MethodInfo.benchmark_in_pretraining``) of every configured run (from the plugins)."""
     from chorustic.methods import discover
 
     disc = discovery if discovery is not None else discover()
@@ -193,8 +194,9 @@ def method_metadata(cfg: Mapping[str, Any], discovery=None) -> dict[str, dict[st
         m = disc.methods.get(entry["plugin"])
         if m is None:  # its plugin file failed to import: its runs are listed as failed, under its run name
             meta[run] = {"display_name": entry["display_name"] or run, "group": UNKNOWN_GROUP,
-                         "fits_on_target": False, "reported": False}
+                         "fits_on_target": False, "reported": False, "benchmark_in_pretraining": "unknown"}
         else:
             meta[run] = {"display_name": entry["display_name"] or m.info.display_name, "group": m.info.group,
-                         "fits_on_target": m.info.fits_on_target, "reported": m.info.reported}
+                         "fits_on_target": m.info.fits_on_target, "reported": m.info.reported,
+                         "benchmark_in_pretraining": m.info.benchmark_in_pretraining}
     return meta

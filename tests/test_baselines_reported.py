@@ -101,6 +101,7 @@ def test_the_papers_methods_are_reported_with_the_metadata_of_the_plugins_that_r
         twin = disc.get(method.info.name.removeprefix("paper_"))
         assert twin.info.display_name == column
         assert (twin.info.group, twin.info.fits_on_target) == (method.info.group, method.info.fits_on_target)
+        assert twin.info.benchmark_in_pretraining == method.info.benchmark_in_pretraining, column  # the audit
         table = method.reported_accuracies(**method.params())
         assert len(table) == 128 + (0 if column == "TIC-FM" else 30), column  # TIC-FM: UCR only
         assert set(table["protocol"]) == {"full"} and table["accuracy"].between(0, 1).all()

@@ -1,4 +1,5 @@
-"""``chorustic contexts | evaluate | aggregate``: the protocol contexts, one evaluation job, the tidy table."""
+"""``chorustic contexts | audit | evaluate | aggregate``: the protocol contexts, the leakage audit of a dataset's
+splits, one evaluation job, the tidy table."""
 
 from __future__ import annotations
 
@@ -30,6 +31,25 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="accept files that differ from the archive's published sizes (recorded; default: the "
                         "config's data.allow_modified)")
     p.set_defaults(func=_contexts)
+
+    p = sub.add_parser("audit", help="list test series identical to a training series, per dataset",
+                       description="Write <results-dir>/audit/<dataset>.json: how many test series equal a training "
+                                   "series of the same dataset exactly, as every method receives them (after "
+                                   "preprocessing), with the same or another label; the aggregate step collects them "
+                                   "into <results-dir>/audit/duplicates.csv and the report says how many datasets are "
+                                   "affected.")
+    add_list(p, "--datasets", required=True)
+    add_config(p)
+    add_path(p, "--data-dir", config=True)
+    add_path(p, "--cache-dir", config=True)
+    add_path(p, "--results-dir", config=True)
+    add_out(p, "write this file instead of <results-dir>/audit/<dataset>.json (one dataset)")
+    p.add_argument("--lock-file", default=None, metavar="FILE",
+                   help="data lock file (default: the config's data.lock_file, else <data-dir>/chorustic-data.lock.json)")
+    p.add_argument("--allow-modified-data", action="store_true",
+                   help="accept files that differ from the archive's published sizes (recorded; default: the "
+                        "config's data.allow_modified)")
+    p.set_defaults(func=_audit)
 
     p = sub.add_parser("evaluate", help="evaluate one method run on datasets under every protocol context",
                        description="Run a method run of the configuration on datasets (what the workflow's "
@@ -98,6 +118,28 @@ def _contexts(args: argparse.Namespace) -> int:
         for c in doc["contexts"]:
             status[c["status"]] = status.get(c["status"], 0) + 1
         print(f"{ds.name}: {len(doc['contexts'])} contexts {status} -> {out}")
+    return 0
+
+
+def _audit(args: argparse.Namespace) -> int:
+    from chorustic import config as cc
+    from chorustic.data import load_dataset
+    from chorustic.data.duplicates import audit_dataset, audit_path, write_audit
+
+    cfg = cc.load_config(args.config)
+    if args.out and len(args.datasets) != 1:
+        print("chorustic audit: --out needs exactly one dataset", file=sys.stderr)
+        return 2
+    data_dir, cache_dir = path_of(args, "data_dir", cfg), path_of(args, "cache_dir", cfg)
+    for name in args.datasets:
+        ds = load_dataset(name, data_dir, cache_dir=cache_dir, offline=True, series="resampled",
+                          lock=args.lock_file or cc.lock_file(cfg) or True,
+                          allow_modified=args.allow_modified_data or cc.allow_modified_data(cfg, name))
+        record = audit_dataset(ds)
+        out = Path(args.out) if args.out else audit_path(path_of(args, "results_dir", cfg), ds.name)
+        write_audit(record, out)
+        print(f"{ds.name}: {record['n_test_duplicated']} of {record['n_test']} test series equal a training series "
+              f"({record['n_same_label']} with the same label, {record['n_other_label']} with another) -> {out}")
     return 0
 
 

@@ -87,6 +87,7 @@ OPTIONAL_COLUMNS = [
     "peak_memory_mb",
     "device",
     "portable_numerics",
+    "benchmark_in_pretraining",
     "error",
     "result_file",
 ]
@@ -124,7 +125,7 @@ def _rows(doc: dict[str, Any], metadata: dict[str, dict], base: Path | None) -> 
         **metadata.get(doc["method"], {}),
         **{
             k: doc[k]
-            for k in ("display_name", "group", "fits_on_target", "reported")
+            for k in ("display_name", "group", "fits_on_target", "reported", "benchmark_in_pretraining")
             if doc.get(k) is not None
         },
     }
@@ -158,6 +159,7 @@ def _rows(doc: dict[str, Any], metadata: dict[str, dict], base: Path | None) -> 
                 "peak_memory_mb": run.get("peak_memory_mb"),
                 "device": doc.get("device") if run.get("status") == "ok" else None,
                 "portable_numerics": portable if run.get("status") == "ok" else None,
+                "benchmark_in_pretraining": meta.get("benchmark_in_pretraining"),
                 "error": run.get("error"),
                 "result_file": result_file,
             }
@@ -435,7 +437,9 @@ def write_accuracies(df: pd.DataFrame, path: str | os.PathLike,
     failure (a full disk) leaves both as they were, never a table without its checksum. With
     ``results_dir`` (the folder its ``result_file`` paths are relative to), ``metrics.csv`` beside it in the
     same step (:func:`chorustic.evaluation.metrics.metrics_frame`: every measure of every ``ok`` run, from its
-    prediction file); returns one line per run whose prediction file gave no measures but accuracy."""
+    prediction file), and ``audit/duplicates.csv`` from the audit records of the table's datasets
+    (:mod:`chorustic.data.duplicates`) where there are any; returns one line per run whose prediction file
+    gave no measures but accuracy."""
     from chorustic.evaluation.metrics import metrics_frame
     from chorustic.evaluation.results import metrics_file
 
@@ -445,8 +449,13 @@ def write_accuracies(df: pd.DataFrame, path: str | os.PathLike,
     files = {path: text, checksum_path(path): f"{digest}  {path.name}\n"}
     unreadable: list[str] = []
     if results_dir is not None:
+        from chorustic.data.duplicates import duplicates_file, duplicates_table
+
         measures, unreadable = metrics_frame(df, results_dir)
         files[metrics_file(path)] = measures.to_csv(index=False, float_format=None)
+        audit = duplicates_table(results_dir, set(df["dataset"]) if len(df) else None)
+        if audit is not None:
+            files[duplicates_file(results_dir)] = audit.to_csv(index=False)
     atomic_write_texts(files)
     return unreadable
 

@@ -501,6 +501,7 @@ def _run_job(spec: JobSpec, *, resume: bool, log) -> dict[str, Any]:
         "group": info.group,
         "fits_on_target": info.fits_on_target,
         "reported": info.reported,
+        "benchmark_in_pretraining": info.benchmark_in_pretraining,
         "input_kind": info.input_kind,
         "dataset": spec.dataset,
         "archive": spec.archive,

@@ -47,6 +47,7 @@ __all__ = [
     "CostModel",
     "GROUPS",
     "INPUT_KINDS",
+    "BENCHMARK_IN_PRETRAINING",
     "MethodInfo",
     "Method",
     "ReportedMethod",
@@ -62,6 +63,9 @@ __all__ = [
 GROUPS = ("Time-series ICL", "Generic ICL", "Frozen TSFM", "Classical")
 #: What the estimator receives: the paper's 512-length resampled arrays or the native series.
 INPUT_KINDS = ("resampled", "native")
+#: Whether a method's pretraining data includes series of the UCR or UEA archives
+#: (``MethodInfo.benchmark_in_pretraining``; the leakage audit of every table).
+BENCHMARK_IN_PRETRAINING = ("no", "yes", "unknown")
 
 
 #: How far (absolute) a row of ``predict_proba`` may sum from 1, and a probability lie below 0. float32
@@ -154,6 +158,14 @@ class MethodInfo:
     """True for methods whose accuracies come from a CSV ("reported, not reproduced")."""
     description: str = ""
     reference: str = ""
+    pretraining_data: str = ""
+    """What the method's weights were pretrained on, with its source (paper section or README), for the
+    leakage audit: ``"none: fitted on the target training split only"`` for a classical method."""
+    benchmark_in_pretraining: str = "unknown"
+    """One of :data:`BENCHMARK_IN_PRETRAINING`: ``"yes"`` when the pretraining data includes series of the
+    UCR or UEA archives (the test sets may have been seen: every table marks the method with a double
+    dagger), ``"no"`` when it does not (or the method is not pretrained), ``"unknown"`` when the sources
+    do not say."""
 
     def __post_init__(self) -> None:
         if not self.name or not self.name.replace("_", "").isalnum() or self.name.lower() != self.name:
@@ -162,6 +174,9 @@ class MethodInfo:
             raise ValueError(f"method {self.name!r}: group {self.group!r} is not one of {GROUPS}")
         if self.input_kind not in INPUT_KINDS:
             raise ValueError(f"method {self.name!r}: input_kind {self.input_kind!r} is not one of {INPUT_KINDS}")
+        if self.benchmark_in_pretraining not in BENCHMARK_IN_PRETRAINING:
+            raise ValueError(f"method {self.name!r}: benchmark_in_pretraining {self.benchmark_in_pretraining!r} is "
+                             f"not one of {BENCHMARK_IN_PRETRAINING}")
 
 
 @runtime_checkable

@@ -95,6 +95,8 @@ def reported_method(
     fits_on_target: bool = False,
     description: str = "",
     reference: str = "",
+    pretraining_data: str = "",
+    benchmark_in_pretraining: str = "unknown",
 ) -> type[CSVReportedMethod]:
     """Make a reported-method plugin class; a user's whole plugin file is then::
 
@@ -112,6 +114,8 @@ def reported_method(
         reported=True,
         description=description or f"reported accuracies of {display_name}",
         reference=reference,
+        pretraining_data=pretraining_data,
+        benchmark_in_pretraining=benchmark_in_pretraining,
     )
     params = {
         "csv": list(csv) if not isinstance(csv, str) else csv,

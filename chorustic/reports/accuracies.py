@@ -185,13 +185,19 @@ def _check_checksum(path: Path) -> None:
 
 
 def method_metadata(df: pd.DataFrame, source: str = "accuracies.csv") -> pd.DataFrame:
-    """One row per method (index = run name): display_name, group, fits_on_target, reported."""
+    """One row per method (index = run name): display_name, group, fits_on_target, reported, and
+    benchmark_in_pretraining (``yes`` / ``no`` / ``unknown``; empty for a table made before it was
+    recorded, which no table then marks)."""
     cols = ["display_name", "group", "fits_on_target", "reported"]
     meta = df.groupby("method")[cols].nunique()
     bad = meta[(meta > 1).any(axis=1)]
     if len(bad):
         raise ResultsError(f"{source}: method(s) {list(bad.index)} have inconsistent {cols} across rows")
     out = df.groupby("method")[cols].first()
+    seen = (df.groupby("method")["benchmark_in_pretraining"].first() if "benchmark_in_pretraining" in df.columns
+            else pd.Series(dtype=object))
+    out["benchmark_in_pretraining"] = [
+        v if isinstance(v, str) and v in ("yes", "no", "unknown") else "" for v in seen.reindex(out.index)]
     dup = out["display_name"].duplicated(keep=False)
     if dup.any():
         raise ResultsError(

@@ -12,16 +12,23 @@ Layout of the output folder::
         tableD_<archive>_per_dataset               appendix per-dataset accuracies
         table_stats_<archive>                      appendix statistical comparison (Wilcoxon + Holm)
         table_cost_<archive>                       accuracy against cost (wall time, device, memory)
+        table_intervals_<archive>_<family>         companion of Tables 1-3 and the scaling table: bootstrap
+                                                   intervals, s.d. over seeds, ranks, W/T/L, difference from
+                                                   the reference with its interval (chorustic.reports.intervals)
+        table_<measure>_<archive>_full, table_metrics_<archive>   the measures of ``reports.metrics``
+                                                   beyond accuracy, from results/metrics.csv
         summary_all.csv, stats_all.csv             every archive x protocol (machine-readable)
+        intervals_all.csv, seed_spread.csv, metrics_all.csv
         (every table also as <name>.html: what `snakemake --report` shows)
     reports/figures/<name>.{png,pdf}
-        scaling_<archive>, cd_<archive>, scatter_<archive>, violin_<archive>, mcm_<archive>, cost_<archive>
+        scaling_<archive>, cd_<archive>, scatter_<archive>, violin_<archive>, mcm_<archive>, cost_<archive>,
+        cd_<measure>_<archive>
     reports/reproduction/reproduction.{md,html} (+ CSVs)  the check against the paper
     reports/reproduction/reference_results.{md,html,csv}  with ``reference_results``: which runs differ
                                                    from a reference results folder, in how many test cases
     reports/overview/coverage.html                 coverage, missing runs, ineligible datasets, problems
     reports/missing_runs.csv, reports/ineligible_datasets.csv
-    reports/aeon/<protocol>/classification/accuracy/<EST>_accuracy.csv   for aeon's results loaders
+    reports/aeon/<protocol>/classification/<measure>/<EST>_<measure>.csv   for aeon's results loaders
 
 Every file is written atomically. A failing table or figure is reported (reports/README.md, "Problems";
 stderr) and never stops the others. Files of a previous build that this build did not write again are
@@ -54,7 +61,14 @@ from chorustic.reports.accuracies import (
     load_accuracies,
     method_metadata,
 )
-from chorustic.reports.layout import DEFAULT_ABLATIONS, DEFAULT_REFERENCE, archive_title, ordered_methods
+from chorustic.reports.layout import (
+    DEFAULT_ABLATIONS,
+    DEFAULT_REFERENCE,
+    archive_title,
+    leakage_note,
+    method_label,
+    ordered_methods,
+)
 from chorustic.reports.catalog import FOLDERS
 from chorustic.reports.intervals import (
     interval_frame,
@@ -179,7 +193,7 @@ def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
 
 def _labels(meta: pd.DataFrame) -> dict[str, str]:
     return {
-        m: str(meta.loc[m, "display_name"]) + (" (reported)" if meta.loc[m, "reported"] else "")
+        m: method_label(m, meta) + (" (reported)" if meta.loc[m, "reported"] else "")
         for m in meta.index
     }
 
@@ -837,6 +851,7 @@ def _readme(
             "tsml-eval reads the prediction files in `results/<protocol>/<method>/Predictions/` directly.",
             "",
         ]
+    lines += _audit_lines(acc_path.parent, df, meta)
     lines += ["## Reproduction check against the paper", ""]
     if paper_passed is None:
         lines.append("Not run (see Problems).")
@@ -853,6 +868,34 @@ def _readme(
     if b.problems:
         lines += ["## Problems", ""] + [f"- {p}" for p in b.problems] + [""]
     b.text("README.md", "\n".join(lines))
+
+
+def _audit_lines(results_dir: Path, df: pd.DataFrame, meta: pd.DataFrame) -> list[str]:
+    """The leakage audit: methods pretrained on the archives (marked in every table and legend) and the
+    datasets whose test split repeats training series (``results/audit/duplicates.csv``)."""
+    from chorustic.data.duplicates import duplicates_file
+
+    lines = ["## Leakage audit", ""]
+    seen = leakage_note(list(meta.index), meta)
+    lines.append(seen or "No method of these results was pretrained on UCR/UEA series.")
+    lines.append("")
+    path = duplicates_file(results_dir)
+    if not path.is_file():
+        lines += ["Train/test duplicates: not audited (no `audit/duplicates.csv` in the results folder; the "
+                  "workflow's `audit` rule writes it, or run `chorustic audit`).", ""]
+        return lines
+    dup = pd.read_csv(path)
+    dup = dup[dup["dataset"].isin(set(df["dataset"]))]
+    hit = dup[dup["n_test_duplicated"] > 0].sort_values(["archive", "dataset"])
+    lines.append(f"Train/test duplicates (after preprocessing, bit for bit): **{len(hit)} of {len(dup)} datasets** "
+                 f"have test series identical to a training series (`{path}`).")
+    if len(hit):
+        lines += ["", "| Archive | Dataset | Test series duplicated | of | Same label | Other label |",
+                  "|---|---|---:|---:|---:|---:|"]
+        lines += [f"| {r.archive} | {r.dataset} | {r.n_test_duplicated} | {r.n_test} | {r.n_same_label} | "
+                  f"{r.n_other_label} |" for r in hit.itertuples(index=False)]
+    lines.append("")
+    return lines
 
 
 def _numerics_lines(df: pd.DataFrame, config: ReportConfig, against: pd.DataFrame | None) -> list[str]:

@@ -20,6 +20,13 @@ FOLDERS: dict[str, str] = {"tables": "html", "figures": "png", "overview": "html
 #: (folder, file stem pattern, subcategory, what it is). Subcategories are numbered because the
 #: Snakemake report lists them alphabetically.
 ARTIFACTS: list[tuple[str, str, str, str]] = [
+    ("tables", r"^table_intervals_", "6. Spread, intervals, measures",
+     "Means with 95 % bootstrap intervals, s.d. over seeds, differences from the reference"),
+    ("tables", r"^table_metrics_", "6. Spread, intervals, measures", "Every chosen measure side by side"),
+    ("tables", r"^table_(balacc|f1|auroc|logloss)_", "6. Spread, intervals, measures",
+     "One measure beyond accuracy, with intervals and ranks"),
+    ("figures", r"^cd_(balacc|f1|auroc|logloss)_", "6. Spread, intervals, measures",
+     "Critical-difference diagram of one measure beyond accuracy"),
     ("tables", r"^table[12]_", "1. Full context", "Main results (paper Tables 1-2)"),
     ("tables", r"^tableD_", "1. Full context", "Per-dataset accuracies (appendix)"),
     ("tables", r"^table_stats_", "1. Full context", "Wilcoxon-Holm comparison with the reference (appendix)"),

@@ -20,7 +20,7 @@ import pandas as pd
 from chorustic.evaluation.metrics import METRICS, Metric
 from chorustic.protocols.base import protocol_label
 from chorustic.reports.accuracies import AccuracyMatrix
-from chorustic.reports.layout import archive_title, ordered_methods
+from chorustic.reports.layout import archive_title, leakage_note, method_label, ordered_methods
 from chorustic.reports.render import DAGGER_NOTE, Cell, Table, fmt, mark_best
 from chorustic.stats import (
     BOOTSTRAP_RESAMPLES,
@@ -148,7 +148,7 @@ def interval_table(
         for j, m in enumerate(fr.index):
             r = fr.loc[m]
             row = ([Cell(protocol_label(mx.family, mx.budget) if j == 0 else "")] if several else []) + [
-                Cell(str(r["display_name"]), dagger=bool(r["reported"])),
+                Cell(method_label(m, meta), dagger=bool(r["reported"])),
                 Cell(fmt(r["mean"], digits, scale), bold=marks.get(m) == "best", underline=marks.get(m) == "second"),
                 Cell(_interval(r["ci_low"], r["ci_high"], digits, scale)),
             ]
@@ -186,6 +186,9 @@ def interval_table(
                        "not rule out that the two methods are equally good on this archive.")
     if any(bool(meta.loc[m, "reported"]) for f in frames for m in f["method"]):
         notes.append(f"\u2020 {DAGGER_NOTE}: no context sets of their own, so no spread over seeds.")
+    seen = leakage_note(list(dict.fromkeys(m for f in frames for m in f["method"])), meta)
+    if seen:
+        notes.append(seen)
     return Table(name=name, caption=caption, header=header, align="l" * (2 if several else 1) + "r" * (len(header) - (2 if several else 1)),
                  body=body, data=pd.concat(frames, ignore_index=True), midrules_before=breaks, notes=notes)
 
@@ -222,7 +225,7 @@ def metrics_overview_table(
         have = [m for m in f.index if pd.notna(f.loc[m, "mean"])]
         marks[n] = dict(zip(have, mark_best(f.loc[have, "mean"], METRICS[n].higher_is_better))) if have else {}
     for m in methods:
-        row = [Cell(str(meta.loc[m, "display_name"]), dagger=bool(meta.loc[m, "reported"]))]
+        row = [Cell(method_label(m, meta), dagger=bool(meta.loc[m, "reported"]))]
         for n in names:
             f, mt = frames[n], METRICS[n]
             if m not in f.index or pd.isna(f.loc[m, "mean"]):
@@ -242,6 +245,9 @@ def metrics_overview_table(
     ]
     if any(bool(meta.loc[m, "reported"]) for m in methods):
         notes.append(f"\u2020 {DAGGER_NOTE}: published accuracy only.")
+    seen = leakage_note(methods, meta)
+    if seen:
+        notes.append(seen)
     data = pd.concat([by_metric[n] for n in names], ignore_index=True)
     return Table(name=name, caption=f"Every measure on {archive_title(archive, n_eligible)} (full protocol)",
                  header=header, align="l" + "r" * len(names), body=body, data=data, notes=notes)

@@ -20,7 +20,41 @@ __all__ = [
     "ordered_methods",
     "group_blocks",
     "archive_title",
+    "SEEN_MARK",
+    "method_label",
+    "leakage_note",
 ]
+
+#: After the name of a method whose pretraining data includes UCR/UEA series (the leakage audit).
+SEEN_MARK = "\u2021"
+
+
+def _seen(meta: pd.DataFrame, m: str) -> str:
+    return str(meta.loc[m, "benchmark_in_pretraining"]) if "benchmark_in_pretraining" in meta.columns else "unknown"
+
+
+def method_label(m: str, meta: pd.DataFrame) -> str:
+    """A method's name in tables and figure legends: its display name, with :data:`SEEN_MARK` when its
+    pretraining data includes series of the UCR or UEA archives."""
+    return str(meta.loc[m, "display_name"]) + (SEEN_MARK if _seen(meta, m) == "yes" else "")
+
+
+def leakage_note(methods, meta: pd.DataFrame) -> str | None:
+    """The footnote of :data:`SEEN_MARK` for ``methods`` (None when none is pretrained on the archives and
+    none is unknown); the methods whose sources do not say are named too."""
+    methods = [m for m in methods if m in meta.index]
+    seen = [str(meta.loc[m, "display_name"]) for m in methods if _seen(meta, m) == "yes"]
+    unknown = [str(meta.loc[m, "display_name"]) for m in methods if _seen(meta, m) == "unknown"]
+    parts = []
+    if seen:
+        parts.append(f"{SEEN_MARK} pretrained on data that includes UCR/UEA series, so the test sets may have been "
+                     f"seen in pretraining: {', '.join(seen)}.")
+    if unknown:
+        parts.append(f"Whether the pretraining data includes UCR/UEA series is not known for: {', '.join(unknown)}.")
+    if not parts:
+        return None
+    return " ".join(parts) + " (Each method's `MethodInfo.pretraining_data` says what, with its source.)"
+
 
 #: Default reference method (W/T/L and tests are from its perspective).
 DEFAULT_REFERENCE = "chorustic"

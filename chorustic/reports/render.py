@@ -49,6 +49,7 @@ _LATEX_ESCAPES = {
     "^": r"\textasciicircum{}",
     # the few non-ASCII symbols the reports use, so that plain pdflatex compiles the tables
     "\u2020": r"$^{\dagger}$",
+    "\u2021": r"$^{\ddagger}$",
     "\u0394": r"$\Delta$",
     "\u03b1": r"$\alpha$",
     "\u2212": r"$-$",

@@ -18,7 +18,7 @@ import pandas as pd
 
 from chorustic.protocols.base import protocol_label
 from chorustic.reports.accuracies import AccuracyMatrix
-from chorustic.reports.layout import archive_title, group_blocks, ordered_methods
+from chorustic.reports.layout import archive_title, group_blocks, leakage_note, method_label, ordered_methods
 from chorustic.reports.render import DAGGER_NOTE, Cell, Table, fmt, mark_best
 from chorustic.stats import (
     average_accuracy,
@@ -46,7 +46,7 @@ def _marked(text: str, mark: str | None, dagger: bool = False) -> Cell:
 
 
 def _method_cell(m: str, meta: pd.DataFrame, label: str | None = None) -> Cell:
-    return Cell(label or str(meta.loc[m, "display_name"]), dagger=bool(meta.loc[m, "reported"]))
+    return Cell(label or method_label(m, meta), dagger=bool(meta.loc[m, "reported"]))
 
 
 def _missing_note(matrix: AccuracyMatrix, methods: list[str]) -> str | None:
@@ -62,10 +62,11 @@ def _missing_note(matrix: AccuracyMatrix, methods: list[str]) -> str | None:
 
 
 def _dagger_note(methods: list[str], meta: pd.DataFrame) -> str | None:
+    """The footnotes of the marks after method names: \u2020 reported, \u2021 pretrained on the archives."""
     rep = [str(meta.loc[m, "display_name"]) for m in methods if bool(meta.loc[m, "reported"])]
-    if not rep:
-        return None
-    return f"\u2020 {DAGGER_NOTE}: accuracies of {', '.join(rep)} are taken from published results."
+    notes = [f"\u2020 {DAGGER_NOTE}: accuracies of {', '.join(rep)} are taken from published results."] if rep else []
+    seen = leakage_note(methods, meta)
+    return " ".join(notes + ([seen] if seen else [])) or None
 
 
 def summary_frame(
@@ -366,7 +367,7 @@ def per_dataset_table(
     methods = ordered_methods([m for m in matrix.methods if m not in exclude], meta, layout)
     vals = matrix.values[methods]
     header = ["Dataset"] + [
-        str(meta.loc[m, "display_name"]) + ("\u2020" if meta.loc[m, "reported"] else "") for m in methods
+        method_label(m, meta) + ("\u2020" if meta.loc[m, "reported"] else "") for m in methods
     ]
     body = []
     for d, row in vals.iterrows():

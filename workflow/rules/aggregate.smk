@@ -1,13 +1,16 @@
 rule aggregate:
     """Collect every run manifest of this profile into results/accuracies.csv (one row per run), after
     verifying each prediction file against the checksum its manifest recorded; and every run's measures
-    (accuracy, balanced accuracy, macro F1, AUROC, log loss) from its prediction file into metrics.csv."""
+    (accuracy, balanced accuracy, macro F1, AUROC, log loss) from its prediction file into metrics.csv, and
+    the audit of every dataset's splits into audit/duplicates.csv."""
     input:
         MANIFESTS,
+        AUDITS,
     output:
         ACCURACIES,
         f"{ACCURACIES}.sha256",
         METRICS_TABLE,
+        DUPLICATES_TABLE,
     conda:
         "../envs/chorustic.yaml"
     resources:

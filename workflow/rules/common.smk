@@ -10,6 +10,7 @@ from chorustic import config as cc
 from chorustic import resources as cr
 from chorustic.evaluation.integrity import set_aside_damaged
 from chorustic.errors import UserError
+from chorustic.data.duplicates import audit_path, duplicates_file
 from chorustic.evaluation.results import accuracies_file, metrics_file
 from chorustic.methods import discover
 from chorustic.run_plan import RunPlan
@@ -71,8 +72,10 @@ _REFERENCE_RESULTS = cc.reference_results(config)
 REFERENCE_RESULTS_ARG = f"--reference-results {shlex.quote(_REFERENCE_RESULTS)}" if _REFERENCE_RESULTS else ""
 REFERENCE_RESULTS_TABLE = [str(accuracies_file(_REFERENCE_RESULTS))] if _REFERENCE_RESULTS else []
 MANIFESTS = [f"{RESULTS}/runs/{m}/{d}.json" for m, d in EVAL_JOBS]
+AUDITS = [str(audit_path(RESULTS, d)) for d in DATASETS]  # the leakage audit of each dataset's splits
 ACCURACIES = f"{RESULTS}/accuracies.csv"
 METRICS_TABLE = str(metrics_file(ACCURACIES))  # every run's measures, written with ACCURACIES
+DUPLICATES_TABLE = str(duplicates_file(RESULTS))  # the audits of every dataset, written with ACCURACIES
 REPORT_INDEX = f"{REPORTS}/README.md"
 SOURCE_RECORD = f"{CACHE_DIR}/sources/{{dataset}}.json"  # the download rule's output (never the data files)
 SOURCES = [SOURCE_RECORD.format(dataset=d) for d in DATASETS]
