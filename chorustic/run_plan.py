@@ -103,7 +103,7 @@ class RunPlan:
         """The plan of a validated configuration (``discovery``: the plugins, default: discovered)."""
         from chorustic.evaluation.integrity import run_fingerprints
         from chorustic.methods import discover
-        from chorustic.methods.base import Method
+        from chorustic.methods.base import Method, ReportedMethod
         from chorustic.protocols.contexts import context_specs
 
         disc = discovery if discovery is not None else discover()
@@ -122,7 +122,11 @@ class RunPlan:
             params = cc.resolved_params(cfg, method) if plugin is not None else {}
             # a reported method computes nothing: no cost model
             cost = plugin.cost_model(**params) if isinstance(plugin, Method) else None
+            # a reported method whose datasets are known gets jobs on those only (chorustic.methods.base)
+            covered = plugin.covered_datasets(**params) if isinstance(plugin, ReportedMethod) else None
             for dataset in cc.method_datasets(cfg, method, datasets):
+                if covered is not None and dataset not in covered:
+                    continue
                 size, mem, seconds = cr.evaluate_estimate(cfg, method, dataset, plugin, params=params)
                 res = cr.evaluate_resources(cfg, method, dataset, plugin, estimate=(size, mem, seconds))
                 jobs.append(PlannedJob(

@@ -5,6 +5,7 @@ accuracies.csv, and that aeon's results loader reads every measure of the report
 from __future__ import annotations
 
 import shutil
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -126,3 +127,33 @@ def test_aeon_reads_every_measure_of_the_reports_aeon_tree(minirocket_gunpoint_r
                                     path=str(tmp_path / "fixed5"), measure=name)
         want = measures[(measures["protocol"] == "fixed5") & (measures["metric"] == name)].sort_values("seed")
         np.testing.assert_allclose(got["MiniRocket"]["GunPoint"], want["value"], rtol=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_numpy_measures_are_scikit_learns(seed):
+    """Random splits with ties in the probabilities, classes absent from the test split or never predicted,
+    and one-hot rows (a nearest neighbour's): the same values as sklearn.metrics."""
+    from sklearn import metrics as skm
+
+    rng = np.random.default_rng(seed)
+    k = int(rng.integers(2, 7))
+    n = int(rng.integers(5, 80))
+    y = rng.integers(0, max(2, k - (seed % 2)), n)  # odd seeds: the last class never occurs
+    p = rng.dirichlet(np.ones(k) * 0.3, n)
+    p[: n // 4] = np.round(p[: n // 4], 1)  # ties
+    p[: n // 4] /= p[: n // 4].sum(axis=1, keepdims=True)
+    if seed == 5:
+        p = np.eye(k)[rng.integers(0, k, n)]  # hard predictions: log loss at the clipping bound
+    pred = p.argmax(axis=1)
+    got = compute_metrics(y, p, k)
+    assert got["accuracy"] == pytest.approx(skm.accuracy_score(y, pred))
+    with warnings.catch_warnings():  # sklearn warns of a predicted class absent from the test split
+        warnings.simplefilter("ignore")
+        assert got["balacc"] == pytest.approx(skm.balanced_accuracy_score(y, pred))
+        assert got["f1"] == pytest.approx(skm.f1_score(y, pred, average="macro", zero_division=0.0))
+        assert got["logloss"] == pytest.approx(skm.log_loss(y, p, labels=list(range(k))))
+    present = np.unique(y)
+    if len(present) >= 2:
+        want = (skm.roc_auc_score(y, p[:, 1]) if k == 2
+                else np.mean([skm.roc_auc_score(y == c, p[:, c]) for c in present]))
+        assert got["auroc"] == pytest.approx(want)

@@ -373,3 +373,10 @@ class ReportedMethod(_Parametrised, abc.ABC):
     @abc.abstractmethod
     def reported_accuracies(self, **params: Any):
         """Return a ``pandas.DataFrame`` with columns ``dataset, protocol, seed, accuracy``."""
+
+    def covered_datasets(self, **params: Any) -> set[str] | None:
+        """The datasets it reports, where that is known without downloading anything: the run plan gives it
+        jobs on those only, so a dataset it does not report is neither a job nor a missing run (and never
+        shrinks the datasets every method is compared on). None (the default): not known beforehand; every
+        dataset gets a job, and one without a reported value is a failed run saying so."""
+        return None

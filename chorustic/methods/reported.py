@@ -42,6 +42,12 @@ class CSVReportedMethod(ReportedMethod):
     def check_ready(self, **params: Any) -> None:
         self.reported_accuracies(**params)
 
+    def covered_datasets(self, **params: Any) -> set[str] | None:
+        try:
+            return set(self.reported_accuracies(**params)["dataset"])
+        except (MethodNotReady, OSError, ValueError):  # its file is missing or bad: every job says why
+            return None
+
     def reported_accuracies(self, **params: Any):
         import pandas as pd
 
