@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 from chorustic.methods.base import MethodInfo, MethodNotReady, ReportedMethod
 from chorustic.paths import repo_path
 
-__all__ = ["CSVReportedMethod", "reported_method"]
+__all__ = ["CSVReportedMethod", "reported_method", "PublishedMethod", "published_method"]
 
 
 class CSVReportedMethod(ReportedMethod):
@@ -139,3 +139,59 @@ def reported_method(
         },
     )
     return cls
+
+
+class PublishedMethod(ReportedMethod):
+    """A "reported, not reproduced" method read from the published reference results of aeon's results
+    loaders (:mod:`chorustic.data.published`): resample 0 (the archive's train/test split) of each dataset.
+
+    Parameters: ``estimator`` (aeon's name: ``HC2``, ``MR-Hydra``, ``QUANT``, ``MiniROCKET``, ``1NN-DTW``),
+    ``cache`` (the folder of the local copies; default ``data/raw/published``, under the default data
+    folder; relative to the repository root), ``base_url`` (default aeon's, timeseriesclassification.com),
+    ``offline`` (never download; default false). Its jobs cover the datasets of the local copy once it is
+    there; before, every dataset gets a job and one the file does not have is a failed run saying so.
+    """
+
+    default_params: ClassVar[dict[str, Any]] = {"estimator": None, "cache": "data/raw/published", "base_url": None,
+                                                "offline": False}
+
+    def _table(self, p: dict[str, Any]):
+        from chorustic.data.published import PUBLISHED_URL, PublishedResultsError, published_accuracies
+
+        try:
+            table = published_accuracies(p["estimator"], repo_path(p["cache"]), base_url=p["base_url"] or PUBLISHED_URL,
+                                         offline=bool(p["offline"]))
+        except PublishedResultsError as exc:
+            raise MethodNotReady(f"{self.info.display_name} ({self.info.name}): {exc}") from None
+        table.insert(1, "protocol", "full")
+        table.insert(2, "seed", 0)
+        return table
+
+    def check_ready(self, **params: Any) -> None:
+        self._table(self.params(params))
+
+    def reported_accuracies(self, **params: Any):
+        return self._table(self.params(params))
+
+    def covered_datasets(self, **params: Any) -> set[str] | None:
+        from chorustic.data.published import published_file
+
+        p = self.params(params)
+        if not published_file(repo_path(p["cache"]), p["estimator"]).is_file():
+            return None  # not downloaded yet: never at plan time
+        try:
+            return set(self._table(p)["dataset"])
+        except MethodNotReady:
+            return None
+
+
+def published_method(*, name: str, display_name: str, estimator: str, description: str = "",
+                     reference: str = "") -> type[PublishedMethod]:
+    """Make a plugin class of one published estimator (``baselines/published.py``)."""
+    info = MethodInfo(name=name, display_name=display_name, group="Classical", fits_on_target=True, reported=True,
+                      description=description or f"published accuracies of {estimator} (aeon's reference results)",
+                      reference=reference, pretraining_data="none: fitted on the target training split only",
+                      benchmark_in_pretraining="no")
+    return type(f"Published_{name}", (PublishedMethod,), {
+        "info": info, "default_params": {**PublishedMethod.default_params, "estimator": estimator},
+        "__module__": sys._getframe(1).f_globals.get("__name__", __name__)})

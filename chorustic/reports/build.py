@@ -78,6 +78,7 @@ from chorustic.reports.intervals import (
 )
 from chorustic.reports.interop import AEON_SUBDIR, aeon_estimator_names, write_aeon_results
 from chorustic.reports.paper import default_reference_dir, load_paper_reference
+from chorustic.reports.published import PUBLISHED_PREFIX
 from chorustic.reports.render import Table, html_page, to_markdown, write_table
 from chorustic.reports.reproduction import compare_with_paper, differences_from_reference, paper_self_check
 from chorustic.reports.tables import (
@@ -232,7 +233,11 @@ def build_report(
         )
     ablations = {m: v for m, v in config.ablations.items()}
     matrices = build_matrices(df)
-    main_exclude = [m for m in ablations if m in meta.index]
+    ablation_runs = [m for m in ablations if m in meta.index]
+    # published classical results (chorustic.reports.published) cover some datasets only: beside the paper's
+    # tables, never in them, so that they never shrink the datasets the paper's tables compare on
+    published_runs = [m for m in meta.index if m.startswith(PUBLISHED_PREFIX) and bool(meta.loc[m, "reported"])]
+    main_exclude = ablation_runs + published_runs
 
     # ---- summaries of every archive x protocol (main methods; ranks among them)
     summaries = []
@@ -286,6 +291,7 @@ def build_report(
     stats_all = _concat(stats_frames)
     b.attempt("stats_all.csv", lambda: b.csv("tables/stats_all.csv", stats_all))
     b.attempt("intervals and spread", lambda: _intervals(b, matrices, meta, reference, main_exclude))
+    b.attempt("harness re-run vs published", lambda: _published(b, df, meta, matrices, reference, ablation_runs))
     b.attempt("measures", lambda: _measures(b, results_dir, df, meta, reference, main_exclude, config))
     quick = b.attempt("quick look", lambda: _quick_look(b, matrices, meta, main_exclude))
 
@@ -493,6 +499,27 @@ def _measures(b: _Builder, results_dir: Path, df: pd.DataFrame, meta, reference,
         b.attempt(f"every measure ({archive})", lambda: b.table("Other measures", metrics_overview_table(
             by, meta, archive, sizes[archive], f"table_metrics_{archive.lower()}", f"main_{archive}")))
     b.csv("tables/metrics_all.csv", _concat([f for by in frames.values() for f in by.values()]))
+
+
+def _published(b: _Builder, df: pd.DataFrame, meta, matrices, reference, ablation_runs) -> None:
+    """Published classical results (chorustic.reports.published): every method beside them on the datasets
+    they cover (a Table 1/2 of its own), and each re-run against its published numbers."""
+    from chorustic.reports.published import published_differences, published_pairs, published_table
+
+    for archive in ARCHIVES:
+        mx = matrices.get((archive, "full"))
+        if mx is None or not any(m.startswith(PUBLISHED_PREFIX) for m in mx.methods_with_results):
+            continue
+        b.table("Published results", main_table(mx, meta, reference, f"table_{archive.lower()}_with_published",
+                                                f"main_{archive}", ablation_runs))
+    if not published_pairs(meta):
+        return
+    diffs = published_differences(df, meta)
+    b.csv("tables/published_vs_rerun.csv", diffs)
+    for archive in ARCHIVES:
+        if (diffs["archive"] == archive).any():
+            n = len(matrices[(archive, "full")].values) if (archive, "full") in matrices else 0
+            b.table("Published results", published_table(diffs, meta, archive, n, f"table_published_{archive.lower()}"))
 
 
 def _read_measures(results_dir: Path) -> pd.DataFrame | None:
