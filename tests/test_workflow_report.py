@@ -103,6 +103,7 @@ def test_results_are_grouped_by_archive_and_protocol(report):
         "2. Fixed-shot",
         "3. Proportional",
         "5. Accuracy and cost",
+        "6. Spread, intervals, measures",
     }
     assert set(categories["Overview"]) == {"Coverage and missing runs", "Reproduction check"}
     for cat, subs in categories.items():
