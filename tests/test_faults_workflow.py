@@ -337,7 +337,7 @@ STEPS = [
         "TEST file missing (user's TRAIN only), a method failing on some contexts, a broken plugin file",
         start,
         False,
-        {"download": 2, "preprocess": 2, "contexts": 2, "evaluate": 6, "aggregate": 1, "report": 1},
+        {"download": 2, "preprocess": 2, "audit": 2, "contexts": 2, "evaluate": 6, "aggregate": 1, "report": 1},
         check_start,
     ),
     Step(
@@ -345,7 +345,7 @@ STEPS = [
         "the user adds the TEST file, the service is back, the broken method is dropped",
         fix_everything,
         True,
-        {"download": 1, "preprocess": 1, "contexts": 1, "evaluate": 3, "aggregate": 1, "report": 1},
+        {"download": 1, "preprocess": 1, "audit": 1, "contexts": 1, "evaluate": 3, "aggregate": 1, "report": 1},
         check_fixed,
     ),
     Step("W3", "nothing changed", no_change, True, {}, check_nothing),
@@ -386,7 +386,7 @@ STEPS = [
         "back to full + 5-shot, and the user edits a data file after its checksum was pinned",
         edit_user_data,
         False,
-        {"download": 1, "preprocess": 1, "contexts": 2, "evaluate": 4, "aggregate": 1, "report": 1},
+        {"download": 1, "preprocess": 1, "audit": 1, "contexts": 2, "evaluate": 4, "aggregate": 1, "report": 1},
         check_edited,
     ),
     Step(
@@ -395,7 +395,7 @@ STEPS = [
         "method built on it) are still re-made (GunPoint's still wait for the user's edited file)",
         forget_records_and_edit_code,
         False,
-        {"download": 1, "preprocess": 1, "contexts": 1, "evaluate": 4, "aggregate": 1, "report": 1},
+        {"download": 1, "preprocess": 1, "audit": 1, "contexts": 1, "evaluate": 4, "aggregate": 1, "report": 1},
         check_stale_set_aside,
     ),
     Step(

@@ -145,7 +145,8 @@ def test_slurm_dry_run_gives_every_job_time_memory_and_partition(slurm_paper_dry
         by_rule.setdefault(j["rule"], []).append(j)
     counts = {r: len(v) for r, v in by_rule.items()}
     assert counts.pop("evaluate") > 2000
-    assert counts == {"download": 158, "preprocess": 158, "contexts": 158, "pretrain": 4, "aggregate": 1, "report": 1}
+    assert counts == {"download": 158, "preprocess": 158, "contexts": 158, "audit": 158, "pretrain": 4, "aggregate": 1,
+                      "report": 1}
     for j in jobs:
         r = j["resources"]
         assert int(r["runtime"]) > 0 and int(r["mem_mb"]) > 0, j

@@ -157,7 +157,7 @@ def test_demo_runs_through_slurm_and_matches_the_local_run(slurm_cluster, tmp_pa
         assert int(rec["TimeLimit"]) > 0 and _tres_mem_mb(rec["Tres"]) > 0, rec
 
     # every job of the DAG ran inside one of them; only the target `all` (no command) ran locally
-    expected = ({(r, f"dataset={d}") for r in ("download", "preprocess", "contexts")
+    expected = ({(r, f"dataset={d}") for r in ("download", "preprocess", "contexts", "audit")
                  for d in OVERRIDE["datasets"]["include"]}
                 | {("evaluate", f"method={m}, dataset={d}") for m in OVERRIDE["evaluate"]
                    for d in OVERRIDE["datasets"]["include"]}

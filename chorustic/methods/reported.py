@@ -12,7 +12,8 @@ from typing import Any, ClassVar
 from chorustic.methods.base import MethodInfo, MethodNotReady, ReportedMethod
 from chorustic.paths import repo_path
 
-__all__ = ["CSVReportedMethod", "reported_method", "PublishedMethod", "published_method"]
+__all__ = ["CSVReportedMethod", "reported_method", "PublishedMethod", "published_method", "RunReportedMethod",
+           "run_reported_method"]
 
 
 class CSVReportedMethod(ReportedMethod):
@@ -194,4 +195,57 @@ def published_method(*, name: str, display_name: str, estimator: str, descriptio
                       benchmark_in_pretraining="no")
     return type(f"Published_{name}", (PublishedMethod,), {
         "info": info, "default_params": {**PublishedMethod.default_params, "estimator": estimator},
+        "__module__": sys._getframe(1).f_globals.get("__name__", __name__)})
+
+
+class RunReportedMethod(ReportedMethod):
+    """A "reported, not reproduced" method read from another results folder's run table: every ``ok`` run of
+    one method run in its ``accuracies.csv`` (the committed demo's, ``examples/demo/results``), whatever
+    protocols it has; the aggregate step keeps those the configuration selects.
+
+    Parameters: ``results`` (a results folder or its ``accuracies.csv``, relative to the repository root
+    unless absolute) and ``method`` (the run name in it). Its jobs are the datasets that table has.
+    """
+
+    default_params: ClassVar[dict[str, Any]] = {"results": None, "method": None}
+
+    def reported_accuracies(self, **params: Any):
+        import pandas as pd
+
+        p = self.params(params)
+        path = repo_path(p["results"]) if p.get("results") else None
+        if path is not None and path.suffix != ".csv":
+            path = path / "accuracies.csv"
+        if path is None or not path.is_file():
+            raise MethodNotReady(f"{self.info.display_name} ({self.info.name}): no run table at {path}; set "
+                                 "`results` to a results folder holding accuracies.csv")
+        table = pd.read_csv(path, dtype={"seed": str})
+        rows = table[(table["method"] == p["method"]) & (table["status"] == "ok")]
+        if rows.empty:
+            raise MethodNotReady(f"{self.info.display_name} ({self.info.name}): {path} has no `ok` run of "
+                                 f"{p['method']!r} (its methods: {sorted(set(table['method']))})")
+        return pd.DataFrame({"dataset": rows["dataset"].astype(str), "protocol": rows["protocol"].astype(str),
+                             "seed": rows["seed"].astype(int), "accuracy": rows["accuracy"].astype(float)}
+                            ).reset_index(drop=True)
+
+    def check_ready(self, **params: Any) -> None:
+        self.reported_accuracies(**params)
+
+    def covered_datasets(self, **params: Any) -> set[str] | None:
+        try:
+            return set(self.reported_accuracies(**params)["dataset"])
+        except (MethodNotReady, OSError, ValueError, KeyError):
+            return None
+
+
+def run_reported_method(*, name: str, display_name: str, group: str, fits_on_target: bool, results: str,
+                        method: str, pretraining_data: str = "", benchmark_in_pretraining: str = "unknown",
+                        description: str = "", reference: str = "") -> type[RunReportedMethod]:
+    """Make a plugin class of one method run of another results folder (``baselines/demo_results.py``)."""
+    info = MethodInfo(name=name, display_name=display_name, group=group, fits_on_target=fits_on_target,
+                      reported=True, description=description or f"the runs of {method} in {results}",
+                      reference=reference, pretraining_data=pretraining_data,
+                      benchmark_in_pretraining=benchmark_in_pretraining)
+    return type(f"RunReported_{name}", (RunReportedMethod,), {
+        "info": info, "default_params": {"results": results, "method": method},
         "__module__": sys._getframe(1).f_globals.get("__name__", __name__)})
