@@ -64,7 +64,7 @@ def _missing_note(matrix: AccuracyMatrix, methods: list[str]) -> str | None:
 def _dagger_note(methods: list[str], meta: pd.DataFrame) -> str | None:
     """The footnotes of the marks after method names: \u2020 reported, \u2021 pretrained on the archives."""
     rep = [str(meta.loc[m, "display_name"]) for m in methods if bool(meta.loc[m, "reported"])]
-    notes = [f"\u2020 {DAGGER_NOTE}: accuracies of {', '.join(rep)} are taken from published results."] if rep else []
+    notes = [f"\u2020 {DAGGER_NOTE}: accuracies of {', '.join(rep)} are taken from published results (or a committed run of another results folder), not computed by this run."] if rep else []
     seen = leakage_note(methods, meta)
     return " ".join(notes + ([seen] if seen else [])) or None
 
