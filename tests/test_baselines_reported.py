@@ -108,3 +108,56 @@ def test_the_papers_methods_are_reported_with_the_metadata_of_the_plugins_that_r
     gunpoint = reported["MOMENT+SVM"].reported_accuracies(**reported["MOMENT+SVM"].params())
     paper = pd.read_csv(REPO_ROOT / "results/reference/paper_ucr128_per_dataset.csv").set_index("dataset")
     assert gunpoint.set_index("dataset").loc["GunPoint", "accuracy"] == paper.loc["GunPoint", "MOMENT+SVM"]
+
+
+def test_the_committed_demo_run_enters_as_reported_rows_on_the_datasets_and_protocols_it_has(tmp_path):
+    """baselines/demo_results.py: each run of examples/demo/results is a reported method; the plan gives it
+    jobs on the datasets that table has only, and the aggregate step keeps the protocols the configuration
+    selects."""
+    from chorustic import config as cc
+    from chorustic.evaluation.aggregate import collect_configured
+    from chorustic.evaluation.job import JobSpec, run_job
+    from chorustic.run_plan import RunPlan
+
+    disc = discover()
+    demo = pd.read_csv(REPO_ROOT / "examples/demo/results/accuracies.csv")
+    m = disc.get("demo_quant")
+    table = m.reported_accuracies(**m.params())
+    ok = demo[(demo["method"] == "quant") & (demo["status"] == "ok")]
+    assert len(table) == len(ok) and set(table["protocol"]) == set(ok["protocol"])
+    assert m.covered_datasets(**m.params()) == set(ok["dataset"])
+    cfg = cc.load_config([REPO_ROOT / "config" / "compare.yaml"], overrides={
+        "datasets": {"archives": ["UCR"], "include": ["GunPoint", "Coffee"], "exclude": []},
+        "evaluate_extra": ["demo_quant"], "data": {"offline": True},
+        "paths": {"results_dir": str(tmp_path / "results")}})
+    plan = RunPlan.from_config(cfg, disc)
+    assert [j.dataset for j in plan.jobs if j.method == "demo_quant"] == ["GunPoint"]  # Coffee: not in the demo
+    assert {j.dataset for j in plan.jobs if j.method == "paper_chorustic"} == {"GunPoint", "Coffee"}
+    job = plan.job("demo_quant", "GunPoint")
+    manifest = run_job(JobSpec(method="demo_quant", plugin="demo_quant", dataset="GunPoint", archive="UCR",
+                               results_dir=str(tmp_path / "results"), contexts_file="", data_dir="", cache_dir="",
+                               params=job.params))
+    assert {r["protocol"] for r in manifest["runs"]} > {"full"}  # the manifest holds every protocol it reports
+    got = collect_configured(cfg, tmp_path / "results", discovery=disc, plan=plan).table
+    rows = got[got["method"] == "demo_quant"]
+    assert list(rows["protocol"]) == ["full"] and list(rows["status"]) == ["reported"]  # compare: full only
+    want = ok[(ok["dataset"] == "GunPoint") & (ok["protocol"] == "full")]["accuracy"].iloc[0]
+    assert rows["accuracy"].iloc[0] == pytest.approx(want)
+
+
+def test_a_run_reported_method_without_its_table_says_where_it_looked(tmp_path):
+    from chorustic.methods.reported import run_reported_method
+
+    cls = run_reported_method(name="elsewhere", display_name="Elsewhere", group="Classical", fits_on_target=True,
+                              results=str(tmp_path / "nothing"), method="x")
+    with pytest.raises(MethodNotReady, match="no run table at .*nothing/accuracies.csv"):
+        cls().check_ready()
+    assert cls().covered_datasets() is None
+    f = tmp_path / "r" / "accuracies.csv"
+    f.parent.mkdir()
+    pd.DataFrame({"method": ["y"], "dataset": ["GunPoint"], "protocol": ["full"], "seed": [0], "status": ["ok"],
+                  "accuracy": [0.9]}).to_csv(f, index=False)
+    other = run_reported_method(name="other", display_name="Other", group="Classical", fits_on_target=True,
+                                results=str(f.parent), method="x")
+    with pytest.raises(MethodNotReady, match=r"has no `ok` run of 'x' \(its methods: \['y'\]\)"):
+        other().reported_accuracies()
