@@ -940,3 +940,22 @@ def test_aggregate_with_a_config_names_the_jobs_it_leaves_out(finished, tmp_path
     err = capsys.readouterr().err
     assert "note: 1 job(s) in results/runs are not jobs of this configuration and are not in the table: " \
            "centroid/Coffee" in err, err
+
+
+def test_results_of_two_context_selections_in_one_folder_are_a_clash_not_absent_runs(finished, tmp_path, monkeypatch,
+                                                                                     capsys):
+    """72.12: two runs' folders copied into one, one with fixed-shot seed 0, the other with seed 1: `aggregate`
+    refuses in one line naming the protocol, both seed sets and their jobs, instead of listing each job's other
+    seed as an absent run."""
+    root = _workdir(finished, tmp_path, monkeypatch)
+    doc = json.loads(manifest(root).read_text())
+    doc["dataset"] = "Coffee"
+    for r in doc["runs"]:
+        if r.get("family") != "full":
+            r["seed"] = int(r["seed"]) + 1
+    (root / "results" / "runs" / "centroid" / "Coffee.json").write_text(json.dumps(doc))
+    rc = main(["aggregate", "--results-dir", str(root / "results")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert "results of 2 different context sets: seeds [0] (centroid/GunPoint); seeds [1] (centroid/Coffee)" in err, err
+    assert "--config" in err

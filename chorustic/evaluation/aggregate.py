@@ -258,15 +258,33 @@ def refuse_mixed_settings(manifests: Iterable[Path]) -> None:
     from chorustic.evaluation.integrity import fingerprint_text
 
     by_method: dict[str, dict[str, list[str]]] = {}
+    seeds: dict[str, dict[tuple[int, ...], list[str]]] = {}  # protocol -> seed set -> jobs
     for path in manifests:
         try:
-            recorded = json.loads(path.read_text(encoding="utf-8")).get("fingerprint")
+            doc = json.loads(path.read_text(encoding="utf-8"))
+            recorded = doc.get("fingerprint")
         except (OSError, ValueError, AttributeError):
             continue  # an unreadable manifest is reported as such by the collection
+        dataset = path.name.removesuffix(".json").removesuffix(".failed")
+        if not doc.get("reported") and isinstance(doc.get("runs"), list):
+            per: dict[str, set[int]] = {}
+            for r in doc["runs"]:
+                if isinstance(r, dict) and r.get("family") != "full" and r.get("protocol") is not None:
+                    per.setdefault(str(r["protocol"]), set()).add(int(r.get("seed", 0)))
+            for protocol, got in per.items():
+                seeds.setdefault(protocol, {}).setdefault(tuple(sorted(got)), []).append(f"{path.parent.name}/{dataset}")
         if recorded is None:
             continue
-        dataset = path.name.removesuffix(".json").removesuffix(".failed")
         by_method.setdefault(path.parent.name, {}).setdefault(fingerprint_text(recorded), []).append(dataset)
+    for protocol, sets in sorted(seeds.items()):
+        if len(sets) < 2:
+            continue
+        parts = [f"seeds {list(s)} ({', '.join(sorted(jobs)[:3])}{f' and {len(jobs) - 3} more' if len(jobs) > 3 else ''})"
+                 for s, jobs in sorted(sets.items())]
+        raise MixedResultsError(
+            f"results/runs/ holds {protocol} results of {len(sets)} different context sets: " + "; ".join(parts)
+            + ". Every method of a table is averaged over the same context sets: aggregate with --config of the run "
+            "whose results count, or keep one run's files in this folder")
     for method, settings in sorted(by_method.items()):
         if len(settings) < 2:
             continue
