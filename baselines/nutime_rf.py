@@ -5,7 +5,7 @@ fit a random forest to its frozen CLS representations"; App. C.4: frozen CLS + R
 No package exists: the plugin imports the authors' code from a user-supplied checkout of
 https://github.com/chenguolin/NuTime (``params.checkout``; default ``$CHORUSTIC_CHECKOUTS/NuTime``),
 which also ships the checkpoint (``ckpt/checkpoint_bias9.pth``; ``params.checkpoint`` overrides it).
-Nothing of theirs is vendored here. Their code needs ``timm``.
+Nothing of theirs is vendored here. Their code needs ``timm`` (``workflow/envs/nutime_rf.yaml``).
 
 Protocol:
 
@@ -13,20 +13,38 @@ Protocol:
   (``src.config.Config`` updated from ``params.config_file``, default ``configs/demo_ft_epilepsy.json``,
   the configuration of their fine-tuning demo of ``checkpoint_bias9``: window-norm encoder with 9
   numerically multi-scaled embeddings, 6-layer WinT, fixed positional encoding), then
-  ``nn.Sequential(get_encoder(...), get_model(...))``; the checkpoint's ``backbone.`` prefix and the
-  ``fc`` head are dropped as in their ``load_pretrained_model``; the run log records how many
-  tensors were loaded and skipped;
-* input: the harness' series **resampled to 512** points (their test transform resizes every series
-  to a fixed length; 512 = 32 windows of 16); every channel embedded on its own (the checkpoint is
-  univariate), channels concatenated;
-* features: WinT's final normalised CLS token (``model[1].features``), frozen, eval mode;
+  ``nn.Sequential(get_encoder(...), get_model(...))`` with ``task="cls"`` and one channel; what their
+  constructors print (the encoder's scales) goes to the log (stderr), not stdout;
+* weights: the checkpoint is their self-supervised (BYOL) experiment's save, ``{"epoch", "state_dict",
+  "optimizer", "scheduler", "best_*"}`` with ``BYOLModel``'s ``state_dict`` (``backbone.0.*`` the
+  encoder, ``backbone.1.*`` WinT whose ``fc`` is the BYOL projector, ``momentum_backbone.*``,
+  ``predictor.*``); the ``backbone.`` prefix and the ``fc`` head are dropped as in their
+  ``load_pretrained_model``; every tensor of the model but its class head must be filled; the run
+  log records how many tensors were loaded and skipped;
+* input: the harness' series **resampled to 512** points (App. C.2: missing values 0, then linear
+  interpolation with ``align_corners=False`` from each series' own length, the rule of their test
+  transform ``TSResize``, which resizes every series to ``transform_size``: 512 as in their
+  fine-tuning configurations, 32 windows of 16); no normalisation (their ``norm: identity``); every
+  channel embedded on its own (the checkpoint is univariate), channels concatenated;
+* features: WinT's final normalised CLS token (``model[1].features``, 128 values), frozen, eval mode,
+  as their kNN evaluation reads it;
 * classifier: ``RandomForestClassifier(n_estimators=200, random_state=seed)``.
+
+Known differences from the authors' code (``tests/test_baselines_real_code.py`` checks the rest against
+their classes):
+
+* multivariate: their classification experiment feeds all channels to one encoder with a learnt channel
+  mixer (absent from the univariate checkpoint); here every channel is embedded on its own;
+* resampling arithmetic: the harness resamples in float64 (:mod:`chorustic.resampling`), their
+  ``F.interpolate`` in float32 (values differ by float32 rounding, ~1e-7 relative).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
+import sys
 import types
 from pathlib import Path
 from typing import Any, ClassVar
@@ -92,7 +110,7 @@ def build_nutime(checkout: Path, config_file: str, *, series_length: int):
             f"`config_file` to the JSON configuration matching checkpoint_bias9"
         )
     settings = json.loads(cfg_path.read_text())
-    with checkout_imports(checkout, ("src",), label=LABEL):
+    with checkout_imports(checkout, ("src",), label=LABEL), contextlib.redirect_stdout(sys.stderr):
         from src.config import Config
         from src.models.build import get_model
         from src.models.encoders.build import get_encoder
