@@ -3,7 +3,10 @@
 TabICL ``{config, state_dict}`` checkpoints built with tabicl's own model class; MOMENT and Mantis folders
 written by the packages' ``save_pretrained``; a ChorusTIC checkpoint in this project's format; stand-in
 checkouts with the authors' module layout and entry points for UniShape, NuTime and TIC-FM (contract
-only: the stand-ins are not the authors' models). No network, no real weights. The plugins load them
+only: the stand-ins are not the authors' models); random-weight checkpoints in the released files' layout built
+by the authors' real UniShape and NuTime classes from a clone of their code
+(:func:`write_real_unishape_checkpoint`, :func:`write_real_nutime_checkpoint`,
+``tests/test_baselines_real_code.py``). No network, no real weights. The plugins load them
 through their real local-path loaders (``tests/test_baselines_contract.py``, ``test_baselines_weights.py``).
 """
 
@@ -23,6 +26,8 @@ __all__ = [
     "write_moment",
     "write_nutime",
     "write_nutime_checkpoint",
+    "write_real_nutime_checkpoint",
+    "write_real_unishape_checkpoint",
     "write_tabicl",
     "write_ticfm",
     "write_tree",
@@ -156,25 +161,43 @@ def write_moment(folder: Path, seed: int = 0, *, real_size: bool = False) -> Pat
 UNISHAPE_FILES = {
     "models/__init__.py": "",
     "utils/__init__.py": "",  # a generic top-level name another checkout may also have
+    # the authors' layers module (theirs imports einops and fastai; the stand-in needs neither)
+    "models/networks.py": '''
+        import torch
+        from torch import nn
+
+        class TransformerEnc(nn.Module):
+            def __init__(self, hidden_dim):
+                super().__init__()
+                # as the authors' TransformerEnc: created on the GPU, which fails without CUDA
+                self.cls_token = nn.Parameter(torch.randn(hidden_dim).cuda())
+                self.norm = nn.LayerNorm(hidden_dim)
+
+            def forward(self, x):
+                return self.norm(x.mean(1) + self.cls_token), x
+    ''',
     "models/unishapemodel_zeroshot.py": '''
         import torch
         from torch import nn
 
+        from .networks import TransformerEnc
+
         class UniShapeModel(nn.Module):
-            """Stand-in with the authors' constructor signature and forward(x, labels=None)."""
+            """Stand-in with the authors' constructor signature and forward(x, labels=None) -> (B, in_channels)."""
             def __init__(self, config, series_size, in_channels, window_emb_dim, out_channels, window_size=16,
                          stride=16, shape_alpha=0.01, shape_sparse_ratio=0.4, scale_len=4, **kwargs):
                 super().__init__()
-                config.window_size = window_size  # the authors' model mutates its config
+                config.window_size, config.stride = 8, 4  # the authors' model mutates its config
                 self.embed = nn.Conv1d(1, in_channels, kernel_size=window_size, stride=stride)
-                self.norm = nn.LayerNorm(in_channels)
+                self.vit_unit = TransformerEnc(in_channels)
                 self.drop = nn.Dropout(0.5)  # active in train mode: eval mode must be used
                 self.fc = nn.Linear(in_channels, out_channels)
                 self.class_proto_centers = nn.Parameter(torch.zeros(out_channels, in_channels))
 
             def forward(self, x, labels=None):
                 assert labels is None, "labels must never reach the feature extractor"
-                return self.drop(self.norm(torch.tanh(self.embed(x)).mean(-1)))
+                tokens, _ = self.vit_unit(torch.tanh(self.embed(x)).transpose(1, 2))
+                return self.drop(tokens)
     ''',
 }
 
@@ -354,26 +377,33 @@ def write_tree(root: Path, files: dict[str, str]) -> Path:
 
 
 def write_unishape(root: Path) -> Path:
-    import importlib.util
+    """The UniShape stand-in checkout, with a checkpoint in the released file's layout (the authors' pretraining
+    wrapper's keys: ``backbone.*`` with the projector as ``backbone.fc``, ``momentum_backbone.*``, ``predictor.*``,
+    ``class_centers``; ``{"epoch", "state_dict", "optimizer"}``)."""
+    import argparse
 
     import torch
 
-    write_tree(root, UNISHAPE_FILES)
-    spec = importlib.util.spec_from_file_location(
-        "_unishape_standin", root / "models/unishapemodel_zeroshot.py"
-    )
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    import argparse
+    from chorustic.methods import import_plugin_module
+    from chorustic.methods.checkout import checkout_imports
+    from chorustic.paths import REPO_ROOT
 
+    write_tree(root, UNISHAPE_FILES)
+    plugin = import_plugin_module("unishape_rf", REPO_ROOT / "baselines" / "unishape_rf.py")
     torch.manual_seed(0)
-    model = mod.UniShapeModel(argparse.Namespace(), 512, 16, 16, out_channels=7, window_size=16, stride=16)
-    state = {f"backbone.{k}": v for k, v in model.state_dict().items()}
-    state["backbone.fc.weight"] = torch.zeros(3, 3)  # the pretraining head: dropped by the authors' mapping
-    state["queue"] = torch.zeros(4)  # pretraining state: unexpected, reported as skipped
+    with checkout_imports(root, plugin.TOP_LEVEL), plugin.cuda_calls_stay_on_cpu():
+        from models.unishapemodel_zeroshot import UniShapeModel  # the stand-in's
+
+        model = UniShapeModel(argparse.Namespace(), 512, 16, 16, out_channels=7, window_size=16, stride=16)
+    own = {k: v for k, v in model.state_dict().items() if not k.startswith("fc.")}
+    state = {f"backbone.{k}": v for k, v in own.items()}
+    state["backbone.fc.0.weight"] = torch.zeros(3, 3)  # the pretraining projector: dropped by the authors' mapping
+    state |= {f"momentum_backbone.{k}": v.clone() for k, v in own.items()}  # unexpected, reported as skipped
+    state |= {"predictor.0.weight": torch.zeros(3, 3), "class_centers": torch.zeros(5, 16)}
     (root / "pretrained_model_ckpt").mkdir(exist_ok=True)
     torch.save(
-        {"epoch": 99, "state_dict": state}, root / "pretrained_model_ckpt/unishape_checkpoint_zeroshot.pth"
+        {"epoch": 99, "state_dict": state, "optimizer": {"state": {}, "param_groups": []}},
+        root / "pretrained_model_ckpt/unishape_checkpoint_zeroshot.pth",
     )
     return root
 
@@ -382,9 +412,9 @@ def write_nutime(root: Path) -> Path:
     import torch
 
     write_tree(root, NUTIME_FILES)
-    # a BYOL head the released file also holds: unexpected, skipped and reported
+    # the BYOL predictor the released file also holds: unexpected, skipped and reported
     write_nutime_checkpoint(root, root / "ckpt/checkpoint_bias9.pth", epoch=10,
-                            extra={"online_projector.weight": torch.zeros(2, 2)})
+                            extra={"predictor.0.weight": torch.zeros(2, 2)})
     return root
 
 
@@ -392,8 +422,10 @@ def write_nutime_checkpoint(checkout: Path, path: Path, *, config_file: str = "c
                             seed: int = 0, epoch: int = 0, extra: dict[str, Any] | None = None) -> Path:
     """A random-weight ``checkpoint_bias9.pth`` for a NuTime checkout (a real one, for measuring cost, or the
     stand-in): the model the plugin builds with the authors' factories from ``config_file`` (their
-    initialisation, seeded), saved as the released file holds it (``{"epoch", "state_dict"}``, the model's
-    keys under ``backbone.``; ``extra``: more entries of the state dict)."""
+    initialisation, seeded), saved as ``{"epoch", "state_dict"}`` with the model's keys under ``backbone.``
+    (``extra``: more entries of the state dict). The tensors the plugin loads are those of the released file;
+    the file itself, a BYOL save, also holds the projector (as ``backbone.1.fc.*``), ``momentum_backbone.*``,
+    ``predictor.*`` and the optimizer: :func:`write_real_nutime_checkpoint` writes that layout."""
     import torch
 
     from chorustic.methods import import_plugin_module
@@ -405,6 +437,94 @@ def write_nutime_checkpoint(checkout: Path, path: Path, *, config_file: str = "c
     state = {f"backbone.{k}": v for k, v in net.state_dict().items()} | dict(extra or {})
     path.parent.mkdir(parents=True, exist_ok=True)
     torch.save({"epoch": epoch, "state_dict": state}, path)
+    return path
+
+
+def write_real_unishape_checkpoint(checkout: Path, path: Path, *, seed: int = 0, epoch: int = 30) -> Path:
+    """A random-weight ``unishape_checkpoint_zeroshot.pth`` built FROM a real UniShape checkout's classes.
+
+    The layout of the file their pretraining script (``unishape_pretrain.py``) saves and their zero-shot
+    script loads (``utils.util.load_pretrained_model``): ``{"epoch", "state_dict", "optimizer"}`` with the
+    ``state_dict`` of their ``models.pretrain_mocov3.MoCoV3ModelPseudo`` around a backbone in pretraining mode
+    (``pre_training=True``: stride = window, a linear ``fc`` that the wrapper replaces by its projector), built
+    with their script's defaults (``series_size=512``, 128 channels, ``out_channels=10``, ``shape_ratio=0.6``,
+    ``scale_len=5``, 1,402 class centres). The backbone is their zero-shot class
+    (``models.unishapemodel_zeroshot.UniShapeModel``): the only one whose module names
+    (``encoder_scale_list``, ``vit_unit``) that script fills from ``backbone.*``. Keys: ``backbone.*``,
+    ``momentum_backbone.*``, ``predictor.*``, ``class_centers``. ``optimizer`` is a fresh AdamW's state (their
+    optimizer, no steps); their timm scheduler's state is left out (nothing loads it). Their initialisation,
+    seeded. Needs their dependencies (``timm``, ``einops``, ``fastai``; see
+    :mod:`chorustic.testing.authors_deps`)."""
+    import argparse
+
+    import torch
+
+    from chorustic.methods import import_plugin_module
+    from chorustic.methods.checkout import checkout_imports
+    from chorustic.paths import REPO_ROOT
+
+    plugin = import_plugin_module("unishape_rf", REPO_ROOT / "baselines" / "unishape_rf.py")
+    torch.manual_seed(seed)
+    with checkout_imports(Path(checkout), plugin.TOP_LEVEL, label=plugin.LABEL), plugin.cuda_calls_stay_on_cpu():
+        from models.pretrain_mocov3 import MoCoV3ModelPseudo
+        from models.unishapemodel_zeroshot import UniShapeModel
+
+        args = argparse.Namespace(model_series_size=512, in_channels=128, window_emb_dim=128, out_channels=10,
+                                  patch_size=16, patch_stride=16, shape_ratio=0.6, scale_len=5)
+        backbone = UniShapeModel(config=args, series_size=args.model_series_size, in_channels=args.in_channels,
+                                 window_emb_dim=args.window_emb_dim, out_channels=args.out_channels,
+                                 window_size=args.patch_size, stride=args.patch_stride, pre_training=True,
+                                 shape_ratio=args.shape_ratio, scale_len=args.scale_len)
+        model = MoCoV3ModelPseudo(backbone=backbone, tau=0.1, lamb=0.01, num_classes=1402, shape_ratio=0.6)
+    optimizer = torch.optim.AdamW([{"params": model.parameters()}], lr=0.002, betas=(0.9, 0.999), weight_decay=0.05)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save({"epoch": epoch, "state_dict": model.state_dict(), "optimizer": optimizer.state_dict()}, path)
+    return path
+
+
+def write_real_nutime_checkpoint(checkout: Path, path: Path, *, config_file: str = "configs/demo_ft_epilepsy.json",
+                                 seed: int = 0, epoch: int = 100) -> Path:
+    """A random-weight ``ckpt/checkpoint_bias9.pth`` built FROM a real NuTime checkout's classes.
+
+    The layout their self-supervised experiment saves (``src.experiments.base_exp.BaseExp.save_checkpoint`` of
+    ``SelfSupervisedLearningExp``): ``{"epoch", "state_dict", "optimizer", "scheduler", "best_val_acc",
+    "best_val_mf1", "best_test_acc", "best_test_mf1"}`` with the ``state_dict`` of their ``BYOLModel``
+    (``src.models.build.get_ssl_model``, ``ssl_method="byol"``) around ``nn.Sequential(get_encoder(...),
+    get_model(...))`` built from ``config_file`` (bias9's architecture) with ``task="ssl"``, one channel and
+    512 points: keys ``backbone.0.*`` (encoder), ``backbone.1.*`` (WinT, its ``fc`` the BYOL projector),
+    ``momentum_backbone.*``, ``predictor.*``. ``optimizer`` is a fresh AdamW's state (their optimizer, no
+    steps) and ``scheduler`` an empty dict (their timm scheduler's state; nothing loads it). Their
+    initialisation, seeded. Needs ``timm`` (see :mod:`chorustic.testing.authors_deps`)."""
+    import contextlib
+    import sys
+    import types
+
+    import torch
+    from torch import nn
+
+    from chorustic.methods import import_plugin_module
+    from chorustic.methods.checkout import checkout_imports
+    from chorustic.paths import REPO_ROOT
+
+    plugin = import_plugin_module("nutime_rf", REPO_ROOT / "baselines" / "nutime_rf.py")
+    settings = json.loads(plugin.config_path(Path(checkout), config_file).read_text())
+    torch.manual_seed(seed)
+    with checkout_imports(Path(checkout), ("src",), label=plugin.LABEL), contextlib.redirect_stdout(sys.stderr):
+        from src.config import Config
+        from src.models.build import get_model, get_ssl_model
+        from src.models.encoders.build import get_encoder
+
+        config = Config()
+        config.update_by_dict(settings)
+        config.update_by_dict({"task": "ssl", "ssl_method": "byol", "num_channels": 1, "model_series_size": 512,
+                               "transform_size": 512})
+        encoder = get_encoder(config, types.SimpleNamespace(samples=None, targets=None))
+        model = get_ssl_model(config, backbone=nn.Sequential(encoder, get_model(config)))
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save({"epoch": epoch, "state_dict": model.state_dict(), "optimizer": optimizer.state_dict(),
+                "scheduler": {}, "best_val_acc": 0.0, "best_val_mf1": 0.0, "best_test_acc": 0.0,
+                "best_test_mf1": 0.0}, path)
     return path
 
 
