@@ -245,7 +245,7 @@ def _check_reference_results(cfg: dict) -> None:
     value = (cfg.get("reports") or {}).get("reference_results")
     if not value:
         return
-    from chorustic.evaluation.results import accuracies_file
+    from chorustic.results_layout import accuracies_file
 
     path = repo_path(value)
     table = accuracies_file(path)

@@ -20,7 +20,8 @@ from chorustic import config as cc
 from chorustic import resources as cr
 from chorustic.methods.cost import JobSize
 
-__all__ = ["ExpectedJob", "PlannedJob", "RunPlan", "UNKNOWN_GROUP", "method_metadata"]
+__all__ = ["ExpectedJob", "PlannedJob", "RunPlan", "UNKNOWN_GROUP", "method_metadata", "run_fingerprint",
+           "run_fingerprints"]
 
 #: The table group of a method whose plugin file failed to import (its metadata is unknown).
 UNKNOWN_GROUP = "Unknown (plugin failed to import)"
@@ -89,7 +90,7 @@ class RunPlan:
     metadata: dict[str, dict[str, Any]]
     """Display name, group, target fit and reported flag of every configured run."""
     fingerprints: dict[str, str]
-    """Every evaluated run's fingerprint (:func:`chorustic.evaluation.integrity.run_fingerprint`)."""
+    """Every evaluated run's fingerprint (:func:`run_fingerprint`)."""
     broken_runs: dict[str, str]
     """Runs whose plugin file fails to import, with the reason (they are scheduled and fail with it)."""
     jobs: list[PlannedJob]
@@ -101,7 +102,6 @@ class RunPlan:
     @classmethod
     def from_config(cls, cfg: dict, discovery=None) -> "RunPlan":
         """The plan of a validated configuration (``discovery``: the plugins, default: discovered)."""
-        from chorustic.evaluation.integrity import run_fingerprints
         from chorustic.methods import discover
         from chorustic.methods.base import Method, ReportedMethod
         from chorustic.protocols.contexts import context_specs
@@ -204,3 +204,25 @@ def method_metadata(cfg: Mapping[str, Any], discovery=None) -> dict[str, dict[st
                          "fits_on_target": m.info.fits_on_target, "reported": m.info.reported,
                          "benchmark_in_pretraining": m.info.benchmark_in_pretraining}
     return meta
+
+
+def run_fingerprint(cfg: Mapping[str, Any], run: str, discovery=None) -> str:
+    """The fingerprint of method run ``run`` (:func:`chorustic.methods.fingerprint.method_fingerprint` of its
+    plugin and resolved parameters) as one canonical JSON string (a ``params:`` value of the evaluate rule)."""
+    from chorustic.methods import default_plugin_dir, discover
+    from chorustic.methods.fingerprint import method_fingerprint
+
+    disc = discovery if discovery is not None else discover()
+    entry = cc.method_entry(cfg, run)
+    method = disc.methods.get(entry["plugin"])
+    source = disc.sources.get(entry["plugin"]) if method is not None else f"{entry['plugin']}.py"
+    return method_fingerprint(entry["plugin"], method, cc.resolved_params(cfg, run),
+                              default_plugin_dir() / source if source else None)
+
+
+def run_fingerprints(cfg: Mapping[str, Any], discovery=None) -> dict[str, str]:
+    """:func:`run_fingerprint` of every evaluated method run of the configuration."""
+    from chorustic.methods import discover
+
+    disc = discovery if discovery is not None else discover()
+    return {m: run_fingerprint(cfg, m, disc) for m in cc.evaluated_methods(cfg)}

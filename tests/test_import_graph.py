@@ -135,3 +135,41 @@ def test_no_import_cycle():
     assert not found, "import cycles (each a set of modules importing each other): " + "; ".join(
         " <-> ".join(c) for c in found
     )
+
+
+#: The package's floors, lowest first (issue 70): a module imports its own floor and the floors below it,
+#: never one above (lazy imports inside functions included). The paths of a results folder
+#: (``results_layout``) and a method's fingerprint (``methods.fingerprint``) sit low so that the configuration
+#: and the run plan never reach up into ``evaluation``. A new top-level module or package must be given a floor.
+FLOORS = [
+    {"errors", "io", "paths", "lazy_imports", "class_tree", "processes", "resampling", "results_layout"},
+    {"data", "protocols", "stats", "hub", "prior"},
+    {"methods", "model"},
+    {"inference", "training"},
+    {"config"},
+    {"resources"},
+    {"run_plan"},
+    {"evaluation", "bill"},
+    {"reports"},
+    {"testing", "commands", "cli", "__main__"},
+]
+
+
+def _floor(module: str) -> int:
+    top = module.split(".")[1] if "." in module else module
+    for i, names in enumerate(FLOORS):
+        if top in names:
+            return i
+    raise AssertionError(f"{module}: its top-level name {top!r} has no floor in tests/test_import_graph.py FLOORS")
+
+
+def test_imports_only_point_down():
+    graph = import_graph()
+    up = sorted(f"{a} -> {b}" for a, bs in graph.items() for b in bs if _floor(b) > _floor(a))
+    assert not up, "imports reaching a higher floor (move the shared piece down, or import the other way): " + \
+        "; ".join(up)
+
+
+def test_the_floor_check_sees_an_upward_import():
+    assert _floor("chorustic.config") > _floor("chorustic.methods.base")
+    assert _floor("chorustic.evaluation.results") > _floor("chorustic.run_plan") > _floor("chorustic.config")

@@ -176,7 +176,7 @@ def _evaluate(args: argparse.Namespace) -> int:
 def _evaluate_method(args: argparse.Namespace, cfg: dict, method: str, protocols: list[str]) -> int:
     """One method run on every dataset of ``args``: 0, 1 when a job or a run failed, 130 when stopped."""
     from chorustic import config as cc
-    from chorustic.evaluation.integrity import run_fingerprint
+    from chorustic.run_plan import run_fingerprint
     from chorustic.evaluation.job import JobFailed, JobSpec, failed_runs_message
     from chorustic.evaluation.supervisor import JobInterrupted, run_evaluation
     from chorustic.methods import discover

@@ -44,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from chorustic.results_layout import failure_record_path, manifest_path, progress_path  # noqa: F401
 from chorustic.errors import NoSpaceError, shorten
 from chorustic.evaluation.checkpoints import (KeptMemo, PartialPredictions, context_digest, memo_path,
                                               partial_path)
@@ -116,7 +117,7 @@ class JobSpec:
     """The data lock file (None: ``<data_dir>/chorustic-data.lock.json``)."""
     allow_modified_data: bool = False
     fingerprint: str | None = None
-    """The run's fingerprint (:func:`chorustic.evaluation.integrity.run_fingerprint`), recorded."""
+    """The run's fingerprint (:func:`chorustic.run_plan.run_fingerprint`), recorded."""
     portable_numerics: bool = True
     """start the worker with the vendor-neutral numerics pins (chorustic.evaluation.numerics): same results across x86-64 machines"""
 
@@ -161,19 +162,6 @@ class JobSpec:
             fingerprint=fingerprint,
             portable_numerics=bool(ev.get("portable_numerics", True)),
         )
-
-
-def manifest_path(results_dir: str | os.PathLike, method: str, dataset: str) -> Path:
-    return Path(results_dir) / "runs" / method / f"{dataset}.json"
-
-
-def progress_path(results_dir: str | os.PathLike, method: str, dataset: str) -> Path:
-    return Path(results_dir) / "runs" / method / f".{dataset}.progress.json"
-
-
-def failure_record_path(results_dir: str | os.PathLike, method: str, dataset: str) -> Path:
-    """Where a job with failed runs leaves its manifest (never under the finished name)."""
-    return Path(results_dir) / "runs" / method / f"{dataset}.failed.json"
 
 
 def finished_manifest(results_dir: str | os.PathLike, method: str, dataset: str) -> Path | None:

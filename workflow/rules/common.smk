@@ -11,7 +11,7 @@ from chorustic import resources as cr
 from chorustic.evaluation.integrity import set_aside_damaged
 from chorustic.errors import UserError
 from chorustic.data.duplicates import audit_path, duplicates_file
-from chorustic.evaluation.results import accuracies_file, metrics_file
+from chorustic.results_layout import accuracies_file, manifest_path, metrics_file
 from chorustic.methods import discover
 from chorustic.run_plan import RunPlan
 
@@ -71,9 +71,9 @@ DATA_LOCK_ARG = f"--lock-file {shlex.quote(_LOCK)}" if _LOCK else ""
 _REFERENCE_RESULTS = cc.reference_results(config)
 REFERENCE_RESULTS_ARG = f"--reference-results {shlex.quote(_REFERENCE_RESULTS)}" if _REFERENCE_RESULTS else ""
 REFERENCE_RESULTS_TABLE = [str(accuracies_file(_REFERENCE_RESULTS))] if _REFERENCE_RESULTS else []
-MANIFESTS = [f"{RESULTS}/runs/{m}/{d}.json" for m, d in EVAL_JOBS]
+MANIFESTS = [str(manifest_path(RESULTS, m, d)) for m, d in EVAL_JOBS]
 AUDITS = [str(audit_path(RESULTS, d)) for d in DATASETS]  # the leakage audit of each dataset's splits
-ACCURACIES = f"{RESULTS}/accuracies.csv"
+ACCURACIES = str(accuracies_file(RESULTS))
 METRICS_TABLE = str(metrics_file(ACCURACIES))  # every run's measures, written with ACCURACIES
 DUPLICATES_TABLE = str(duplicates_file(RESULTS))  # the audits of every dataset, written with ACCURACIES
 REPORT_INDEX = f"{REPORTS}/README.md"

@@ -5,7 +5,7 @@ rule evaluate:
         summary=rules.preprocess.output,
         checkpoint=lambda w: cc.checkpoint_inputs(config, w.method),
     output:
-        f"{RESULTS}/runs/{{method}}/{{dataset}}.json",
+        str(manifest_path(RESULTS, "{method}", "{dataset}")),
     params:
         # Snakemake's params trigger re-runs the job when the method's parameters or code change (a
         # damaged manifest or prediction file is set aside when the DAG is built: common.smk).
