@@ -29,27 +29,20 @@ import numpy as np
 
 from chorustic.hub import HubFile
 from chorustic.methods import CostModel, MethodInfo, MethodNotReady, register
-from chorustic.methods.estimators import FrozenEmbeddingClassifier, torch_device
+from chorustic.methods.estimators import FrozenBackbone, FrozenEmbeddingClassifier, torch_device
 from chorustic.methods.weights import HubMethod, cached, file_key, frozen
 
 TOKENS = ("cls_token", "mean_token", "combined")
 
 
-class MantisBackbone:
+class MantisBackbone(FrozenBackbone):
     """A loaded, frozen Mantis network and its readout; ``embed((m, 512)) -> (m, D)``."""
-
-    def __init__(self, network, *, key: tuple, info: dict[str, Any], device):
-        self.network = network
-        self.key = key
-        self.info = info
-        self.device = device
 
     def embed(self, series) -> np.ndarray:
         import torch
 
-        x = torch.as_tensor(np.asarray(series, dtype=np.float32)[:, None, :], device=self.device)
         with torch.no_grad():
-            return self.network(x).float().cpu().numpy()
+            return self.network(self.channels_first(series)).float().cpu().numpy()
 
 
 def load_mantis(

@@ -32,7 +32,7 @@ import numpy as np
 
 from chorustic.hub import HubFile
 from chorustic.methods import CostModel, MethodInfo, MethodNotReady, register
-from chorustic.methods.estimators import FrozenEmbeddingClassifier, torch_device
+from chorustic.methods.estimators import FrozenBackbone, FrozenEmbeddingClassifier, torch_device
 from chorustic.methods.weights import HubMethod, cached, file_key, frozen
 from chorustic.resampling import resample_linear
 
@@ -56,19 +56,13 @@ def moment_inputs(series, seq_len: int = SEQ_LEN) -> tuple[np.ndarray, np.ndarra
     return x, mask
 
 
-class MomentBackbone:
-    def __init__(self, model, *, key: tuple, info: dict[str, Any], device):
-        self.model = model
-        self.key = key
-        self.info = info
-        self.device = device
-
+class MomentBackbone(FrozenBackbone):
     def embed(self, series) -> np.ndarray:
         import torch
 
         x, mask = moment_inputs(series)
         with torch.no_grad():
-            out = self.model.embed(
+            out = self.network.embed(
                 x_enc=torch.as_tensor(x, device=self.device),
                 input_mask=torch.as_tensor(mask, device=self.device),
                 reduction="mean",

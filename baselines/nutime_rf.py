@@ -52,8 +52,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from chorustic.methods import CostModel, MethodInfo, MethodNotReady, import_plugin_module, register
-from chorustic.methods.checkout import CheckoutMethod, checkout_imports
-from chorustic.methods.estimators import FrozenEmbeddingClassifier, torch_device
+from chorustic.methods.checkout import CheckoutMethod, backbone_state_dict, checkout_imports
+from chorustic.methods.estimators import FrozenBackbone, FrozenEmbeddingClassifier, torch_device
 from chorustic.methods.weights import cached, file_key, frozen, load_state_dict_report, load_torch_checkpoint
 
 _mantis = import_plugin_module("mantis_rf", __file__)
@@ -65,32 +65,18 @@ LABEL = "NuTime+RF (nutime_rf)"
 
 
 def authors_state_dict(ckpt: Any) -> dict[str, Any]:
-    """Their ``load_pretrained_model``: ``backbone.X`` -> ``X`` except the fc head; drop ``fc.*``."""
-    state = ckpt.get("state_dict", ckpt) if isinstance(ckpt, dict) else None
-    if not isinstance(state, dict) or not all(isinstance(k, str) for k in state):
-        raise MethodNotReady(f"{LABEL}: the checkpoint holds no state_dict")
-    out = {}
-    for k, v in state.items():
-        if k.startswith("backbone.") and not k.startswith("backbone.fc."):
-            out[k[len("backbone.") :]] = v
-        elif not (k.startswith(("backbone.", "fc."))):
-            out[k] = v
-    return {
-        k: v for k, v in out.items() if not k.startswith("1.fc.")
-    }  # the class head is not part of the features
+    """Their ``load_pretrained_model`` (:func:`~chorustic.methods.checkout.backbone_state_dict`), without the
+    class head, which is not part of the features."""
+    return {k: v for k, v in backbone_state_dict(ckpt, LABEL).items() if not k.startswith("1.fc.")}
 
 
-class NuTimeBackbone:
-    def __init__(self, net, *, key, info, device):
-        self.net, self.key, self.info, self.device = net, key, info, device
-
+class NuTimeBackbone(FrozenBackbone):
     def embed(self, series) -> np.ndarray:
         import torch
 
-        x = torch.as_tensor(np.asarray(series, dtype=np.float32)[:, None, :], device=self.device)
         with torch.no_grad():
-            self.net(x)
-            feats = self.net[1].features  # WinT stores its normalised CLS token here
+            self.network(self.channels_first(series))
+            feats = self.network[1].features  # WinT stores its normalised CLS token here
         return feats.reshape(feats.shape[0], -1).float().cpu().numpy()
 
 

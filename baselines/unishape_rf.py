@@ -62,8 +62,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from chorustic.methods import CostModel, MethodInfo, MethodNotReady, import_plugin_module, register
-from chorustic.methods.checkout import CheckoutMethod, checkout_imports
-from chorustic.methods.estimators import FrozenEmbeddingClassifier, torch_device
+from chorustic.methods.checkout import CheckoutMethod, backbone_state_dict, checkout_imports
+from chorustic.methods.estimators import FrozenBackbone, FrozenEmbeddingClassifier, torch_device
 from chorustic.methods.inputs import to_fixed_length
 from chorustic.methods.weights import cached, file_key, frozen, load_state_dict_report, load_torch_checkpoint
 
@@ -78,31 +78,19 @@ LABEL = "UniShape+RF (unishape_rf)"
 
 
 def authors_state_dict(ckpt: Any) -> dict[str, Any]:
-    """The authors' key mapping: ``backbone.X`` -> ``X`` (except the fc head), drop ``fc.*`` and the
-    fixed positional table."""
-    state = ckpt.get("state_dict", ckpt) if isinstance(ckpt, dict) else None
-    if not isinstance(state, dict) or not all(isinstance(k, str) for k in state):
-        raise MethodNotReady(f"{LABEL}: the checkpoint holds no state_dict")
-    out = {}
-    for k, v in state.items():
-        if k.startswith("backbone.") and not k.startswith("backbone.fc."):
-            out[k[len("backbone.") :]] = v
-        elif not (k.startswith(("backbone.", "fc."))):
-            out[k] = v
+    """The authors' key mapping (:func:`~chorustic.methods.checkout.backbone_state_dict`), without the fixed
+    positional table."""
+    out = backbone_state_dict(ckpt, LABEL)
     out.pop("transformer_enc.pos_encoder.pe", None)
     return out
 
 
-class UniShapeBackbone:
-    def __init__(self, model, *, key, info, device):
-        self.model, self.key, self.info, self.device = model, key, info, device
-
+class UniShapeBackbone(FrozenBackbone):
     def embed(self, series) -> np.ndarray:
         import torch
 
-        x = torch.as_tensor(np.asarray(series, dtype=np.float32)[:, None, :], device=self.device)
         with torch.no_grad():
-            out = self.model(x)
+            out = self.network(self.channels_first(series))
         if isinstance(out, (tuple, list)):
             out = out[0]
         return out.reshape(out.shape[0], -1).float().cpu().numpy()

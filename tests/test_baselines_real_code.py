@@ -178,7 +178,7 @@ def test_unishape_features_are_their_zero_shot_scripts(deps, real_checkpoints):
             with mock.patch.object(torch, "load", cpu_load(torch.load)):
                 model = load_pretrained_model(args, model)
             data = np.squeeze(getInteSet(X), axis=2)  # their script's (n, 1, 512)
-    theirs_state, ours_state = model.state_dict(), backbone.model.state_dict()
+    theirs_state, ours_state = model.state_dict(), backbone.network.state_dict()
     assert theirs_state.keys() == ours_state.keys()
     # every tensor but the classification head and the class prototypes (sized by the class count, unused by
     # the features, and filled by neither from this checkpoint)

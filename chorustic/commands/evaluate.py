@@ -11,6 +11,15 @@ from pathlib import Path
 from chorustic.commands._vocabulary import add_config, add_list, add_out, add_path, path_of
 
 
+def _add_dataset_reading(p: argparse.ArgumentParser) -> None:
+    """The options of a command that reads datasets the download step provided (contexts, audit)."""
+    p.add_argument("--lock-file", default=None, metavar="FILE",
+                   help="data lock file (default: the config's data.lock_file, else <data-dir>/chorustic-data.lock.json)")
+    p.add_argument("--allow-modified-data", action="store_true",
+                   help="accept files that differ from the archive's published sizes (recorded; default: the "
+                        "config's data.allow_modified)")
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("contexts", help="write every protocol's context indices for datasets",
                        description="Write <results-dir>/contexts/<dataset>.json: the context (training) indices of "
@@ -25,11 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--protocols", default=None, help=argparse.SUPPRESS)  # deprecated: settings as JSON
     p.add_argument("--offline", action="store_true", default=True,
                    help="never download (always on: contexts read the datasets `chorustic download` provided)")
-    p.add_argument("--lock-file", default=None, metavar="FILE",
-                   help="data lock file (default: the config's data.lock_file, else <data-dir>/chorustic-data.lock.json)")
-    p.add_argument("--allow-modified-data", action="store_true",
-                   help="accept files that differ from the archive's published sizes (recorded; default: the "
-                        "config's data.allow_modified)")
+    _add_dataset_reading(p)
     p.set_defaults(func=_contexts)
 
     p = sub.add_parser("audit", help="list test series identical to a training series, per dataset",
@@ -44,11 +49,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_path(p, "--cache-dir", config=True)
     add_path(p, "--results-dir", config=True)
     add_out(p, "write this file instead of <results-dir>/audit/<dataset>.json (one dataset)")
-    p.add_argument("--lock-file", default=None, metavar="FILE",
-                   help="data lock file (default: the config's data.lock_file, else <data-dir>/chorustic-data.lock.json)")
-    p.add_argument("--allow-modified-data", action="store_true",
-                   help="accept files that differ from the archive's published sizes (recorded; default: the "
-                        "config's data.allow_modified)")
+    _add_dataset_reading(p)
     p.set_defaults(func=_audit)
 
     p = sub.add_parser("evaluate", help="evaluate one method run on datasets under every protocol context",

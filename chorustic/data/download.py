@@ -316,6 +316,11 @@ _OPTION_DEFAULTS = dict(
 )
 
 
+def _given_options(arguments: dict) -> dict:
+    """The transfer options (:data:`_OPTION_DEFAULTS`) among a public function's arguments (its ``locals()``)."""
+    return {k: arguments[k] for k in _OPTION_DEFAULTS}
+
+
 def _make_ctx(data_dir, **options) -> _Ctx:
     unknown = set(options) - set(_OPTION_DEFAULTS)
     if unknown:
@@ -742,19 +747,7 @@ def ensure_dataset(
     ``update_lock=True`` accepts and records the current files instead. ``subset`` overrides the
     size/seed of a derived dataset (an existing copy built with other parameters is rebuilt).
     """
-    ctx = _make_ctx(
-        data_dir,
-        offline=offline,
-        mirrors=mirrors,
-        lock=lock,
-        progress=progress,
-        update_lock=update_lock,
-        retries=retries,
-        timeout=timeout,
-        backoff=backoff,
-        keep_archives=keep_archives,
-        subset=subset,
-    )
+    ctx = _make_ctx(data_dir, **_given_options(locals()))
     return _ensure(ctx, name)[0]
 
 
@@ -827,19 +820,7 @@ def download_archive(
     wanted = list(names) if names is not None else list_datasets(archive)
     for n in wanted:
         get_info(n)
-    ctx = _make_ctx(
-        data_dir,
-        offline=offline,
-        mirrors=mirrors,
-        lock=lock,
-        progress=progress,
-        update_lock=update_lock,
-        retries=retries,
-        timeout=timeout,
-        backoff=backoff,
-        keep_archives=keep_archives,
-        subset=subset,
-    )
+    ctx = _make_ctx(data_dir, **_given_options(locals()))
 
     def present(n: str) -> bool:
         if n in SUBSETS and find_local(n, ctx.data_dir) is not None:

@@ -30,6 +30,7 @@ from chorustic.methods.base import Method, MethodNotReady
 
 __all__ = [
     "CheckoutMethod",
+    "backbone_state_dict",
     "checkout_imports",
     "clone_checkout",
     "default_checkout_root",
@@ -218,3 +219,19 @@ class CheckoutMethod(Method):
         resolved = self.resolve(p)
         self.load(p, resolved)
         return [resolved["checkout"], *(v for k, v in resolved.items() if k != "checkout")]
+
+
+def backbone_state_dict(ckpt: Any, label: str) -> dict[str, Any]:
+    """The key mapping of a self-supervised save (BYOL, MoCo) onto its encoder, as NuTime's and UniShape's
+    ``load_pretrained_model`` do: ``backbone.X`` -> ``X`` (except the ``backbone.fc`` head), the momentum
+    encoder, predictor and other ``backbone.``/``fc.`` keys dropped, any other key kept as it is."""
+    state = ckpt.get("state_dict", ckpt) if isinstance(ckpt, dict) else None
+    if not isinstance(state, dict) or not all(isinstance(k, str) for k in state):
+        raise MethodNotReady(f"{label}: the checkpoint holds no state_dict")
+    out = {}
+    for k, v in state.items():
+        if k.startswith("backbone.") and not k.startswith("backbone.fc."):
+            out[k[len("backbone."):]] = v
+        elif not k.startswith(("backbone.", "fc.")):
+            out[k] = v
+    return out

@@ -42,6 +42,7 @@ from chorustic.methods.inputs import (
 __all__ = [
     "AeonContractClassifier",
     "ContractClassifier",
+    "FrozenBackbone",
     "FrozenEmbeddingClassifier",
     "torch_device",
     "torch_threads",
@@ -200,6 +201,27 @@ class AeonContractClassifier(ContractClassifier):
         out = np.zeros((proba.shape[0], len(self.classes_)))
         out[:, np.asarray(self.model_.classes_, dtype=np.int64)] = proba  # aeon's classes are our 0..K-1
         return out
+
+
+class FrozenBackbone:
+    """A loaded, frozen network as :class:`FrozenEmbeddingClassifier` uses it: ``network``, ``key`` (a hashable
+    identity: weights file and readout), ``info`` (what loading it found) and ``device``. Subclasses implement
+    ``embed(series) -> (m, D)``; :meth:`channels_first` gives a batch of univariate series as the ``(m, 1, L)``
+    float32 tensor most encoders take."""
+
+    def __init__(self, network, *, key: tuple, info: dict[str, Any], device):
+        self.network = network
+        self.key = key
+        self.info = info
+        self.device = device
+
+    def embed(self, series) -> np.ndarray:
+        raise NotImplementedError
+
+    def channels_first(self, series):
+        import torch
+
+        return torch.as_tensor(np.asarray(series, dtype=np.float32)[:, None, :], device=self.device)
 
 
 class FrozenEmbeddingClassifier(ContractClassifier):
