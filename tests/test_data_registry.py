@@ -132,3 +132,17 @@ def test_datasets_command(capsys):
 def test_module_docstring_documents_the_subset():
     doc = registry.__doc__
     assert "1000 training and 1000 test" in doc and "seed = 0" in doc
+
+
+def test_an_unknown_dataset_names_the_route_for_a_dataset_of_ones_own():
+    """72.10: one rule everywhere: the workflow refuses a dataset the registry lacks, and says where one's own
+    data goes (docs/reproducing.md, "Classify a dataset of your own", runs that route in tests/test_docs.py)."""
+    import pytest
+
+    from chorustic.data.errors import UnknownDatasetError
+    from chorustic.data.registry import get_info
+
+    with pytest.raises(UnknownDatasetError) as exc:
+        get_info("MyData")
+    msg = str(exc.value)
+    assert "Did you mean 'Meat'?" in msg and "Classify a dataset of your own" in msg and "chorustic preprocess" in msg

@@ -242,7 +242,9 @@ def get_info(name: str) -> DatasetInfo:
     raise UnknownDatasetError(
         str(name),
         f"unknown dataset {name!r}: not one of the 128 UCR / 30 UEA datasets of the registry.{hint} "
-        "Run `chorustic datasets` for the list.",
+        "Run `chorustic datasets` for the list. The workflow and its tables are the archives'; a dataset of your "
+        "own is read by `chorustic preprocess` / `contexts` / `audit` and classified with the Python API "
+        "(docs/reproducing.md, \"Classify a dataset of your own\").",
     )
 
 
