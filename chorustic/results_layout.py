@@ -6,6 +6,7 @@ step and the reports alike. Paths only: no reading or writing here.
     <results>/runs/<method>/<dataset>.json                                      a finished job's manifest
     <results>/runs/<method>/<dataset>.failed.json                               a job with failed runs
     <results>/runs/<method>/.<dataset>.progress.json                            a job's finished contexts so far
+    <results>/contexts/<dataset>.json                                           every protocol's context indices
     <results>/accuracies.csv, <results>/metrics.csv                            the run and measure tables
 """
 
@@ -15,7 +16,7 @@ import os
 from pathlib import Path
 
 __all__ = ["result_path", "stored_result_file", "resolve_result_file", "accuracies_file", "metrics_file",
-           "manifest_path", "progress_path", "failure_record_path"]
+           "manifest_path", "progress_path", "failure_record_path", "contexts_path"]
 
 
 def result_path(results_dir: str | os.PathLike, protocol: str, method: str, dataset: str, seed: int) -> Path:
@@ -73,3 +74,8 @@ def progress_path(results_dir: str | os.PathLike, method: str, dataset: str) -> 
 def failure_record_path(results_dir: str | os.PathLike, method: str, dataset: str) -> Path:
     """Where a job with failed runs leaves its manifest (never under the finished name)."""
     return Path(results_dir) / "runs" / method / f"{dataset}.failed.json"
+
+
+def contexts_path(results_dir: str | os.PathLike, dataset: str) -> Path:
+    """The context file of a dataset, shared by every method (:mod:`chorustic.protocols.contexts`)."""
+    return Path(results_dir) / "contexts" / f"{dataset}.json"

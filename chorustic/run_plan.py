@@ -19,6 +19,7 @@ from typing import Any, Mapping
 from chorustic import config as cc
 from chorustic import resources as cr
 from chorustic.methods.cost import JobSize
+from chorustic.results_layout import contexts_path
 
 __all__ = ["ExpectedJob", "PlannedJob", "RunPlan", "UNKNOWN_GROUP", "method_metadata", "run_fingerprint",
            "run_fingerprints"]
@@ -174,7 +175,7 @@ class RunPlan:
         for j in self.jobs:
             if j.dataset not in files:
                 try:
-                    doc = json.loads((results / "contexts" / f"{j.dataset}.json").read_text())
+                    doc = json.loads(contexts_path(results, j.dataset).read_text())
                     files[j.dataset] = [{k: c[k] for k in ("protocol", "family", "budget", "seed")}
                                         for c in doc["contexts"]]
                 except (OSError, ValueError, KeyError, TypeError):

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from chorustic.commands._vocabulary import add_config, add_list, add_out, add_path, path_of
+from chorustic.results_layout import contexts_path
 
 
 def _add_dataset_reading(p: argparse.ArgumentParser) -> None:
@@ -113,7 +114,7 @@ def _contexts(args: argparse.Namespace) -> int:
                           allow_modified=args.allow_modified_data or cc.allow_modified_data(cfg, name))
         doc = build_contexts(ds.y_train, dataset=ds.name, archive=ds.archive, protocols=protocols,
                              class_labels=ds.classes)
-        out = Path(args.out) if args.out else path_of(args, "results_dir", cfg) / "contexts" / f"{ds.name}.json"
+        out = Path(args.out) if args.out else contexts_path(path_of(args, "results_dir", cfg), ds.name)
         write_contexts(out, doc)
         status = {}
         for c in doc["contexts"]:
@@ -194,7 +195,7 @@ def _evaluate_method(args: argparse.Namespace, cfg: dict, method: str, protocols
     evaluation = {**cfg["evaluation"], **({"isolate": False} if args.no_isolation else {})}
     failures = 0
     for dataset in args.datasets:
-        ctx_file = Path(args.contexts or Path(cfg["paths"]["results_dir"]) / "contexts" / f"{dataset}.json")
+        ctx_file = Path(args.contexts or contexts_path(cfg["paths"]["results_dir"], dataset))
         if not ctx_file.exists():
             _write_contexts(cfg, dataset, ctx_file)
         _check_contexts_cover(cfg, protocols, ctx_file)

@@ -11,7 +11,7 @@ from chorustic import resources as cr
 from chorustic.evaluation.integrity import set_aside_damaged
 from chorustic.errors import UserError
 from chorustic.data.duplicates import audit_path, duplicates_file
-from chorustic.results_layout import accuracies_file, manifest_path, metrics_file
+from chorustic.results_layout import accuracies_file, contexts_path, manifest_path, metrics_file
 from chorustic.methods import discover
 from chorustic.run_plan import RunPlan
 
@@ -91,7 +91,7 @@ RUN_CONFIG = cc.write_config_record(config, LOGS)
 # parameters or method code (moved to .stale: Snakemake's own params trigger needs its records in
 # .snakemake, which a fresh clone or another working directory does not have).
 if workflow.is_main_process:
-    _contexts = [f"{RESULTS}/contexts/{d}.json" for d in DATASETS]
+    _contexts = [str(contexts_path(RESULTS, d)) for d in DATASETS]
     _expected = {
         f"{RESULTS}/runs/{j.method}/{j.dataset}.json": {(c["protocol"], c["seed"]) for c in j.contexts}
         for j in PLAN.expected_jobs(RESULTS)

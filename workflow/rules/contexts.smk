@@ -3,7 +3,7 @@ rule contexts:
     input:
         rules.preprocess.output,
     output:
-        f"{RESULTS}/contexts/{{dataset}}.json",
+        str(contexts_path(RESULTS, "{dataset}")),
     params:
         protocols=json.dumps(config["protocols"]),
         # accepting modified files changes what is accepted and recorded: a change re-runs the step
