@@ -179,6 +179,7 @@ def _row(run: dict[str, Any], discovery, check: bool) -> dict[str, Any]:
     try:
         params = method.params(run["params"])
         if isinstance(method, ReportedMethod):
+            method.check_ready(**params)  # offline: a published file not downloaded yet says so, fast
             n = len(method.reported_accuracies(**params))
             row.update(status="reported", detail=f"reported, not reproduced: {n} dataset accuracies")
         else:

@@ -169,7 +169,17 @@ class PublishedMethod(ReportedMethod):
         return table
 
     def check_ready(self, **params: Any) -> None:
-        self._table(self.params(params))
+        """Ready when the local copy is there and reads; never downloads (``chorustic methods`` stays offline):
+        the first job downloads it."""
+        from chorustic.data.published import PUBLISHED_URL, published_file
+
+        p = self.params(params)
+        f = published_file(repo_path(p["cache"]), p["estimator"])
+        if not f.is_file():
+            url = f"{(p['base_url'] or PUBLISHED_URL).rstrip('/')}/classification/accuracy/{p['estimator']}_accuracy.csv"
+            raise MethodNotReady(f"{self.info.display_name} ({self.info.name}): not downloaded yet; its first job "
+                                 f"downloads {url} to {f} (or put a copy there)")
+        self._table(p)
 
     def reported_accuracies(self, **params: Any):
         return self._table(self.params(params))
