@@ -61,7 +61,10 @@ JOB_START_S = 4.0
 #: The fixed part of jobs (s): measured on the demo's 6 datasets (contexts 3, aggregate 10, report 120) and on
 #: the paper profile's 2,588 jobs (aggregate 14 with its 8.2 GB of prediction files in the page cache, report
 #: 138; benchmarks/results_scale.py, 2026-11-29).
-FIXED_S = {"contexts": 3.0, "audit": 3.0, "aggregate": 10.0, "report": 140.0}
+#: ``audit``: 0.57-0.64 s a whole `chorustic audit` process on the demo's GunPoint, JapaneseVowels and
+#: ItalyPowerDemand (2026-12-07, 2 Intel Xeon cores), its reading of larger arrays billed on top (bill_jobs).
+FIXED_S = {"contexts": 3.0, "audit": 1.0, "aggregate": 10.0, "report": 140.0}
+
 #: Bytes of one prediction file (tsml-eval CSV, :mod:`chorustic.evaluation.results`): its header lines, per
 #: test series and per class probability, and of a job's manifest; fitted on the paper profile's 37,560 files
 #: of random probabilities (~19 digits each; each file 0.67-1.04 of the fit; benchmarks/results_scale.py).
@@ -276,6 +279,15 @@ def _evaluate_seconds(job, machine: Machine, cores: int) -> tuple[float, int, st
     return fixed + compute / speedup, 0, note
 
 
+def _cache_item_bytes() -> int:
+    """Bytes of one preprocessed value (:func:`chorustic.data.loading.preprocessing_settings`' dtype)."""
+    import numpy as np
+
+    from chorustic.data.loading import preprocessing_settings
+
+    return int(np.dtype(preprocessing_settings()["dtype"]).itemsize)
+
+
 def disk_gb(plan: RunPlan) -> dict[str, float]:
     """About the disk a run fills (GB of 10^9 bytes): ``data`` the ``.ts`` files its downloads extract (a
     subset's source, variable-length series at their longest), ``cache`` the preprocessed arrays (every series
@@ -283,12 +295,9 @@ def disk_gb(plan: RunPlan) -> dict[str, float]:
     ``results`` a prediction file of every context (an ineligible one writes none) and a manifest of every job.
     Not counted: checkpoints, context files, logs, reports, a download's zip while it is extracted, and the kept
     work of a job that did not finish (pair memos, embeddings, chunks)."""
-    import numpy as np
-
     from chorustic import resources as cr
-    from chorustic.data.loading import preprocessing_settings
 
-    item = np.dtype(preprocessing_settings()["dtype"]).itemsize
+    item = _cache_item_bytes()
     data = sum(_text_mb(d) * 1e6 for d in plan.datasets)
     cache = item * sum(cr.job_size(d, input_kind=kind).n_values for d in plan.datasets
                        for kind in ("resampled", "native"))
@@ -322,8 +331,10 @@ def bill_jobs(plan: RunPlan, machine: Machine, *, bandwidth_mb_s: float = 10.0) 
                             JOB_START_S + pre, deps=[f"download/{d}"]))
         jobs.append(BillJob("contexts", f"contexts/{d}", "contexts", 1, 0, res["contexts"][d]["mem_mb"],
                             JOB_START_S + FIXED_S["contexts"], deps=[f"preprocess/{d}"]))
+        # the audit reads the dataset's resampled arrays back from the cache and hashes every series
+        audit_mb = cr.job_size(d, input_kind="resampled").n_values * _cache_item_bytes() / 1e6
         jobs.append(BillJob("audit", f"audit/{d}", "audit", 1, 0, res["preprocess"][d]["mem_mb"],
-                            JOB_START_S + FIXED_S["audit"], deps=[f"preprocess/{d}"]))
+                            JOB_START_S + FIXED_S["audit"] + audit_mb / READ_MB_S, deps=[f"preprocess/{d}"]))
     for run in plan.pretrain_runs():
         entry = (plan.cfg.get("pretrain") or {}).get(run, {})
         gpus = cr.pretrain_gpus(plan.cfg, run)

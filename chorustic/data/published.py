@@ -23,7 +23,8 @@ from pathlib import Path
 
 import pandas as pd
 
-__all__ = ["PUBLISHED_URL", "PUBLISHED_ESTIMATORS", "published_file", "fetch_published", "published_accuracies",
+__all__ = ["PUBLISHED_URL", "PUBLISHED_ESTIMATORS", "published_file", "published_url", "fetch_published",
+           "published_accuracies",
            "PublishedResultsError"]
 
 #: aeon's default path of the reference results.
@@ -47,6 +48,11 @@ def published_file(cache: str | os.PathLike, estimator: str) -> Path:
     return Path(cache) / "classification" / "accuracy" / f"{estimator}_accuracy.csv"
 
 
+def published_url(estimator: str, base_url: str | None = None) -> str:
+    """Where ``estimator``'s published accuracies are downloaded from (aeon's layout under ``base_url``)."""
+    return f"{(base_url or PUBLISHED_URL).rstrip('/')}/classification/accuracy/{estimator}_accuracy.csv"
+
+
 def fetch_published(estimator: str, cache: str | os.PathLike, *, base_url: str = PUBLISHED_URL,
                     offline: bool = False) -> Path:
     """The local copy of ``estimator``'s published accuracies, downloaded from ``base_url`` when missing
@@ -58,7 +64,7 @@ def fetch_published(estimator: str, cache: str | os.PathLike, *, base_url: str =
     dest = published_file(cache, estimator)
     if dest.is_file():
         return dest
-    url = f"{base_url.rstrip('/')}/classification/accuracy/{estimator}_accuracy.csv"
+    url = published_url(estimator, base_url)
     if offline:
         raise PublishedResultsError(
             f"the published results of {estimator} are not in {dest} and downloads are off: put a copy of {url} "

@@ -16,6 +16,15 @@ __all__ = ["CSVReportedMethod", "reported_method", "PublishedMethod", "published
            "run_reported_method"]
 
 
+def _datasets_of(reported: ReportedMethod, /, **params: Any) -> set[str] | None:
+    """The datasets of ``reported``'s table, or None when it cannot be read now (every job then says
+    why): the ``covered_datasets`` of the reported methods whose table is a local file."""
+    try:
+        return set(reported.reported_accuracies(**params)["dataset"])
+    except (MethodNotReady, OSError, ValueError, KeyError):
+        return None
+
+
 class CSVReportedMethod(ReportedMethod):
     """A "reported, not reproduced" method: per-dataset accuracies read from CSV column(s).
 
@@ -44,10 +53,7 @@ class CSVReportedMethod(ReportedMethod):
         self.reported_accuracies(**params)
 
     def covered_datasets(self, **params: Any) -> set[str] | None:
-        try:
-            return set(self.reported_accuracies(**params)["dataset"])
-        except (MethodNotReady, OSError, ValueError):  # its file is missing or bad: every job says why
-            return None
+        return _datasets_of(self, **params)
 
     def reported_accuracies(self, **params: Any):
         import pandas as pd
@@ -171,14 +177,14 @@ class PublishedMethod(ReportedMethod):
     def check_ready(self, **params: Any) -> None:
         """Ready when the local copy is there and reads; never downloads (``chorustic methods`` stays offline):
         the first job downloads it."""
-        from chorustic.data.published import PUBLISHED_URL, published_file
+        from chorustic.data.published import published_file, published_url
 
         p = self.params(params)
         f = published_file(repo_path(p["cache"]), p["estimator"])
         if not f.is_file():
-            url = f"{(p['base_url'] or PUBLISHED_URL).rstrip('/')}/classification/accuracy/{p['estimator']}_accuracy.csv"
             raise MethodNotReady(f"{self.info.display_name} ({self.info.name}): not downloaded yet; its first job "
-                                 f"downloads {url} to {f} (or put a copy there)")
+                                 f"downloads {published_url(p['estimator'], p['base_url'])} to {f} (or put a copy "
+                                 "there)")
         self._table(p)
 
     def reported_accuracies(self, **params: Any):
@@ -190,10 +196,7 @@ class PublishedMethod(ReportedMethod):
         p = self.params(params)
         if not published_file(repo_path(p["cache"]), p["estimator"]).is_file():
             return None  # not downloaded yet: never at plan time
-        try:
-            return set(self._table(p)["dataset"])
-        except MethodNotReady:
-            return None
+        return _datasets_of(self, **params)
 
 
 def published_method(*, name: str, display_name: str, estimator: str, description: str = "",
@@ -242,10 +245,7 @@ class RunReportedMethod(ReportedMethod):
         self.reported_accuracies(**params)
 
     def covered_datasets(self, **params: Any) -> set[str] | None:
-        try:
-            return set(self.reported_accuracies(**params)["dataset"])
-        except (MethodNotReady, OSError, ValueError, KeyError):
-            return None
+        return _datasets_of(self, **params)
 
 
 def run_reported_method(*, name: str, display_name: str, group: str, fits_on_target: bool, results: str,

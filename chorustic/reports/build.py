@@ -51,7 +51,7 @@ from chorustic.errors import NoSpaceError
 from chorustic.evaluation.metrics import DEFAULT_METRICS, METRICS, metric_values, read_metrics
 from chorustic.evaluation.results import accuracies_file, metrics_file
 from chorustic.io import atomic_write_json, atomic_write_text, sha256_file
-from chorustic.protocols.base import protocol_label
+from chorustic.protocols.base import FAMILIES, protocol_label
 from chorustic.reports import figures as figs
 from chorustic.reports.accuracies import (
     ARCHIVES,
@@ -290,9 +290,11 @@ def build_report(
             )
     stats_all = _concat(stats_frames)
     b.attempt("stats_all.csv", lambda: b.csv("tables/stats_all.csv", stats_all))
-    b.attempt("intervals and spread", lambda: _intervals(b, matrices, meta, reference, main_exclude))
+    measures = _read_measures(results_dir)  # results/metrics.csv, once: the measure tables and the aeon export
+    accuracy_frames = b.attempt("intervals and spread", lambda: _intervals(b, matrices, meta, reference, main_exclude))
     b.attempt("harness re-run vs published", lambda: _published(b, df, meta, matrices, reference, ablation_runs))
-    b.attempt("measures", lambda: _measures(b, results_dir, df, meta, reference, main_exclude, config))
+    b.attempt("measures", lambda: _measures(b, results_dir, measures, df, matrices, accuracy_frames or {}, meta,
+                                            reference, main_exclude, config))
     quick = b.attempt("quick look", lambda: _quick_look(b, matrices, meta, main_exclude))
 
     # ---- Table 3 (fixed-shot), scaling table + Figure 2 (proportional), Table 4 (ablations)
@@ -368,7 +370,7 @@ def build_report(
 
     # ---- the same accuracies for aeon's results loaders
     b.attempt("aeon result files", lambda: b.written.extend(
-        write_aeon_results(df, meta, out_dir / AEON_SUBDIR, _read_measures(results_dir))))
+        write_aeon_results(df, meta, out_dir / AEON_SUBDIR, measures)))
 
     # ---- reproduction check against the paper
     paper_passed = b.attempt(
@@ -434,15 +436,14 @@ def _quick_look(b: _Builder, matrices, meta, exclude) -> pd.DataFrame:
     return out
 
 
-FAMILY_NAMES = {"full": "full", "fixed_shot": "fixed_shot", "proportional": "proportional"}
-
-
-def _intervals(b: _Builder, matrices, meta, reference, exclude) -> None:
+def _intervals(b: _Builder, matrices, meta, reference, exclude) -> dict[tuple[str, str], pd.DataFrame]:
     """Companion tables of accuracy: bootstrap intervals and spread over seeds, one per (archive, family);
-    ``intervals_all.csv`` (every archive x protocol) and ``seed_spread.csv`` (every dataset)."""
+    ``intervals_all.csv`` (every archive x protocol) and ``seed_spread.csv`` (every dataset). Returns the
+    frames by (archive, protocol)."""
     frames, spread = [], []
+    by_key: dict[tuple[str, str], pd.DataFrame] = {}
     for archive in ARCHIVES:
-        for family in FAMILY_NAMES:
+        for family in FAMILIES:
             mxs = [mx for (ar, _), mx in matrices.items() if ar == archive and mx.family == family]
             if not mxs:
                 continue
@@ -450,6 +451,7 @@ def _intervals(b: _Builder, matrices, meta, reference, exclude) -> None:
             methods = ordered_methods(sorted({m for mx in mxs for m in mx.methods if m not in exclude}), meta, layout)
             fam = [interval_frame(mx, meta, reference, [m for m in methods if m in mx.methods]) for mx in mxs]
             frames += fam
+            by_key.update({(mx.archive, mx.protocol): fr for mx, fr in zip(mxs, fam)})
             spread += [seed_spread_frame(mx, meta) for mx in mxs]
             b.attempt(
                 f"intervals ({archive}, {family})",
@@ -458,15 +460,18 @@ def _intervals(b: _Builder, matrices, meta, reference, exclude) -> None:
             )
     b.csv("tables/intervals_all.csv", _concat(frames))
     b.csv("tables/seed_spread.csv", _concat(spread))
+    return by_key
 
 
-def _measures(b: _Builder, results_dir: Path, df: pd.DataFrame, meta, reference, exclude, config: ReportConfig) -> None:
+def _measures(b: _Builder, results_dir: Path, measures: pd.DataFrame | None, df: pd.DataFrame, matrices,
+              accuracy_frames: dict[tuple[str, str], pd.DataFrame], meta, reference, exclude,
+              config: ReportConfig) -> None:
     """The measures of ``config.metrics`` beyond accuracy (full protocol): a table with intervals and a CD
-    diagram each, and one table of every measure side by side, from ``metrics.csv``."""
+    diagram each, and one table of every measure side by side, from ``metrics.csv`` (``measures``); the
+    accuracy column is the companion tables' (``accuracy_frames``, :func:`_intervals`)."""
     extra = [m for m in config.metrics if m != "accuracy"]
     if not extra:
         return
-    measures = _read_measures(results_dir)
     if measures is None:
         path = metrics_file(results_dir / "accuracies.csv")
         b.problems.append(
@@ -476,20 +481,22 @@ def _measures(b: _Builder, results_dir: Path, df: pd.DataFrame, meta, reference,
         return
     frames: dict[str, dict[str, pd.DataFrame]] = {}
     sizes: dict[str, int] = {}
-    for name in ["accuracy"] + extra:
+    for archive in ARCHIVES:
+        if (archive, "full") in accuracy_frames:
+            frames.setdefault(archive, {})["accuracy"] = accuracy_frames[(archive, "full")]
+            sizes[archive] = len(matrices[(archive, "full")].values)
+    for name in extra:
         metric = METRICS[name]
-        mats = build_matrices(metric_values(df, measures, name)) if name != "accuracy" else build_matrices(df)
+        mats = build_matrices(metric_values(df, measures, name))
         for archive in ARCHIVES:
             mx = mats.get((archive, "full"))
             if mx is None:
                 continue
             layout = f"main_{archive}"
-            methods = ordered_methods([m for m in mx.methods if m not in exclude], meta.loc[mx.methods], layout)
+            methods = ordered_methods([m for m in mx.methods if m not in exclude], meta, layout)
             fr = interval_frame(mx, meta, reference, methods, metric)
             frames.setdefault(archive, {})[name] = fr
-            sizes[archive] = len(mx.values)
-            if name == "accuracy":
-                continue
+            sizes.setdefault(archive, len(mx.values))
             a = archive.lower()
             b.attempt(f"{metric.label} table ({archive})", lambda: b.table(
                 "Other measures", interval_table([fr], [mx], meta, reference, f"table_{name}_{a}_full", layout, metric)))
