@@ -121,6 +121,7 @@ def _config(out: Path) -> dict:
 def _specs(cfg: dict, out: Path, setting: str, jobs: list[str]):
     from chorustic.commands.evaluate import _write_contexts
     from chorustic.evaluation.job import JobSpec
+    from chorustic.run_plan import RunPlan
 
     specs = []
     for job in jobs:
@@ -128,7 +129,8 @@ def _specs(cfg: dict, out: Path, setting: str, jobs: list[str]):
         ctx = out / "contexts" / f"{dataset}.json"
         if not ctx.exists():
             _write_contexts(cfg, dataset, ctx)
-        spec = JobSpec.from_config(cfg, method, dataset, contexts_file=ctx)
+        plan = RunPlan.from_config(cfg, methods=[method], datasets=[dataset])
+        spec = JobSpec.from_plan(plan, plan.job(method, dataset), contexts_file=ctx)
         spec.results_dir = str(out / setting)
         specs.append(spec)
     return specs

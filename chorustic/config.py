@@ -39,6 +39,7 @@ __all__ = [
     "pretrain_run_of",
     "checkpoint_path",
     "checkpoint_inputs",
+    "resolved_entry",
     "read_config_record",
     "write_config_record",
     "check_methods",
@@ -407,24 +408,29 @@ def checkpoint_path(cfg: dict, pretrain_run: str) -> str:
     return str(Path(cfg["paths"]["models_dir"]) / pretrain_run / "model.safetensors")
 
 
+def resolved_entry(cfg: dict, run: str) -> dict[str, Any]:
+    """:func:`method_entry` with its parameters resolved (``pretrain:<run>`` checkpoint references replaced by
+    paths) and ``pretrain_run``, the pretraining run it evaluates (or None): the entry the run plan holds."""
+    entry = method_entry(cfg, run)
+    prun = pretrain_run_of(entry)
+    if prun is not None:
+        entry["params"]["checkpoint"] = checkpoint_path(cfg, prun)
+    entry["pretrain_run"] = prun
+    return entry
+
+
 def resolved_params(cfg: dict, run: str) -> dict[str, Any]:
     """The run's parameters with ``pretrain:<run>`` checkpoint references replaced by paths."""
-    entry = method_entry(cfg, run)
-    params = entry["params"]
-    prun = pretrain_run_of({"params": params})
-    if prun is not None:
-        params["checkpoint"] = checkpoint_path(cfg, prun)
-    return params
+    return resolved_entry(cfg, run)["params"]
 
 
-def checkpoint_inputs(cfg: dict, run: str) -> list[str]:
-    """The checkpoint file the evaluations of method run ``run`` depend on (a workflow input, so a changed
-    checkpoint re-runs them): the one its pretrain run writes, or an existing local file. A missing local
-    file is not an input: the job runs and records the method as failed with the reason, instead of the
-    whole workflow refusing to start."""
-    entry = method_entry(cfg, run)
-    if pretrain_run_of(entry) is not None:
-        return [resolved_params(cfg, run)["checkpoint"]]
+def checkpoint_inputs(entry: dict) -> list[str]:
+    """The checkpoint file the evaluations of a method run (``entry``: its :func:`resolved_entry`) depend on (a
+    workflow input, so a changed checkpoint re-runs them): the one its pretrain run writes, or an existing
+    local file. A missing local file is not an input: the job runs and records the method as failed with the
+    reason, instead of the whole workflow refusing to start."""
+    if entry["pretrain_run"] is not None:
+        return [entry["params"]["checkpoint"]]
     ckpt = entry["params"].get("checkpoint")
     if isinstance(ckpt, str) and ckpt and "://" not in ckpt and Path(ckpt).is_file():
         return [ckpt]

@@ -232,44 +232,40 @@ UNCOSTED_ESTIMATE = (400.0, 10.0)
 REPORTED_ESTIMATE = (210.0, 0.0)
 
 
-def evaluate_estimate(cfg: Mapping[str, Any], method: str, dataset: str, plugin_obj: Any = None, *,
+def evaluate_estimate(cfg: Mapping[str, Any], entry: Mapping[str, Any], dataset: str, plugin_obj: Any = None, *,
                       params: Mapping[str, Any] | None = None) -> tuple[JobSize | None, float, float]:
-    """``(size, peak MB, seconds on one CPU thread)`` of the evaluate job of method run ``method`` on
-    ``dataset``: its method's cost model (:meth:`Method.job_cost`) at the dataset's shape, without the
-    safety margins of the request. A reported method (it computes nothing) or a plugin that failed to
-    import: no size, and what such a job needs."""
-    from chorustic import config as cc
+    """``(size, peak MB, seconds on one CPU thread)`` of the evaluate job of a method run (``entry``: its resolved
+    entry, :func:`chorustic.config.method_entry`, as the run plan holds it) on ``dataset``: its method's cost
+    model (:meth:`Method.job_cost`) at the dataset's shape, without the safety margins of the request. A
+    reported method (it computes nothing) or a plugin that failed to import: no size, and what such a job
+    needs. ``params``: the run's resolved parameters (default: the entry's)."""
     from chorustic.methods.base import Method, ReportedMethod
 
-    entry = cc.method_entry(cfg, method)
     m = plugin_obj if plugin_obj is not None else _plugin(entry["plugin"])
     if isinstance(m, ReportedMethod):
         return None, *REPORTED_ESTIMATE
     if not isinstance(m, Method):
         return None, *UNCOSTED_ESTIMATE
     size = job_size(dataset, input_kind=m.info.input_kind, cfg=cfg, protocols=entry["protocols"])
-    mem, seconds = m.job_cost(size, **(cc.resolved_params(cfg, method) if params is None else params))
+    mem, seconds = m.job_cost(size, **(entry["params"] if params is None else params))
     return size, float(mem), float(seconds)
 
 
-def evaluate_resources(cfg: Mapping[str, Any], method: str, dataset: str, plugin_obj: Any = None, *,
+def evaluate_resources(cfg: Mapping[str, Any], entry: Mapping[str, Any], dataset: str, plugin_obj: Any = None, *,
                        estimate: tuple[JobSize | None, float, float] | None = None) -> dict[str, Any]:
-    """Threads and resources of the evaluate job of method run ``method`` on ``dataset``.
+    """Threads and resources of the evaluate job of a method run (``entry``: its resolved entry) on ``dataset``.
 
     ``threads``, ``gpu`` and the caps ``mem_mb`` / ``runtime`` come from the plugin's ``resources``;
     memory and time from its cost model (:func:`evaluate_estimate`, or ``estimate`` when the caller
     has it) unless the run's config sets them.
     """
-    from chorustic import config as cc
-
-    entry = cc.method_entry(cfg, method)
     m = plugin_obj if plugin_obj is not None else _plugin(entry["plugin"])
     caps = {"threads": 1, "mem_mb": 4000, "runtime": 60, "gpu": 0}
     caps.update(getattr(m, "resources", None) or {})
     own = entry["resources"]
     threads = int(own.get("threads", caps["threads"]))
     gpus = int(own.get("gpu", caps["gpu"]))
-    size, mem, seconds = estimate if estimate is not None else evaluate_estimate(cfg, method, dataset, m)
+    size, mem, seconds = estimate if estimate is not None else evaluate_estimate(cfg, entry, dataset, m)
     if size is not None:
         mem_mb, runtime = job_request(mem, seconds)
         mem_mb, runtime = min(int(caps["mem_mb"]), mem_mb), min(int(caps["runtime"]), runtime)
@@ -360,10 +356,11 @@ class WorkerLimits:
     """The failure recorded when the time is up (``{limit}``, ``{elapsed}``: minutes)."""
 
 
-def evaluation_limits(cfg: Mapping[str, Any], run: str, *, job_mem_mb: float | None = None,
+def evaluation_limits(cfg: Mapping[str, Any], run: str, run_resources: Mapping[str, Any], *, job_mem_mb: float | None = None,
                       time_limit_min: float | None = None, cluster_runtime_min: float | None = None,
                       env: Mapping[str, str] | None = None) -> WorkerLimits:
-    """The worker limits of an evaluation job of method run ``run``.
+    """The worker limits of an evaluation job of method run ``run``, whose own settings are ``run_resources``
+    (``methods.<run>.resources``: :attr:`chorustic.run_plan.PlannedJob.run_resources`).
 
     ``job_mem_mb``: the job's memory (its ``mem_mb``); the worker gets it less :data:`JOB_OVERHEAD_MB`, and
     a failure reports the job's number and the setting to raise. ``time_limit_min``: a time limit the user
@@ -372,9 +369,7 @@ def evaluation_limits(cfg: Mapping[str, Any], run: str, *, job_mem_mb: float | N
     ``runtime``); under a cluster scheduler the worker stops :data:`SCHEDULER_MARGIN_MIN` before the
     scheduler ends the job (the time left as the scheduler reports it, else this from now). On a local run
     the cost model's ``runtime`` is never a limit."""
-    from chorustic import config as cc
-
-    own = cc.method_entry(cfg, run)["resources"]
+    own = run_resources
     site = cfg.get("cluster") or {}
     mem_setting, time_setting = f"methods.{run}.resources.mem_mb", f"methods.{run}.resources.runtime"
     limits: dict[str, Any] = {}

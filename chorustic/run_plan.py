@@ -19,7 +19,7 @@ from typing import Any, Mapping
 from chorustic import config as cc
 from chorustic import resources as cr
 from chorustic.methods.cost import JobSize
-from chorustic.results_layout import contexts_path
+from chorustic.results_layout import contexts_path, manifest_path
 
 __all__ = ["ExpectedJob", "PlannedJob", "RunPlan", "UNKNOWN_GROUP", "method_metadata", "run_fingerprint",
            "run_fingerprints"]
@@ -39,19 +39,30 @@ class ExpectedJob:
     archive: str
     contexts: tuple[dict[str, Any], ...]
     """The contexts it runs: dicts with protocol, family, budget, seed."""
+    pretrain_run: str | None = None
+    """The pretraining run whose checkpoint it evaluates (:attr:`PlannedJob.pretrain_run`)."""
 
 
 @dataclasses.dataclass(frozen=True)
 class PlannedJob:
-    """One evaluation job: a method run on a dataset, under every context of its protocols."""
+    """One evaluation job: a method run on a dataset, under every context of its protocols. It is the one
+    resolved description of the job: the Snakefile's rules, ``chorustic evaluate`` (through
+    :meth:`chorustic.evaluation.job.JobSpec.from_plan`), ``plan-run`` and the aggregation read it; nothing else resolves a method run's
+    entry."""
 
     method: str
     """The run name (a key of ``methods`` in the config)."""
     dataset: str
     archive: str
     plugin: str
+    display_name: str | None
+    """The run's own display name (``methods.<run>.display_name``), None for its plugin's."""
     params: dict[str, Any]
     """The run's resolved parameters (``pretrain:<run>`` checkpoints as paths)."""
+    run_protocols: tuple[str, ...] | None
+    """The protocol ids the run is limited to (``methods.<run>.protocols``), None for all."""
+    run_resources: dict[str, Any]
+    """The run's own resource settings (``methods.<run>.resources``), which the worker limits name."""
     fingerprint: str | None
     """The run's fingerprint (parameters and method code), a ``params:`` of the evaluate rule."""
     contexts: tuple[dict[str, Any], ...]
@@ -74,6 +85,12 @@ class PlannedJob:
     """Its Snakemake resources (:func:`chorustic.resources.evaluate_resources`)."""
     pretrain_run: str | None
     """The pretraining run whose checkpoint it evaluates, if any."""
+    checkpoint_inputs: tuple[str, ...]
+    """The checkpoint files it depends on (:func:`chorustic.config.checkpoint_inputs`), inputs of its rule."""
+    manifest: str
+    """Its manifest, relative to the results folder (:func:`chorustic.results_layout.manifest_path`)."""
+    contexts_file: str
+    """Its dataset's context file, relative to the results folder (:func:`chorustic.results_layout.contexts_path`)."""
 
     @property
     def key(self) -> tuple[str, str]:
@@ -101,44 +118,58 @@ class RunPlan:
     discovery: Any = dataclasses.field(default=None, repr=False)
 
     @classmethod
-    def from_config(cls, cfg: dict, discovery=None) -> "RunPlan":
-        """The plan of a validated configuration (``discovery``: the plugins, default: discovered)."""
+    def from_config(cls, cfg: dict, discovery=None, *, methods: list[str] | None = None,
+                    datasets: list[str] | None = None) -> "RunPlan":
+        """The plan of a validated configuration (``discovery``: the plugins, default: discovered).
+
+        ``methods`` and ``datasets`` plan a slice: those method runs (any configured run, evaluated or not) on
+        exactly those datasets (any known dataset: a run's ``archives`` and a reported method's covered datasets
+        do not filter what is asked for by name), as ``chorustic evaluate`` runs them by hand; the whole
+        configuration's plan is the slice of its ``evaluate`` list and ``datasets``."""
         from chorustic.methods import discover
         from chorustic.methods.base import Method, ReportedMethod
         from chorustic.protocols.contexts import context_specs
 
         disc = discovery if discovery is not None else discover()
-        broken = cc.check_methods(cfg, disc)
-        datasets = cc.dataset_names(cfg)
-        metadata = method_metadata(cfg, disc)
+        runs = cc.evaluated_methods(cfg) if methods is None else list(methods)
+        checked = cfg if methods is None else {**cfg, "evaluate": runs}
+        broken = cc.check_methods(checked, disc)
+        named = datasets is not None
+        datasets = cc.dataset_names(cfg) if datasets is None else list(datasets)
+        metadata = method_metadata(cfg, disc, runs=None if methods is None else runs)
         specs = [{"protocol": s.protocol, "family": s.family, "budget": s.budget, "seed": s.seed}
                  for s in context_specs(cfg["protocols"])]
-        fingerprints = run_fingerprints(cfg, disc)
+        entries = {run: cc.resolved_entry(cfg, run) for run in runs}
+        fingerprints = {run: _fingerprint(entries[run], disc) for run in runs}
         jobs = []
-        for method in cc.evaluated_methods(cfg):
-            entry = cc.method_entry(cfg, method)
+        for method in runs:
+            entry = entries[method]
             plugin = disc.methods.get(entry["plugin"])
             wanted = entry["protocols"]
             contexts = tuple(c for c in specs if wanted is None or c["protocol"] in wanted)
-            params = cc.resolved_params(cfg, method) if plugin is not None else {}
+            params = entry["params"] if plugin is not None else {}
             # a reported method computes nothing: no cost model
             cost = plugin.cost_model(**params) if isinstance(plugin, Method) else None
             # a reported method whose datasets are known gets jobs on those only (chorustic.methods.base)
             covered = plugin.covered_datasets(**params) if isinstance(plugin, ReportedMethod) else None
-            for dataset in cc.method_datasets(cfg, method, datasets):
-                if covered is not None and dataset not in covered:
+            for dataset in (datasets if named else cc.method_datasets(cfg, method, datasets)):
+                if covered is not None and dataset not in covered and not named:
                     continue
-                size, mem, seconds = cr.evaluate_estimate(cfg, method, dataset, plugin, params=params)
-                res = cr.evaluate_resources(cfg, method, dataset, plugin, estimate=(size, mem, seconds))
+                size, mem, seconds = cr.evaluate_estimate(cfg, entry, dataset, plugin, params=params)
+                res = cr.evaluate_resources(cfg, entry, dataset, plugin, estimate=(size, mem, seconds))
                 jobs.append(PlannedJob(
                     method=method, dataset=dataset, archive=cc.dataset_archive(dataset), plugin=entry["plugin"],
-                    params=params, fingerprint=fingerprints.get(method), contexts=contexts, size=size,
-                    estimate_mb=mem, estimate_s=seconds, cost=cost,
+                    display_name=entry["display_name"], params=params,
+                    run_protocols=tuple(wanted) if wanted is not None else None,
+                    run_resources=dict(entry["resources"]), fingerprint=fingerprints.get(method),
+                    contexts=contexts, size=size, estimate_mb=mem, estimate_s=seconds, cost=cost,
                     threads=int(res["threads"]), gpus=int(res.get("local_gpus", 0)), resources=res,
-                    pretrain_run=cc.pretrain_run_of(entry),
+                    pretrain_run=entry["pretrain_run"], checkpoint_inputs=tuple(cc.checkpoint_inputs(entry)),
+                    manifest=manifest_path(".", method, dataset).as_posix(),
+                    contexts_file=contexts_path(".", dataset).as_posix(),
                 ))
         return cls(
-            cfg=cfg, datasets=datasets, methods=cc.evaluated_methods(cfg), metadata=metadata,
+            cfg=cfg, datasets=datasets, methods=runs, metadata=metadata,
             fingerprints=fingerprints, broken_runs=broken, jobs=jobs,
             dataset_resources={rule: {d: cr.rule_resources(cfg, rule, d) for d in datasets}
                                for rule in DATASET_RULES},
@@ -183,18 +214,20 @@ class RunPlan:
             wanted = {c["protocol"] for c in j.contexts}
             contexts = files[j.dataset]
             contexts = j.contexts if contexts is None else tuple(c for c in contexts if c["protocol"] in wanted)
-            out.append(ExpectedJob(j.method, j.dataset, j.archive, tuple(contexts)))
+            out.append(ExpectedJob(j.method, j.dataset, j.archive, tuple(contexts), j.pretrain_run))
         return out
 
 
-def method_metadata(cfg: Mapping[str, Any], discovery=None) -> dict[str, dict[str, Any]]:
+def method_metadata(cfg: Mapping[str, Any], discovery=None, *, runs: list[str] | None = None
+                    ) -> dict[str, dict[str, Any]]:
     """Display name, group, target fit, reported flag and whether the pretraining data includes UCR/UEA series
-    (``MethodInfo.benchmark_in_pretraining``) of every configured run (from the plugins)."""
+    (``MethodInfo.benchmark_in_pretraining``) of every configured run (``runs``: of those only), from the
+    plugins."""
     from chorustic.methods import discover
 
     disc = discovery if discovery is not None else discover()
     meta = {}
-    for run in cfg["methods"]:
+    for run in (cfg["methods"] if runs is None else runs):
         entry = cc.method_entry(cfg, run)
         m = disc.methods.get(entry["plugin"])
         if m is None:  # its plugin file failed to import: its runs are listed as failed, under its run name
@@ -207,18 +240,24 @@ def method_metadata(cfg: Mapping[str, Any], discovery=None) -> dict[str, dict[st
     return meta
 
 
-def run_fingerprint(cfg: Mapping[str, Any], run: str, discovery=None) -> str:
-    """The fingerprint of method run ``run`` (:func:`chorustic.methods.fingerprint.method_fingerprint` of its
-    plugin and resolved parameters) as one canonical JSON string (a ``params:`` value of the evaluate rule)."""
-    from chorustic.methods import default_plugin_dir, discover
+def _fingerprint(entry: Mapping[str, Any], disc) -> str:
+    """The fingerprint of a method run from its resolved entry (:func:`chorustic.config.resolved_entry`)."""
+    from chorustic.methods import default_plugin_dir
     from chorustic.methods.fingerprint import method_fingerprint
 
-    disc = discovery if discovery is not None else discover()
-    entry = cc.method_entry(cfg, run)
     method = disc.methods.get(entry["plugin"])
     source = disc.sources.get(entry["plugin"]) if method is not None else f"{entry['plugin']}.py"
-    return method_fingerprint(entry["plugin"], method, cc.resolved_params(cfg, run),
+    return method_fingerprint(entry["plugin"], method, entry["params"],
                               default_plugin_dir() / source if source else None)
+
+
+def run_fingerprint(cfg: Mapping[str, Any], run: str, discovery=None) -> str:
+    """The fingerprint of method run ``run`` (:func:`chorustic.methods.fingerprint.method_fingerprint` of its
+    plugin and resolved parameters) as one canonical JSON string (a ``params:`` value of the evaluate rule);
+    the run plan's :attr:`RunPlan.fingerprints` hold the same."""
+    from chorustic.methods import discover
+
+    return _fingerprint(cc.resolved_entry(cfg, run), discovery if discovery is not None else discover())
 
 
 def run_fingerprints(cfg: Mapping[str, Any], discovery=None) -> dict[str, str]:

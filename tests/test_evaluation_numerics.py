@@ -10,6 +10,7 @@ import textwrap
 import pytest
 
 from chorustic.evaluation.job import JobSpec
+from chorustic.run_plan import RunPlan
 from chorustic.evaluation.aggregate import aggregate_manifests
 from chorustic.evaluation.job import manifest_path
 from chorustic.evaluation.numerics import PORTABLE_EFFECTIVE, PORTABLE_ENV, portable_numerics_env
@@ -129,8 +130,8 @@ def test_demo_subset_reproduces_the_committed_predictions_bit_for_bit(tmp_path):
             ds = load_dataset(dataset, tmp_path / "raw", cache_dir=tmp_path / "cache", offline=True)
             write_contexts(ctx, build_contexts(ds.y_train, dataset=dataset, archive=ds.archive,
                                                protocols=cfg["protocols"], class_labels=ds.classes))
-        spec = JobSpec.from_config(cfg, method, dataset, contexts_file=ctx)
-        spec.protocols = [protocol]
+        plan = RunPlan.from_config(cfg, methods=[method], datasets=[dataset])
+        spec = JobSpec.from_plan(plan, plan.job(method, dataset), contexts_file=ctx, protocols=[protocol])
         assert run_supervised(spec)["numerics"]["portable"] is True
         manifests.append(manifest_path(tmp_path / "results", method, dataset))
     ours = aggregate_manifests(manifests)

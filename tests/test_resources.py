@@ -98,9 +98,9 @@ def test_a_method_that_loads_torch_asks_for_the_cuda_builds_libraries_where_that
     assert torch_model.estimate(size)[0] == pytest.approx(cpu + cost.TORCH_CUDA_BUILD_MB)
     assert base.estimate(size)[0] == cpu
     cfg = _cfg()
-    on_cuda = {m: cr.evaluate_resources(cfg, m, "GunPoint", methods[m])["mem_mb"] for m in ("mantis_rf", "dtw_1nn")}
+    on_cuda = {m: cr.evaluate_resources(cfg, cc.resolved_entry(cfg, m), "GunPoint", methods[m])["mem_mb"] for m in ("mantis_rf", "dtw_1nn")}
     monkeypatch.setenv("CHORUSTIC_TORCH_BUILD", "cpu")
-    on_cpu = {m: cr.evaluate_resources(cfg, m, "GunPoint", methods[m])["mem_mb"] for m in ("mantis_rf", "dtw_1nn")}
+    on_cpu = {m: cr.evaluate_resources(cfg, cc.resolved_entry(cfg, m), "GunPoint", methods[m])["mem_mb"] for m in ("mantis_rf", "dtw_1nn")}
     assert on_cuda["dtw_1nn"] == on_cpu["dtw_1nn"]
     assert on_cuda["mantis_rf"] >= on_cpu["mantis_rf"] + cost.TORCH_CUDA_BUILD_MB * cr.MEM_SAFETY - 100
     # unset: the installed build (a "+cpu" version is the CPU build)
@@ -336,8 +336,8 @@ def test_evaluate_jobs_follow_the_dataset_with_the_plugin_as_ceiling(methods):
     for name in runs:
         plugin = methods[cc.method_entry(PAPER, name)["plugin"]]
         assert isinstance(plugin.cost, CostModel), name
-        small = cr.evaluate_resources(PAPER, name, "GunPoint", plugin)
-        large = cr.evaluate_resources(PAPER, name, "FaceDetection", plugin)
+        small = cr.evaluate_resources(PAPER, cc.resolved_entry(PAPER, name), "GunPoint", plugin)
+        large = cr.evaluate_resources(PAPER, cc.resolved_entry(PAPER, name), "FaceDetection", plugin)
         assert small["mem_mb"] < large["mem_mb"] <= plugin.resources["mem_mb"], name
         assert small["runtime"] <= large["runtime"] <= plugin.resources["runtime"], name
         assert small["mem_mb"] <= plugin.resources["mem_mb"] / 2, name  # small datasets pack densely
@@ -348,20 +348,20 @@ def test_config_resources_replace_the_estimate(methods):
     cfg = copy.deepcopy(PAPER)
     cfg["methods"]["minirocket"]["resources"] = {"mem_mb": 3000, "runtime": 7, "threads": 2,
                                                  "partition": "short", "constraint": "avx512"}
-    res = cr.evaluate_resources(cfg, "minirocket", "ElectricDevices", methods["minirocket"])
+    res = cr.evaluate_resources(cfg, cc.resolved_entry(cfg, "minirocket"), "ElectricDevices", methods["minirocket"])
     assert (res["mem_mb"], res["runtime"], res["threads"]) == (3000, 7, 2)
     assert res["slurm_partition"] == "short" and res["constraint"] == "avx512"
 
 
 def test_fewer_contexts_ask_for_less_time(methods):
     cfg = copy.deepcopy(PAPER)
-    all_contexts = cr.evaluate_resources(cfg, "multirocket_hydra", "HandOutlines", methods["multirocket_hydra"])
+    all_contexts = cr.evaluate_resources(cfg, cc.resolved_entry(cfg, "multirocket_hydra"), "HandOutlines", methods["multirocket_hydra"])
     cfg["methods"]["multirocket_hydra"]["protocols"] = ["full"]
     contexts = [cr.job_size("HandOutlines", cfg=c, protocols=p).n_contexts for c, p in ((cfg, ["full"]), (PAPER, None))]
     assert contexts == [1, 16]
-    assert cr.evaluate_resources(cfg, "multirocket_hydra", "HandOutlines", methods["multirocket_hydra"])["runtime"] < all_contexts["runtime"]
+    assert cr.evaluate_resources(cfg, cc.resolved_entry(cfg, "multirocket_hydra"), "HandOutlines", methods["multirocket_hydra"])["runtime"] < all_contexts["runtime"]
     # the 5- and 10-shot contexts fit on 10 and 20 of HandOutlines' 1,000 series: the full context is most of it
-    full, every = (cr.evaluate_estimate(c, "multirocket_hydra", "HandOutlines", methods["multirocket_hydra"])[2] for c in (cfg, PAPER))
+    full, every = (cr.evaluate_estimate(c, cc.resolved_entry(c, "multirocket_hydra"), "HandOutlines", methods["multirocket_hydra"])[2] for c in (cfg, PAPER))
     assert 1.5 * full < every < 16 * full
 
 
@@ -437,7 +437,7 @@ def test_dtw_costs_series_of_their_own_lengths_by_their_mean_where_known(methods
 
 
 def test_reported_method_asks_for_little(methods):
-    res = cr.evaluate_resources(PAPER, "tict", "GunPoint", methods["tict"])
+    res = cr.evaluate_resources(PAPER, cc.resolved_entry(PAPER, "tict"), "GunPoint", methods["tict"])
     assert res["mem_mb"] <= 1000 and res["runtime"] == cr.MIN_RUNTIME
 
 
@@ -485,7 +485,8 @@ SLURM_NO_SQUEUE = {"SLURM_JOB_ID": "7", "PATH": "/nonexistent"}
     ids=lambda v: v if isinstance(v, str) else "",
 )
 def test_time_limits_belong_to_the_cluster(case, cfg, kwargs, env, minutes, says):
-    limits = cr.evaluation_limits(cfg, "minirocket", env=env, **kwargs)
+    limits = cr.evaluation_limits(cfg, "minirocket", cc.resolved_entry(cfg, "minirocket")["resources"], env=env,
+                                  **kwargs)
     assert limits.minutes == minutes, case
     reason = limits.time_reason.format(limit=limits.minutes or 0, elapsed=minutes or 0)
     for fragment in says:
@@ -502,12 +503,13 @@ def test_the_scheduler_is_recognised_from_its_environment():
 
 
 def test_the_memory_limit_reported_is_the_one_set():
-    limits = cr.evaluation_limits(_with_resources(mem_mb=1000), "minirocket", job_mem_mb=1000, env=NO_SCHEDULER)
+    limits = cr.evaluation_limits(_with_resources(mem_mb=1000), "minirocket", {"mem_mb": 1000}, job_mem_mb=1000,
+                                  env=NO_SCHEDULER)
     assert limits.mem_mb == 1000 - cr.JOB_OVERHEAD_MB
     reason = limits.mem_reason.format(limit=limits.mem_mb, rss=512)
     assert reason.startswith("exceeded the job's memory limit of 1000 MB: the method's worker reached 512 MB")
     assert reason.endswith("raise methods.minirocket.resources.mem_mb")
-    capped = cr.evaluation_limits(_cfg(max_mem_mb=2000), "minirocket", job_mem_mb=2000, env=NO_SCHEDULER)
+    capped = cr.evaluation_limits(_cfg(max_mem_mb=2000), "minirocket", {}, job_mem_mb=2000, env=NO_SCHEDULER)
     assert "2000 MB (capped by cluster.max_mem_mb)" in capped.mem_reason
     assert cr.job_memory_problem(cr.MIN_JOB_MEM_MB, "x") is None
     assert f"at least {cr.MIN_JOB_MEM_MB} MB" in cr.job_memory_problem(400, "methods.m.resources.mem_mb")
@@ -523,7 +525,7 @@ def test_cost_models_cover_the_demo_measurements(methods):
     assert len(acc) > 100
     for (method, dataset), runs in acc.groupby(["method", "dataset"]):
         plugin = methods[cc.method_entry(demo, method)["plugin"]]
-        res = cr.evaluate_resources(demo, method, dataset, plugin)
+        res = cr.evaluate_resources(demo, cc.resolved_entry(demo, method), dataset, plugin)
         worker_mem, worker_min = cr.worker_limits(res["mem_mb"], res["runtime"])
         assert runs.peak_memory_mb.max() < worker_mem, (method, dataset, runs.peak_memory_mb.max(), res)
         assert (runs.fit_time_s.sum() + runs.predict_time_s.sum()) / 60 < worker_min, (method, dataset, res)
@@ -535,9 +537,9 @@ def test_cost_models_cover_the_demo_measurements(methods):
 def test_site_example_is_a_valid_site_file(methods):
     site = cc.REPO_ROOT / "config" / "site.example.yaml"
     cfg = cc.load_config([site])  # merged over config.yaml and validated
-    res = cr.evaluate_resources(cfg, "tabicl", "GunPoint", methods["tabicl"])
+    res = cr.evaluate_resources(cfg, cc.resolved_entry(cfg, "tabicl"), "GunPoint", methods["tabicl"])
     assert res["mem_mb"] == 80000 and res["slurm_partition"] == "bigmem" and res["gpu"] == 1
-    assert cr.evaluate_resources(cfg, "minirocket", "GunPoint", methods["minirocket"])["slurm_partition"] == "compute"
+    assert cr.evaluate_resources(cfg, cc.resolved_entry(cfg, "minirocket"), "GunPoint", methods["minirocket"])["slurm_partition"] == "compute"
     assert cr.pretrain_resources(cfg, "chorustic")["gpu"] == 4
 
 

@@ -30,7 +30,7 @@ def test_the_plan_holds_every_job_with_its_resources_and_fingerprint(paper):
     assert paper.evaluation_jobs == expected
     for job in paper.jobs[::97]:
         plugin = paper.discovery.methods.get(job.plugin)
-        assert job.resources == cr.evaluate_resources(cfg, job.method, job.dataset, plugin)
+        assert job.resources == cr.evaluate_resources(cfg, cc.resolved_entry(cfg, job.method), job.dataset, plugin)
         assert job.fingerprint == paper.fingerprints[job.method]
     crop = paper.job("minirocket", "Crop")
     assert (crop.size.n_train, crop.size.n_test, crop.size.length, crop.size.n_contexts) == (7200, 16800, 46, 16)
@@ -38,6 +38,78 @@ def test_the_plan_holds_every_job_with_its_resources_and_fingerprint(paper):
     assert paper.job("chorustic_no_calibration", "PEMS-SF").contexts == (
         {"protocol": "full", "family": "full", "budget": None, "seed": 0},)
     assert paper.pretrain_runs() == sorted(cfg["pretrain"])
+
+
+def _facts(job):
+    """A planned job's facts, without its cost model object (compared by what it estimates)."""
+    return {f.name: getattr(job, f.name) for f in dataclasses.fields(job) if f.name != "cost"}
+
+
+def test_a_slice_of_the_plan_holds_the_same_jobs_as_the_whole_plan(paper):
+    cfg = paper.cfg
+    part = RunPlan.from_config(cfg, paper.discovery, methods=["minirocket", "chorustic"],
+                               datasets=["Crop", "GunPoint", "BasicMotions"])
+    assert part.evaluation_jobs == [(m, d) for m in ("minirocket", "chorustic")
+                                    for d in ("Crop", "GunPoint", "BasicMotions")]
+    for job in part.jobs:
+        assert _facts(job) == _facts(paper.job(*job.key)), job.key
+    assert part.fingerprints == {m: paper.fingerprints[m] for m in ("minirocket", "chorustic")}
+    assert set(part.metadata) == {"minirocket", "chorustic"}
+    # a run limited to one archive is planned on a dataset named by hand outside it (as `evaluate` runs it)
+    uea_only = copy.deepcopy(cfg)
+    uea_only["methods"]["minirocket"]["archives"] = ["UEA"]
+    assert ("minirocket", "GunPoint") not in RunPlan.from_config(uea_only, paper.discovery).evaluation_jobs
+    assert RunPlan.from_config(uea_only, paper.discovery, methods=["minirocket"],
+                               datasets=["GunPoint"]).evaluation_jobs == [("minirocket", "GunPoint")]
+
+
+def test_the_workers_job_is_the_planned_job(paper, tmp_path):
+    from pathlib import Path
+
+    from chorustic.evaluation.job import JobSpec
+    from chorustic.results_layout import contexts_path, manifest_path
+
+    cfg = copy.deepcopy(paper.cfg)
+    cfg["methods"]["minirocket"].update(protocols=["full"], resources={"mem_mb": 3000})
+    cfg["methods"]["minirocket"]["params"] = {"n_kernels": 2000}
+    plan = RunPlan.from_config(cfg, paper.discovery, methods=["minirocket"], datasets=["GunPoint"])
+    job = plan.job("minirocket", "GunPoint")
+    spec = JobSpec.from_plan(plan, job, n_jobs=3)
+    results = cfg["paths"]["results_dir"]
+    assert (spec.method, spec.plugin, spec.dataset, spec.archive) == ("minirocket", "minirocket", "GunPoint", "UCR")
+    assert spec.params == job.params and spec.params["n_kernels"] == 2000
+    assert spec.fingerprint == job.fingerprint == plan.fingerprints["minirocket"]
+    assert spec.protocols == ["full"] and job.run_resources == {"mem_mb": 3000} and job.resources["mem_mb"] == 3000
+    assert spec.contexts_file == str(contexts_path(results, "GunPoint")) and spec.n_jobs == 3
+    assert spec.results_dir == results and spec.lock_file == cc.lock_file(cfg)
+    assert Path(results) / job.manifest == manifest_path(results, "minirocket", "GunPoint")
+    # the evaluated checkpoint of a pretraining run is the rule's input and the job's parameter
+    chorustic = paper.job("chorustic", "GunPoint")
+    assert chorustic.pretrain_run and chorustic.checkpoint_inputs == (chorustic.params["checkpoint"],)
+    assert chorustic.params["checkpoint"] == cc.checkpoint_path(paper.cfg, chorustic.pretrain_run)
+    narrow = JobSpec.from_plan(plan, job, contexts_file=tmp_path / "c.json", protocols=["full"])
+    assert narrow.contexts_file == str(tmp_path / "c.json")
+
+
+def test_only_the_run_plan_resolves_a_method_runs_entry():
+    """A job's facts are resolved once, by the run plan: the other modules and the rules read its jobs (the
+    commands that list or check runs by name are the exception)."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    allowed = {"chorustic/config.py", "chorustic/run_plan.py", "chorustic/commands/methods.py",
+               "chorustic/commands/evaluate.py"}
+    call = re.compile(r"\b(method_entry|resolved_entry|resolved_params|checkpoint_inputs|run_fingerprint)\(")
+    found = []
+    for path in [*(root / "chorustic").rglob("*.py"), *(root / "workflow").rglob("*.smk"), root / "Snakefile"]:
+        rel = path.relative_to(root).as_posix()
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if call.search(line) and rel not in allowed and not line.lstrip().startswith(("def ", "#")):
+                found.append(f"{rel}:{n}: {line.strip()}")
+    assert not found, "resolve the job through the run plan (RunPlan.from_config, PlannedJob): " + "; ".join(found)
+    evaluate = (root / "chorustic" / "commands" / "evaluate.py").read_text(encoding="utf-8")
+    assert "resolved_params(" not in evaluate and "run_fingerprint(" not in evaluate
 
 
 def test_bill_jobs_follow_the_workflow_graph(paper):

@@ -205,7 +205,7 @@ def test_slurm_dry_run_memory_follows_the_dataset(slurm_paper_dry_run):
             continue
         m, d = j["wildcards"]["method"], j["wildcards"]["dataset"]
         plugin = methods[cc.method_entry(cfg, m)["plugin"]]
-        expected = cr.evaluate_resources(cfg, m, d, plugin)
+        expected = cr.evaluate_resources(cfg, cc.resolved_entry(cfg, m), d, plugin)
         assert int(j["resources"]["mem_mb"]) == expected["mem_mb"], j
         assert int(j["resources"]["runtime"]) == expected["runtime"], j
         if m != "tabicl" and hasattr(plugin, "resources"):

@@ -176,7 +176,7 @@ def test_demo_runs_through_slurm_and_matches_the_local_run(slurm_cluster, tmp_pa
         if not m:
             continue
         method, dataset = m.groups()
-        want = cr.evaluate_resources(cfg, method, dataset)
+        want = cr.evaluate_resources(cfg, cc.resolved_entry(cfg, method), dataset)
         rec = records[job_id]
         assert _tres_mem_mb(rec["Tres"]) == want["mem_mb"], (rec, want)
         assert int(rec["TimeLimit"]) == want["runtime"], (rec, want)

@@ -177,31 +177,30 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 def _evaluate_method(args: argparse.Namespace, cfg: dict, method: str, protocols: list[str]) -> int:
     """One method run on every dataset of ``args``: 0, 1 when a job or a run failed, 130 when stopped."""
-    from chorustic import config as cc
-    from chorustic.run_plan import run_fingerprint
     from chorustic.evaluation.job import JobFailed, JobSpec, failed_runs_message
     from chorustic.evaluation.supervisor import JobInterrupted, run_evaluation
     from chorustic.methods import discover
     from chorustic.resources import evaluation_limits
+    from chorustic.run_plan import RunPlan
 
-    entry = cc.method_entry(cfg, method)
+    plugin = cfg["methods"][method]["plugin"]
+    # the slice of the run plan with this run's jobs: the one resolved description of each (parameters,
+    # fingerprint, the run's own settings), as the workflow's plan holds them; its plugin and parameters checked
+    plan = RunPlan.from_config(cfg, discover(only=plugin), methods=[method], datasets=list(args.datasets))
+    own = plan.jobs[0].run_resources if plan.jobs else {}
     # by hand (no --mem-mb) the run's own setting still holds; the workflow passes the job's mem_mb
-    mem_mb = args.mem_mb if args.mem_mb is not None else entry["resources"].get("mem_mb")
-    limits = evaluation_limits(cfg, method, job_mem_mb=mem_mb, time_limit_min=args.runtime,
+    mem_mb = args.mem_mb if args.mem_mb is not None else own.get("mem_mb")
+    limits = evaluation_limits(cfg, method, own, job_mem_mb=mem_mb, time_limit_min=args.runtime,
                                cluster_runtime_min=args.cluster_runtime)
-    disc = discover(only=entry["plugin"])
-    broken = cc.check_methods({**cfg, "evaluate": [method]}, disc)  # its plugin and parameters
-    fingerprint = run_fingerprint(cfg, method, disc)
     evaluation = {**cfg["evaluation"], **({"isolate": False} if args.no_isolation else {})}
     failures = 0
-    for dataset in args.datasets:
+    for job in plan.jobs:
+        dataset = job.dataset
         ctx_file = Path(args.contexts or contexts_path(cfg["paths"]["results_dir"], dataset))
         if not ctx_file.exists():
             _write_contexts(cfg, dataset, ctx_file)
         _check_contexts_cover(cfg, protocols, ctx_file)
-        spec = JobSpec.from_config(cfg, method, dataset, contexts_file=ctx_file, n_jobs=args.threads,
-                                   fingerprint=fingerprint)
-        spec.protocols = protocols
+        spec = JobSpec.from_plan(plan, job, contexts_file=ctx_file, n_jobs=args.threads, protocols=protocols)
         try:
             manifest = run_evaluation(spec, evaluation, limits=limits, threads=args.threads)
         except JobFailed as exc:
@@ -219,8 +218,8 @@ def _evaluate_method(args: argparse.Namespace, cfg: dict, method: str, protocols
         if message:
             failures += 1
             print(f"FAILED: {message}", file=sys.stderr)
-    if broken:
-        print(f"chorustic evaluate: {broken[method]}", file=sys.stderr)
+    if plan.broken_runs:
+        print(f"chorustic evaluate: {plan.broken_runs[method]}", file=sys.stderr)
     return 1 if failures else 0
 
 

@@ -40,7 +40,7 @@ import sys
 import time
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -55,6 +55,9 @@ from chorustic.io import atomic_write_json, sha256_file
 from chorustic.methods.base import PROBA_ADVICE, probability_rows_problem
 from chorustic.methods.inputs import series_lengths, take_series
 from chorustic.methods.registry import default_plugin_dir
+
+if TYPE_CHECKING:
+    from chorustic.run_plan import PlannedJob, RunPlan
 
 __all__ = [
     "FINISHED_STATUSES",
@@ -126,40 +129,25 @@ class JobSpec:
         return cls(**d)
 
     @classmethod
-    def from_config(
-        cls,
-        cfg: dict,
-        method: str,
-        dataset: str,
-        *,
-        contexts_file: str | os.PathLike,
-        n_jobs: int = 1,
-        fingerprint: str | None = None,
-    ) -> "JobSpec":
-        """The job of method run ``method`` on ``dataset`` under a (validated) configuration."""
+    def from_plan(cls, plan: "RunPlan", job: "PlannedJob", *, contexts_file: str | os.PathLike | None = None,
+                  n_jobs: int = 1, protocols: list[str] | None = None) -> "JobSpec":
+        """The job a worker runs for ``job`` of ``plan`` (:class:`chorustic.run_plan.PlannedJob`, the one resolved
+        job): its own facts plus the configuration's paths and evaluation settings. ``contexts_file``: default
+        the dataset's under the results folder; ``protocols``: the ids to run (default the run's own)."""
         from chorustic import config as cc
 
-        entry = cc.method_entry(cfg, method)
-        ev = cfg["evaluation"]
+        cfg, ev = plan.cfg, plan.cfg["evaluation"]
+        results = cfg["paths"]["results_dir"]
+        if protocols is None and job.run_protocols is not None:
+            protocols = list(job.run_protocols)
         return cls(
-            method=method,
-            plugin=entry["plugin"],
-            dataset=dataset,
-            archive=cc.dataset_archive(dataset),
-            results_dir=cfg["paths"]["results_dir"],
-            contexts_file=str(contexts_file),
-            data_dir=cfg["paths"]["data_dir"],
-            cache_dir=cfg["paths"]["cache_dir"],
-            params=cc.resolved_params(cfg, method),
-            display_name=entry["display_name"],
-            protocols=entry["protocols"],
-            device=ev.get("device", "auto"),
-            n_jobs=int(n_jobs),
-            fail_fast=bool(ev.get("fail_fast", False)),
-            offline=bool(cfg["data"]["offline"]),
-            lock_file=cc.lock_file(cfg),
-            allow_modified_data=cc.allow_modified_data(cfg, dataset),
-            fingerprint=fingerprint,
+            method=job.method, plugin=job.plugin, dataset=job.dataset, archive=job.archive, results_dir=results,
+            contexts_file=str(contexts_file if contexts_file is not None else Path(results) / job.contexts_file),
+            data_dir=cfg["paths"]["data_dir"], cache_dir=cfg["paths"]["cache_dir"], params=dict(job.params),
+            display_name=job.display_name, protocols=list(protocols) if protocols is not None else None,
+            device=ev.get("device", "auto"), n_jobs=int(n_jobs), fail_fast=bool(ev.get("fail_fast", False)),
+            offline=bool(cfg["data"]["offline"]), lock_file=cc.lock_file(cfg),
+            allow_modified_data=cc.allow_modified_data(cfg, job.dataset), fingerprint=job.fingerprint,
             portable_numerics=bool(ev.get("portable_numerics", True)),
         )
 

@@ -22,7 +22,6 @@ import traceback
 from pathlib import Path
 from typing import Callable
 
-from chorustic import config as cc
 from chorustic.errors import NoSpaceError, shorten
 from chorustic.evaluation.aggregate import (
     EVALUATION_FAILED,
@@ -77,7 +76,7 @@ def _why_not_run(
 
     def why(job: ExpectedJob) -> str | None:
         fields = {"dataset": job.dataset, "method": job.method}
-        run = cc.pretrain_run_of(cc.method_entry(cfg, job.method))
+        run = job.pretrain_run
         done = finished_manifest(cfg["paths"]["results_dir"], job.method, job.dataset)
         done_mtime = done.stat().st_mtime if done is not None else None
         for name, out, log in steps:

@@ -61,8 +61,6 @@ for _file, _tb in sorted(_DISCOVERY.broken.items()):
 DATASETS = PLAN.datasets
 METHODS = PLAN.methods
 EVAL_JOBS = PLAN.evaluation_jobs
-# The method runs' parameters and code (a params: of the evaluate rule; a change re-runs its jobs).
-FINGERPRINTS = PLAN.fingerprints
 _LOCK = cc.lock_file(config)
 # Where the data lock file is does not change any data: a shell argument, not a params (no re-run).
 DATA_LOCK_ARG = f"--lock-file {shlex.quote(_LOCK)}" if _LOCK else ""
@@ -71,7 +69,7 @@ DATA_LOCK_ARG = f"--lock-file {shlex.quote(_LOCK)}" if _LOCK else ""
 _REFERENCE_RESULTS = cc.reference_results(config)
 REFERENCE_RESULTS_ARG = f"--reference-results {shlex.quote(_REFERENCE_RESULTS)}" if _REFERENCE_RESULTS else ""
 REFERENCE_RESULTS_TABLE = [str(accuracies_file(_REFERENCE_RESULTS))] if _REFERENCE_RESULTS else []
-MANIFESTS = [str(manifest_path(RESULTS, m, d)) for m, d in EVAL_JOBS]
+MANIFESTS = [str(Path(RESULTS) / j.manifest) for j in PLAN.jobs]  # the evaluate rule's outputs, in table order
 AUDITS = [str(audit_path(RESULTS, d)) for d in DATASETS]  # the leakage audit of each dataset's splits
 ACCURACIES = str(accuracies_file(RESULTS))
 METRICS_TABLE = str(metrics_file(ACCURACIES))  # every run's measures, written with ACCURACIES
@@ -92,11 +90,9 @@ RUN_CONFIG = cc.write_config_record(config, LOGS)
 # .snakemake, which a fresh clone or another working directory does not have).
 if workflow.is_main_process:
     _contexts = [str(contexts_path(RESULTS, d)) for d in DATASETS]
-    _expected = {
-        f"{RESULTS}/runs/{j.method}/{j.dataset}.json": {(c["protocol"], c["seed"]) for c in j.contexts}
-        for j in PLAN.expected_jobs(RESULTS)
-    }
-    _fingerprints = {f"{RESULTS}/runs/{j.method}/{j.dataset}.json": FINGERPRINTS[j.method] for j in PLAN.jobs}
+    _expected = {manifest: {(c["protocol"], c["seed"]) for c in e.contexts}
+                 for manifest, e in zip(MANIFESTS, PLAN.expected_jobs(RESULTS))}
+    _fingerprints = {manifest: j.fingerprint for manifest, j in zip(MANIFESTS, PLAN.jobs)}
     for _msg in set_aside_damaged(MANIFESTS, SOURCES, [ACCURACIES], _contexts, _expected, _fingerprints):
         logger.warning(f"chorustic: {_msg}")
 
@@ -110,7 +106,7 @@ wildcard_constraints:
 # Job resources (chorustic.resources, through the plan): memory and time limits on every rule, evaluate jobs
 # sized by their dataset, GPUs and the site's SLURM settings from the config. A rule takes them with
 # `resources: **per_job(...)`.
-EVALUATE_RESOURCES = {j.key: j.resources for j in PLAN.jobs}
+EVALUATE_RESOURCES = {j.key: j.resources for j in PLAN.jobs}  # per_job's table (PLAN.job(...).resources)
 DATASET_RESOURCES = PLAN.dataset_resources
 PRETRAIN_RESOURCES = PLAN.pretrain_resources
 
@@ -122,8 +118,8 @@ def per_job(table, key):
     return {n: (lambda w, n=n: table[key(w)].get(n)) for n in names}
 
 
-def method_conda_env(method):
-    """workflow/envs/<plugin>.yaml when the plugin has its own environment, else the workflow's."""
-    plugin = cc.method_entry(config, method)["plugin"]
+def method_conda_env(method, dataset):
+    """workflow/envs/<plugin>.yaml when the job's plugin has its own environment, else the workflow's."""
+    plugin = PLAN.job(method, dataset).plugin
     own = Path(workflow.basedir) / "workflow" / "envs" / f"{plugin}.yaml"
     return f"../envs/{plugin}.yaml" if own.exists() else "../envs/chorustic.yaml"

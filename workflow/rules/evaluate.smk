@@ -3,20 +3,20 @@ rule evaluate:
     input:
         contexts=rules.contexts.output,
         summary=rules.preprocess.output,
-        checkpoint=lambda w: cc.checkpoint_inputs(config, w.method),
+        checkpoint=lambda w: PLAN.job(w.method, w.dataset).checkpoint_inputs,
     output:
         str(manifest_path(RESULTS, "{method}", "{dataset}")),
     params:
         # Snakemake's params trigger re-runs the job when the method's parameters or code change (a
         # damaged manifest or prediction file is set aside when the DAG is built: common.smk).
-        fingerprint=lambda w: FINGERPRINTS[w.method],
+        fingerprint=lambda w: PLAN.job(w.method, w.dataset).fingerprint,
     conda:
-        lambda w: method_conda_env(w.method)
+        lambda w: method_conda_env(w.method, w.dataset)
     log:
         f"{LOGS}/evaluate/{{method}}/{{dataset}}.log",
     benchmark:
         f"{LOGS}/benchmarks/evaluate/{{method}}/{{dataset}}.tsv"
-    threads: lambda w: EVALUATE_RESOURCES[(w.method, w.dataset)]["threads"]
+    threads: lambda w: PLAN.job(w.method, w.dataset).threads
     resources:
         **per_job(EVALUATE_RESOURCES, lambda w: (w.method, w.dataset)),
     shell:
