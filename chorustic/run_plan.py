@@ -140,6 +140,7 @@ class RunPlan:
         specs = [{"protocol": s.protocol, "family": s.family, "budget": s.budget, "seed": s.seed}
                  for s in context_specs(cfg["protocols"])]
         entries = {run: cc.resolved_entry(cfg, run) for run in runs}
+        archives = {d: cc.dataset_archive(d) for d in datasets}
         fingerprints = {run: _fingerprint(entries[run], disc) for run in runs}
         jobs = []
         for method in runs:
@@ -152,19 +153,22 @@ class RunPlan:
             cost = plugin.cost_model(**params) if isinstance(plugin, Method) else None
             # a reported method whose datasets are known gets jobs on those only (chorustic.methods.base)
             covered = plugin.covered_datasets(**params) if isinstance(plugin, ReportedMethod) else None
-            for dataset in (datasets if named else cc.method_datasets(cfg, method, datasets)):
+            checkpoints = tuple(cc.checkpoint_inputs(entry))
+            # the run's datasets: those of its archives (``methods.<run>.archives``), unless named
+            own = [d for d in datasets if named or not entry["archives"] or archives[d] in entry["archives"]]
+            for dataset in own:
                 if covered is not None and dataset not in covered and not named:
                     continue
                 size, mem, seconds = cr.evaluate_estimate(cfg, entry, dataset, plugin, params=params)
                 res = cr.evaluate_resources(cfg, entry, dataset, plugin, estimate=(size, mem, seconds))
                 jobs.append(PlannedJob(
-                    method=method, dataset=dataset, archive=cc.dataset_archive(dataset), plugin=entry["plugin"],
+                    method=method, dataset=dataset, archive=archives[dataset], plugin=entry["plugin"],
                     display_name=entry["display_name"], params=params,
                     run_protocols=tuple(wanted) if wanted is not None else None,
                     run_resources=dict(entry["resources"]), fingerprint=fingerprints.get(method),
                     contexts=contexts, size=size, estimate_mb=mem, estimate_s=seconds, cost=cost,
                     threads=int(res["threads"]), gpus=int(res.get("local_gpus", 0)), resources=res,
-                    pretrain_run=entry["pretrain_run"], checkpoint_inputs=tuple(cc.checkpoint_inputs(entry)),
+                    pretrain_run=entry["pretrain_run"], checkpoint_inputs=checkpoints,
                     manifest=manifest_path(".", method, dataset).as_posix(),
                     contexts_file=contexts_path(".", dataset).as_posix(),
                 ))
