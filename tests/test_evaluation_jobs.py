@@ -1234,22 +1234,47 @@ def test_a_job_stopped_from_outside_continues_from_its_finished_runs(gunpoint, p
     assert not prog.exists() and manifest_path(tmp_path / "res", "patient", "GunPoint").exists()
 
 
+@pytest.fixture(scope="module")
+def finished_spy_job(gunpoint, plugin_dir, tmp_path_factory):
+    """The spy's finished job on GunPoint (full and fixed5: 6 contexts), made once: each case below starts from
+    a copy of its results folder (results are relocatable) instead of running it again."""
+    import os
+    import shutil
+
+    root = tmp_path_factory.mktemp("finished_spy")
+    ctx = root / "GunPoint.json"
+    shutil.copy(gunpoint["contexts"], ctx)
+    spec = dataclasses.replace(_spec(gunpoint, plugin_dir, root / "res", "spy", ["full", "fixed5"]),
+                               contexts_file=str(ctx), fingerprint='{"code_sha256":"a"}')
+    log, before = root / "fits.jsonl", os.environ.get("SPY_LOG")
+    os.environ["SPY_LOG"] = str(log)
+    try:
+        done = run_supervised(spec)
+    finally:
+        if before is None:
+            os.environ.pop("SPY_LOG", None)
+        else:
+            os.environ["SPY_LOG"] = before
+    assert len(_fits(log)) == 6
+    return root, done
+
+
 @pytest.mark.parametrize("change", ["nothing", "fingerprint", "contexts", "data", "a library version", "numerics",
                                     "a prediction file", "a failed run", "a failure record"])
 def test_an_interrupted_jobs_runs_are_kept_only_when_made_from_the_same_inputs(gunpoint, plugin_dir, tmp_path,
-                                                                         monkeypatch, change):
+                                                                         monkeypatch, change, finished_spy_job):
     import shutil
 
     from chorustic.evaluation.job import progress_path
 
     log = tmp_path / "fits.jsonl"
     monkeypatch.setenv("SPY_LOG", str(log))
+    template, done = finished_spy_job
     ctx = tmp_path / "GunPoint.json"
-    shutil.copy(gunpoint["contexts"], ctx)
+    shutil.copy(template / "GunPoint.json", ctx)
+    shutil.copytree(template / "res", tmp_path / "res")
     spec = dataclasses.replace(_spec(gunpoint, plugin_dir, tmp_path / "res", "spy", ["full", "fixed5"]),
                                contexts_file=str(ctx), fingerprint='{"code_sha256":"a"}')
-    done = run_supervised(spec)
-    assert len(_fits(log)) == 6
     # as an attempt stopped after 4 contexts leaves it: a progress file, no manifest
     mpath = manifest_path(tmp_path / "res", "spy", "GunPoint")
     state = json.loads(mpath.read_text())

@@ -16,6 +16,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent
 SLOW_S = 8.0  # the threshold pyproject.toml's marker description states
@@ -31,13 +33,24 @@ def table_rows() -> list[tuple[str, float, bool, str]]:
     return rows
 
 
-def collected(files: list[str], marker: str | None) -> set[str]:
-    """The node ids pytest collects from ``files`` (with ``-m marker``)."""
-    cmd = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-n0", "-p", "no:randomly", "-p", "no:cacheprovider",
-           "--durations=0", *files, *(["-m", marker] if marker else [])]
-    out = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
+_COLLECT = """
+import sys, pytest
+class Marks:
+    def pytest_collection_finish(self, session):
+        for item in session.items:
+            print("NODE", item.nodeid, int(item.get_closest_marker("slow") is not None))
+sys.exit(pytest.main(["--collect-only", "-q", "-n0", "-p", "no:randomly", "-p", "no:cacheprovider",
+                      "--durations=0", *sys.argv[1:]], plugins=[Marks()]))
+"""
+
+
+def collected(files: list[str]) -> dict[str, bool]:
+    """The node ids pytest collects from ``files``, each with whether it carries the ``slow`` marker (one
+    collection, in a fresh process: module, class and parameter marks count)."""
+    out = subprocess.run([sys.executable, "-c", _COLLECT, *files], cwd=REPO, capture_output=True, text=True,
+                         timeout=300)
     assert out.returncode in (0, 5), out.stdout[-2000:] + out.stderr[-2000:]
-    return {ln.strip() for ln in out.stdout.splitlines() if "::" in ln}
+    return {ln.split()[1]: ln.split()[2] == "1" for ln in out.stdout.splitlines() if ln.startswith("NODE ")}
 
 
 def has_reason(node_id: str) -> bool:
@@ -56,16 +69,20 @@ def has_reason(node_id: str) -> bool:
     return False
 
 
-def test_the_table_lists_the_15_slowest_tests_and_the_markers_agree():
+@pytest.fixture(scope="module")
+def every() -> dict[str, bool]:
+    """Every test of the suite, with whether it is marked slow (one collection)."""
+    return collected(["tests"])
+
+
+def test_the_table_lists_the_15_slowest_tests_and_the_markers_agree(every):
     rows = table_rows()
     assert len(rows) == 15, f"tests/README.md lists {len(rows)} timed tests, not 15"
     assert [r[1] for r in rows] == sorted((r[1] for r in rows), reverse=True), "the table is not sorted by time"
     assert all(r[3] for r in rows), "every row says what its test proves"
-    files = sorted({r[0].split("::")[0] for r in rows})
-    every, slow = collected(files, None), collected(files, "slow")
     for node_id, seconds, said_slow, _ in rows:
         assert node_id in every, f"tests/README.md lists {node_id}, which pytest does not collect"
-        marked = node_id in slow
+        marked = every[node_id]
         assert marked == said_slow, f"{node_id}: the table says slow={said_slow}, the code says {marked}"
         assert marked or seconds < SLOW_S, f"{node_id} takes {seconds:g} s (>= {SLOW_S:g} s) but is not marked slow"
         assert seconds <= 60 or has_reason(node_id), f"{node_id} takes {seconds:g} s: its slow marker needs a reason"
@@ -78,3 +95,4 @@ def test_the_reason_reader_sees_both_forms(tmp_path, monkeypatch):
                  "@pytest.mark.slow  # why\ndef test_b(): pass\n@pytest.mark.slow\ndef test_c(): pass\n")
     monkeypatch.setattr(sys.modules[__name__], "REPO", tmp_path)
     assert [has_reason(f"tests/test_forms.py::{n}") for n in ("test_a", "test_b", "test_c")] == [True, True, False]
+

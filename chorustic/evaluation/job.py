@@ -433,7 +433,7 @@ def run_job(spec: JobSpec, *, resume: bool = False, log=None) -> dict[str, Any]:
 def _run_job(spec: JobSpec, *, resume: bool, log) -> dict[str, Any]:
     """:func:`run_job`'s work."""
     from chorustic.methods import MethodNotReady, ReportedMethod, discover
-    from chorustic.methods.estimators import resolve_device
+    from chorustic.methods.devices import resolve_device
     from chorustic.protocols import ContextSpec, parse_protocol_id
     from chorustic.protocols.contexts import iter_contexts, read_contexts
 

@@ -28,7 +28,8 @@ from typing import Any, ClassVar
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 
-from chorustic.methods.base import PROBA_ADVICE, MethodNotReady, probability_rows_problem
+from chorustic.methods.base import PROBA_ADVICE, probability_rows_problem
+from chorustic.methods.devices import resolve_device, torch_device  # noqa: F401  (the plugins' names)
 from chorustic.methods.embedding_memo import EMBEDDING_MEMO
 from chorustic.methods.heads import make_head
 from chorustic.methods.inputs import (
@@ -63,32 +64,6 @@ def torch_threads(n_jobs: int | None) -> Iterator[None]:
         yield
     finally:
         torch.set_num_threads(old)
-
-
-def resolve_device(device: str | None, loads_torch: bool = True) -> str:
-    """The device a method runs on: ``"auto"``/None -> cuda where torch sees a GPU, for a method that computes
-    with torch; a method that does not (its cost model's ``loads_torch`` is False: 1NN-DTW), or a machine
-    without torch, runs on the CPU, without torch loaded to ask (its libraries would be held for nothing: 190 MB
-    with the CPU build, 470 MB with the CUDA build). Any other name is returned as it is."""
-    if device not in (None, "auto"):
-        return str(device)
-    if not loads_torch:
-        return "cpu"
-    try:
-        import torch
-    except ImportError:
-        return "cpu"
-    return "cuda" if torch.cuda.is_available() else "cpu"
-
-
-def torch_device(device: str | None) -> Any:
-    """The torch device of :func:`resolve_device`; a CUDA request without CUDA is a clear error."""
-    import torch
-
-    dev = torch.device(resolve_device(device))
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise MethodNotReady(f"device {device!r} requested but CUDA is not available; use device 'cpu'")
-    return dev
 
 
 class ContractClassifier(ClassifierMixin, BaseEstimator):
