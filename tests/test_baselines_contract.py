@@ -301,6 +301,7 @@ def test_tabicl_stages_batch_on_a_cpu_within_their_budget_and_predict_the_same(d
     assert np.allclose(whole, split, atol=1e-5)
 
 
+@pytest.mark.slow(reason="TabICL jobs on real data (~8 s)")
 def test_tabicl_embeds_a_lone_members_table_once_with_tabicls_own_probabilities(discovery, monkeypatch, tmp_path):
     """v1.1's layout (no feature groups): given the members' feature orders, tabicl embeds the first member's table
     and fills a reordered copy for every member of the pass, two copies where the pass has one member. The plugin

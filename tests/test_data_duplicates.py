@@ -47,6 +47,7 @@ def test_the_audit_command_writes_one_record_and_aggregate_collects_them(tmp_pat
     assert duplicates_table(tmp_path / "nothing") is None
 
 
+@pytest.mark.slow(reason="builds a report (~6 s)")
 def test_the_report_states_the_audit(tmp_path):
     from chorustic.evaluation.aggregate import write_accuracies
     from chorustic.reports.build import ReportConfig, build_report

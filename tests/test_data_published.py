@@ -81,6 +81,7 @@ def test_published_methods_cover_the_datasets_of_their_file(server, tmp_path):
         "published_hc2", "published_multirocket_hydra", "published_quant", "published_minirocket", "published_dtw_1nn"}
 
 
+@pytest.mark.slow(reason="builds a report with published results (~6 s)")
 def test_the_report_puts_published_results_beside_the_paper_tables_and_compares_the_re_runs(tmp_path):
     from chorustic.reports.build import ReportConfig, build_report
     from chorustic.testing.accuracies import SyntheticMethod, synthetic_accuracies
@@ -116,3 +117,21 @@ def test_the_report_puts_published_results_beside_the_paper_tables_and_compares_
     summary = pd.read_csv(tables / "table_published_ucr.csv").iloc[0]
     assert summary["n_datasets"] == 5 and summary["diff_pp"] == pytest.approx(diffs["diff_pp"].mean())
     assert "Harness re-run against published results" in (tables / "table_published_ucr.md").read_text()
+
+
+def test_each_rerun_is_paired_with_its_published_run_and_differs_in_points():
+    import pandas as pd
+
+    from chorustic.reports.published import published_differences, published_pairs
+
+    meta = pd.DataFrame({"reported": [False, True, True]}, index=["rocket", "published_rocket", "published_hc2"])
+    assert published_pairs(meta) == {"rocket": "published_rocket"}  # hc2 has no re-run
+    rows = [("UCR", d, m, s, a) for d, m, s, a in [
+        ("GunPoint", "rocket", "ok", 0.90), ("GunPoint", "published_rocket", "reported", 0.95),
+        ("Coffee", "rocket", "ok", 1.00), ("Coffee", "published_rocket", "reported", 0.98),
+        ("Wine", "rocket", "failed", None), ("Wine", "published_rocket", "reported", 0.8)]]
+    df = pd.DataFrame(rows, columns=["archive", "dataset", "method", "status", "accuracy"]).assign(
+        protocol="full", seed=0)
+    diffs = published_differences(df, meta)
+    assert diffs["dataset"].tolist() == ["Coffee", "GunPoint"]  # a failed re-run is not compared
+    assert diffs["diff_pp"].round(6).tolist() == [2.0, -5.0]

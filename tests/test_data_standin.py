@@ -88,6 +88,7 @@ def _standin_job(tmp_path) -> Path:
     return cfg
 
 
+@pytest.mark.slow(reason="evaluates and aggregates a stand-in (~7 s)")
 def test_results_made_on_a_standin_never_reach_the_table(tmp_path):
     """Through the real CLI: a job on a stand-in runs and records the stand-in in its manifest and
     prediction files; `chorustic aggregate` turns its runs into failed rows naming the stand-in."""
@@ -112,6 +113,7 @@ def test_results_made_on_a_standin_never_reach_the_table(tmp_path):
     assert "stand-in" in table.error[0]
 
 
+@pytest.mark.slow(reason="a job stopped in its worker (~6 s)")
 def test_a_job_stopped_before_its_first_context_still_names_the_standin(tmp_path):
     """A worker stopped before it read the data (here: a time limit of a few milliseconds) leaves a
     failed manifest; made on a stand-in, it says so like every other manifest."""

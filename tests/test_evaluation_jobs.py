@@ -465,6 +465,7 @@ def test_large_test_splits_are_predicted_in_chunks_with_the_same_predictions(gun
     np.testing.assert_array_equal(a.proba, b.proba)
 
 
+@pytest.mark.slow(reason="a job over every context in a worker (~7 s)")
 def test_job_params_come_from_every_context_of_the_job(gunpoint, plugin_dir, tmp_path):
     """Method.job_params sees the whole job: each context's estimator gets the largest context of the job's
     protocols (fixed10: 20 series), the 10-series contexts too, and again when a resumed job runs only the
@@ -680,6 +681,7 @@ def _memo_job(gunpoint, plugin_dir, tmp_path, monkeypatch, results="res"):
     return spec, memo_path(tmp_path / results, "memo_nn", "GunPoint")
 
 
+@pytest.mark.slow(reason="a stopped and a resumed DTW job (~6 s)")
 def test_a_stopped_job_keeps_its_pair_memo_and_computes_each_pair_once_over_its_attempts(
         gunpoint, plugin_dir, tmp_path, monkeypatch, capsys):
     """A nearest-neighbour job stopped in its full context's third chunk (its 5-shot contexts then ran): its
@@ -1090,6 +1092,7 @@ def test_rerun_removes_files_of_an_unfinished_attempt(gunpoint, plugin_dir, tmp_
     assert not stale.exists() and other.exists()
 
 
+@pytest.mark.slow(reason="jobs in workers with and without torch (~5 s)")
 def test_the_worker_of_a_method_without_torch_never_loads_it(gunpoint, plugin_dir, tmp_path):
     """torch is the method's to load: a worker that loaded it for every job, or to see whether ``device: auto``
     has a GPU, held its libraries (190 MB with the CPU build, 470 MB with the CUDA build) in 1NN-DTW's jobs too,

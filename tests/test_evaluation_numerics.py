@@ -110,6 +110,7 @@ def test_pins_reach_the_workers_libraries_and_the_record_says_so(job, tmp_path, 
 DEMO_SUBSET = (("quant", "ArrowHead", "prop40"), ("chorustic_small", "ArrowHead", "prop20"))
 
 
+@pytest.mark.slow(reason="four demo jobs in workers (~14 s)")
 def test_demo_subset_reproduces_the_committed_predictions_bit_for_bit(tmp_path):
     from pathlib import Path
 

@@ -581,7 +581,12 @@ FAULTS = [
 ]
 
 
-@pytest.mark.parametrize("f", FAULTS, ids=[f.id for f in FAULTS])
+#: The faults whose scenario waits on a real limit (a worker growing to its memory limit): slow (~6 s).
+SLOW_FAULTS = {"R25"}
+
+
+@pytest.mark.parametrize("f", [pytest.param(f, marks=pytest.mark.slow(reason="a worker grows to its memory limit (~6 s)"))
+                               if f.id in SLOW_FAULTS else f for f in FAULTS], ids=[f.id for f in FAULTS])
 def test_result_fault(f: ResultFault, finished, tmp_path, capsys, monkeypatch):
     root = _workdir(finished, tmp_path, monkeypatch)
     monkeypatch.setenv("FINISHED", str(finished))
@@ -855,6 +860,7 @@ def test_a_copied_results_folder_reads_its_own_files(finished, tmp_path, monkeyp
     assert set(acc.result_file) == {f"{p}/centroid/Predictions/GunPoint/testResample0.csv" for p in ("full", "fixed5")}
 
 
+@pytest.mark.slow(reason="two evaluation jobs stopped and crashed (~5 s each)")
 @pytest.mark.parametrize("log_tail, says", [
     ("[centroid/GunPoint/full/seed0] accuracy 0.9602 (fit 8.0s, predict 0.1s)\n",
      "the evaluation job was stopped before it finished, with no error in its log"),

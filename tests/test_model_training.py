@@ -211,6 +211,7 @@ def test_compiled_stages_give_the_same_gradients_and_leave_the_module_unchanged(
     torch._dynamo.reset()
 
 
+@pytest.mark.slow(reason="compiles the stages past torch's recompile limit (~12 s)")
 def test_compiled_stages_keep_compiling_past_torchs_recompile_limit():
     """A stage meets more variants than torch's default limit of 8 graphs (size-1 slot counts, optional
     channel bias, grad modes, input layouts): each stage may hold ``STAGE_RECOMPILE_LIMIT`` graphs

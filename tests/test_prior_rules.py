@@ -107,3 +107,17 @@ def test_temporal_rules_cover_the_paper_families_and_all_deviation_kinds_are_dis
     # ten classes are possible for every family at a typical multivariate shape
     for name, rule in ALL_RULES.items():
         assert rule.capacity(1 if name in TEMPORAL_RULES else 4, 256) >= 10, name
+
+
+def test_the_gallery_draws_a_rule_family_with_a_row_per_class(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from PIL import Image
+
+    from chorustic.prior.gallery import plot_rule_family
+
+    path = plot_rule_family("motif_shape", tmp_path / "motif.png", n_classes=2, n_instances=1, length=64)
+    with Image.open(path) as im:
+        width, height = im.size
+    assert path.exists() and width > height > 0  # two rows of two panels, wider than tall

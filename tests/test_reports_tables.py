@@ -222,3 +222,17 @@ def test_render_four_formats(tmp_path):
     assert "<strong>72.27</strong>" in html and "<u>70.50</u>" in html and "<li>† reported</li>" in html
     with pytest.raises(ValueError, match="columns"):
         Table(name="x", caption="", header=["a"], align="ll", body=[], data=pd.DataFrame())
+
+
+def test_every_report_file_gets_its_section_and_caption():
+    from types import SimpleNamespace
+
+    from chorustic.reports.catalog import OVERVIEW, category, describe, labels, subcategory
+
+    main = describe("tables", "table1_ucr_full")
+    assert main["category"] == "UCR" and main["subcategory"] == "1. Full context" and "Tables 1-2" in main["what"]
+    w = SimpleNamespace(name="cd_balacc_uea")
+    assert (category("figures", w), subcategory("figures", w)) == ("UEA", "6. Spread, intervals, measures")
+    assert labels("figures", w) == {"Result": describe("figures", "cd_balacc_uea")["what"]}  # one label
+    other = describe("tables", "something_new")
+    assert other == {"category": OVERVIEW, "subcategory": "Other", "what": "something_new"}

@@ -329,6 +329,7 @@ def test_the_bill_counts_the_disk_a_run_fills_and_the_last_rules_read_it(paper):
     assert "disk: about" in format_bill(make_bill(paper, ws))
 
 
+@pytest.mark.slow(reason="plan-run for two GPU kinds in subprocesses (~6 s)")
 def test_the_gpu_kind_changes_the_bill(tmp_path):
     """`plan-run --gpu KIND` bills pretraining at that kind's rate (the measured rate scaled by the matmul peaks)
     and says which micro-batch fits its memory; an unknown kind is refused (tests/test_cli_vocabulary.py)."""

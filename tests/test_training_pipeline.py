@@ -286,3 +286,21 @@ def test_sigterm_to_the_process_group_saves_the_state_and_resume_continues(tmp_p
     again = subprocess.run(resume, env=env, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stderr[-3000:]
     assert json.loads((out / "summary.json").read_text())["step"] == stopped + 2
+
+
+def test_the_flop_model_adds_its_stages_and_the_counter_counts_cpu_attention():
+    import torch
+    import torch.nn.functional as F
+
+    from chorustic.training.plan import FlopModel, flop_counter
+
+    fm = FlopModel(tokenize=2.0, encode=(3.0, 5.0), compose=7.0, task=(1.0, 10.0, 100.0, 1000.0),
+                   tokenize_call=11.0, signal_rows=8)
+    assert fm.signal_calls(episodes=4, rows=10) == 5  # 8 // 4 = 2 rows a chunk
+    assert fm.signal_row(pairs=3, items={1: 2, 2: 1}, episodes=2) == 2 * 3 + 3 * 2 + 5 + 7 * 2
+    assert fm.task_episode(rows=2, context_rows=3) == 1 + 20 + 300 + 6000
+    q = torch.randn(1, 2, 16, 8)
+    with flop_counter() as counter:
+        F.scaled_dot_product_attention(q, q, q)
+    # QK^T and AV, each 2 heads x 2 m n k (0 if the CPU flash kernel were not registered)
+    assert counter.get_total_flops() == 2 * 2 * (2 * 16 * 16 * 8)

@@ -20,6 +20,7 @@ from chorustic.testing.training import MICRO, MICRO_PRIOR, micro_train
 pytestmark = pytest.mark.usefixtures("torch_single_thread")  # tests/conftest.py
 
 
+@pytest.mark.slow(reason="trains for a few seconds (~5 s)")
 def test_training_loss_falls_within_a_minute(tmp_path):
     tr = Trainer(MICRO, micro_train(steps=60, micro_batch_size=8, val_episodes=16, val_batch_size=8,
                                     checkpoint_every=1000, val_every=1000, log_every=1000), tmp_path,
@@ -234,3 +235,20 @@ def test_curriculum_widens_difficulty_and_classes_then_uses_the_full_prior(tmp_p
         bound = cfg.prior_at(step)
         assert all(o.difficulty <= bound.difficulty[1] and o.n_classes <= bound.max_classes for o in omegas)
     assert max(o.n_classes for s, oms in seen if s == 0 for o in oms) == 2
+
+
+def test_a_restored_rng_state_replays_every_stream():
+    """Exact resume: the Python, numpy and torch streams continue as they would have."""
+    import random
+
+    import numpy as np
+    import torch
+
+    from chorustic.training.rng import capture_rng_state, restore_rng_state
+
+    random.seed(1), np.random.seed(1), torch.manual_seed(1)
+    state = capture_rng_state()
+    first = (random.random(), np.random.rand(3).tolist(), torch.rand(3).tolist())
+    random.seed(2), np.random.seed(2), torch.manual_seed(2)
+    restore_rng_state(state)
+    assert (random.random(), np.random.rand(3).tolist(), torch.rand(3).tolist()) == first

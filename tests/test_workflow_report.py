@@ -14,6 +14,8 @@ from chorustic.reports.catalog import FOLDERS, describe
 from chorustic.testing.accuracies import SyntheticMethod, write_synthetic_accuracies
 from chorustic.testing.workflow import SNAKEFILE, run_snakemake
 
+pytestmark = pytest.mark.slow(reason="builds the demo's report with Snakemake once for the module (~10 s)")
+
 REPO = Path(__file__).resolve().parents[1]
 
 METHODS = (
