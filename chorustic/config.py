@@ -410,12 +410,14 @@ def checkpoint_path(cfg: dict, pretrain_run: str) -> str:
 
 def resolved_entry(cfg: dict, run: str) -> dict[str, Any]:
     """:func:`method_entry` with its parameters resolved (``pretrain:<run>`` checkpoint references replaced by
-    paths) and ``pretrain_run``, the pretraining run it evaluates (or None): the entry the run plan holds."""
+    paths), ``pretrain_run``, the pretraining run it evaluates (or None), and ``checkpoint_inputs``
+    (:func:`checkpoint_inputs`): the entry the run plan holds."""
     entry = method_entry(cfg, run)
     prun = pretrain_run_of(entry)
     if prun is not None:
         entry["params"]["checkpoint"] = checkpoint_path(cfg, prun)
     entry["pretrain_run"] = prun
+    entry["checkpoint_inputs"] = checkpoint_inputs(entry)
     return entry
 
 

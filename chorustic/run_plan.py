@@ -126,21 +126,23 @@ class RunPlan:
         exactly those datasets (any known dataset: a run's ``archives`` and a reported method's covered datasets
         do not filter what is asked for by name), as ``chorustic evaluate`` runs them by hand; the whole
         configuration's plan is the slice of its ``evaluate`` list and ``datasets``."""
+        from chorustic.data.registry import get_info
         from chorustic.methods import discover
         from chorustic.methods.base import Method, ReportedMethod
         from chorustic.protocols.contexts import context_specs
 
         disc = discovery if discovery is not None else discover()
-        runs = cc.evaluated_methods(cfg) if methods is None else list(methods)
+        runs = list(cfg["evaluate"]) if methods is None else list(methods)
         checked = cfg if methods is None else {**cfg, "evaluate": runs}
         broken = cc.check_methods(checked, disc)
         named = datasets is not None
         datasets = cc.dataset_names(cfg) if datasets is None else list(datasets)
-        metadata = method_metadata(cfg, disc, runs=None if methods is None else runs)
+        # every configured run's resolved entry, once (the metadata names every run; the jobs, the evaluated ones)
+        entries = {run: cc.resolved_entry(cfg, run) for run in dict.fromkeys([*cfg["methods"], *runs])}
+        metadata = method_metadata(cfg, disc, runs=None if methods is None else runs, entries=entries)
         specs = [{"protocol": s.protocol, "family": s.family, "budget": s.budget, "seed": s.seed}
                  for s in context_specs(cfg["protocols"])]
-        entries = {run: cc.resolved_entry(cfg, run) for run in runs}
-        archives = {d: cc.dataset_archive(d) for d in datasets}
+        archives = {d: get_info(d).archive for d in datasets}
         fingerprints = {run: _fingerprint(entries[run], disc) for run in runs}
         jobs = []
         for method in runs:
@@ -153,7 +155,6 @@ class RunPlan:
             cost = plugin.cost_model(**params) if isinstance(plugin, Method) else None
             # a reported method whose datasets are known gets jobs on those only (chorustic.methods.base)
             covered = plugin.covered_datasets(**params) if isinstance(plugin, ReportedMethod) else None
-            checkpoints = tuple(cc.checkpoint_inputs(entry))
             # the run's datasets: those of its archives (``methods.<run>.archives``), unless named
             own = [d for d in datasets if named or not entry["archives"] or archives[d] in entry["archives"]]
             for dataset in own:
@@ -168,7 +169,7 @@ class RunPlan:
                     run_resources=dict(entry["resources"]), fingerprint=fingerprints.get(method),
                     contexts=contexts, size=size, estimate_mb=mem, estimate_s=seconds, cost=cost,
                     threads=int(res["threads"]), gpus=int(res.get("local_gpus", 0)), resources=res,
-                    pretrain_run=entry["pretrain_run"], checkpoint_inputs=checkpoints,
+                    pretrain_run=entry["pretrain_run"], checkpoint_inputs=tuple(entry["checkpoint_inputs"]),
                     manifest=manifest_path(".", method, dataset).as_posix(),
                     contexts_file=contexts_path(".", dataset).as_posix(),
                 ))
@@ -222,17 +223,17 @@ class RunPlan:
         return out
 
 
-def method_metadata(cfg: Mapping[str, Any], discovery=None, *, runs: list[str] | None = None
-                    ) -> dict[str, dict[str, Any]]:
+def method_metadata(cfg: Mapping[str, Any], discovery=None, *, runs: list[str] | None = None,
+                    entries: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, dict[str, Any]]:
     """Display name, group, target fit, reported flag and whether the pretraining data includes UCR/UEA series
     (``MethodInfo.benchmark_in_pretraining``) of every configured run (``runs``: of those only), from the
-    plugins."""
+    plugins (``entries``: the runs' resolved entries where the caller has them)."""
     from chorustic.methods import discover
 
     disc = discovery if discovery is not None else discover()
     meta = {}
     for run in (cfg["methods"] if runs is None else runs):
-        entry = cc.method_entry(cfg, run)
+        entry = entries[run] if entries is not None else cc.method_entry(cfg, run)
         m = disc.methods.get(entry["plugin"])
         if m is None:  # its plugin file failed to import: its runs are listed as failed, under its run name
             meta[run] = {"display_name": entry["display_name"] or run, "group": UNKNOWN_GROUP,
