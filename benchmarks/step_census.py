@@ -24,7 +24,6 @@ multi-tensor kernel per chunk of tensors; cuBLAS may launch 1-2 kernels per matm
 from __future__ import annotations
 
 import argparse
-import bisect
 import collections
 import dataclasses
 import datetime
@@ -308,8 +307,8 @@ def _fmt(n: float) -> str:
 
 
 def render(results: list[dict], command: str) -> str:
-    lines = [f"# Operator census of a training step (issue 76, item 1)", "",
-             f"Date: 2026-12-07. Machine: {torch.get_num_threads()} CPU threads ({platform.processor() or platform.machine()}), "
+    lines = ["# Operator census of a training step (issue 76, item 1)", "",
+             f"Date: {datetime.date.today()}. Machine: {torch.get_num_threads()} CPU threads ({platform.processor() or platform.machine()}), "
              f"torch {torch.__version__}, Python {platform.python_version()}.", "",
              f"Command: `{command}`", "",
              f"Method: `benchmarks/step_census.py` (docstring): fake tensors, a counting dispatch mode, the trainer's "
@@ -347,16 +346,32 @@ def render(results: list[dict], command: str) -> str:
     return "\n".join(lines)
 
 
+def _override(item: str) -> tuple[str, Any]:
+    """``FIELD=VALUE`` of ``--set`` as a TrainConfig field and its value (none, true, false, an integer)."""
+    from chorustic.training.config import TrainConfig
+
+    field, _, text = item.partition("=")
+    known = {f.name for f in dataclasses.fields(TrainConfig)}
+    if field not in known:
+        raise SystemExit(f"step_census.py: --set {item}: no TrainConfig field {field!r}")
+    value = {"none": None, "true": True, "false": False}.get(text.lower(), text)
+    return field, int(value) if isinstance(value, str) and value.isdigit() else value
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--config", nargs="+", default=["paper", "base"], help="model presets (train preset of the same name)")
     ap.add_argument("--episodes", type=int, default=None, help="episodes per micro-batch (default: the trainer's)")
+    ap.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                    help="a TrainConfig field of the layout, e.g. signal_chunk_rows=768 or "
+                         "activation_checkpointing=false (repeatable; none/true/false/integers)")
     ap.add_argument("--out", default=None, help="write the markdown page here")
     a = ap.parse_args(argv)
+    overrides = dict(_override(item) for item in a.set)
     results = []
     for name in a.config:
         if True:
-            r = census(name, episodes=a.episodes)
+            r = census(name, episodes=a.episodes, overrides=overrides or None)
             results.append(r)
             print(f"{r['model']}: {r['calls_per_micro_batch']:,.0f} calls/micro-batch ({r['episodes']} episodes), "
                   f"by phase {r['by_phase']}, floor {r['launch_floor_s'] * 1e3:.2f} ms vs compute "
