@@ -34,7 +34,6 @@ __all__ = [
     "evaluated_methods",
     "method_entry",
     "method_datasets",
-    "evaluation_jobs",
     "run_protocols",
     "pretrain_run_of",
     "checkpoint_path",
@@ -384,16 +383,9 @@ def method_entry(cfg: dict, run: str) -> dict[str, Any]:
 
 def method_datasets(cfg: dict, run: str, datasets: list[str] | None = None) -> list[str]:
     entry = method_entry(cfg, run)
-    datasets = dataset_names(cfg) if datasets is None else datasets
-    if entry["archives"]:
-        datasets = [d for d in datasets if dataset_archive(d) in entry["archives"]]
-    return datasets
+    from chorustic.data.registry import in_archives
 
-
-def evaluation_jobs(cfg: dict) -> list[tuple[str, str]]:
-    """Every (method run, dataset) evaluation job of the configuration, in table order."""
-    datasets = dataset_names(cfg)
-    return [(m, d) for m in evaluated_methods(cfg) for d in method_datasets(cfg, m, datasets)]
+    return in_archives(dataset_names(cfg) if datasets is None else datasets, entry["archives"])
 
 
 def pretrain_run_of(entry: dict) -> str | None:

@@ -235,7 +235,7 @@ REPORTED_ESTIMATE = (210.0, 0.0)
 def evaluate_estimate(cfg: Mapping[str, Any], entry: Mapping[str, Any], dataset: str, plugin_obj: Any = None, *,
                       params: Mapping[str, Any] | None = None) -> tuple[JobSize | None, float, float]:
     """``(size, peak MB, seconds on one CPU thread)`` of the evaluate job of a method run (``entry``: its resolved
-    entry, :func:`chorustic.config.method_entry`, as the run plan holds it) on ``dataset``: its method's cost
+    entry, :func:`chorustic.config.resolved_entry`, as the run plan holds it) on ``dataset``: its method's cost
     model (:meth:`Method.job_cost`) at the dataset's shape, without the safety margins of the request. A
     reported method (it computes nothing) or a plugin that failed to import: no size, and what such a job
     needs. ``params``: the run's resolved parameters (default: the entry's)."""
@@ -356,8 +356,8 @@ class WorkerLimits:
     """The failure recorded when the time is up (``{limit}``, ``{elapsed}``: minutes)."""
 
 
-def evaluation_limits(cfg: Mapping[str, Any], run: str, run_resources: Mapping[str, Any], *, job_mem_mb: float | None = None,
-                      time_limit_min: float | None = None, cluster_runtime_min: float | None = None,
+def evaluation_limits(cfg: Mapping[str, Any], run: str, run_resources: Mapping[str, Any], *,
+                      job_mem_mb: float | None = None, time_limit_min: float | None = None, cluster_runtime_min: float | None = None,
                       env: Mapping[str, str] | None = None) -> WorkerLimits:
     """The worker limits of an evaluation job of method run ``run``, whose own settings are ``run_resources``
     (``methods.<run>.resources``: :attr:`chorustic.run_plan.PlannedJob.run_resources`).
@@ -369,7 +369,6 @@ def evaluation_limits(cfg: Mapping[str, Any], run: str, run_resources: Mapping[s
     ``runtime``); under a cluster scheduler the worker stops :data:`SCHEDULER_MARGIN_MIN` before the
     scheduler ends the job (the time left as the scheduler reports it, else this from now). On a local run
     the cost model's ``runtime`` is never a limit."""
-    own = run_resources
     site = cfg.get("cluster") or {}
     mem_setting, time_setting = f"methods.{run}.resources.mem_mb", f"methods.{run}.resources.runtime"
     limits: dict[str, Any] = {}
@@ -384,7 +383,7 @@ def evaluation_limits(cfg: Mapping[str, Any], run: str, run_resources: Mapping[s
             f"processes; raise {mem_setting}"
         )
     user, user_setting = (time_limit_min, "--runtime") if time_limit_min is not None else (
-        own.get("runtime"), time_setting)
+        run_resources.get("runtime"), time_setting)
     if user is not None:
         limits["minutes"] = float(user)
         limits["time_reason"] = (f"exceeded the time limit of {float(user):g} min set by {user_setting}; raise it (a "
@@ -396,7 +395,7 @@ def evaluation_limits(cfg: Mapping[str, Any], run: str, run_resources: Mapping[s
         if total is not None:
             stop = worker_limits(math.inf, total)[1]  # less left than the margin: stop (almost) at once
             if limits.get("minutes") is None or stop < limits["minutes"]:
-                if own.get("runtime") is not None:
+                if run_resources.get("runtime") is not None:
                     source = time_setting
                 else:
                     source = "estimated by the method's cost model"

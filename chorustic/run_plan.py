@@ -21,8 +21,7 @@ from chorustic import resources as cr
 from chorustic.methods.cost import JobSize
 from chorustic.results_layout import contexts_path, manifest_path
 
-__all__ = ["ExpectedJob", "PlannedJob", "RunPlan", "UNKNOWN_GROUP", "method_metadata", "run_fingerprint",
-           "run_fingerprints"]
+__all__ = ["ExpectedJob", "PlannedJob", "RunPlan", "UNKNOWN_GROUP", "method_metadata"]
 
 #: The table group of a method whose plugin file failed to import (its metadata is unknown).
 UNKNOWN_GROUP = "Unknown (plugin failed to import)"
@@ -108,7 +107,8 @@ class RunPlan:
     metadata: dict[str, dict[str, Any]]
     """Display name, group, target fit and reported flag of every configured run."""
     fingerprints: dict[str, str]
-    """Every evaluated run's fingerprint (:func:`run_fingerprint`)."""
+    """Every planned run's fingerprint (its plugin's :func:`chorustic.methods.fingerprint.method_fingerprint` of
+    its resolved parameters, as one canonical JSON string: a ``params:`` value of the evaluate rule)."""
     broken_runs: dict[str, str]
     """Runs whose plugin file fails to import, with the reason (they are scheduled and fail with it)."""
     jobs: list[PlannedJob]
@@ -126,7 +126,7 @@ class RunPlan:
         exactly those datasets (any known dataset: a run's ``archives`` and a reported method's covered datasets
         do not filter what is asked for by name), as ``chorustic evaluate`` runs them by hand; the whole
         configuration's plan is the slice of its ``evaluate`` list and ``datasets``."""
-        from chorustic.data.registry import get_info
+        from chorustic.data.registry import get_info, in_archives
         from chorustic.methods import discover
         from chorustic.methods.base import Method, ReportedMethod
         from chorustic.protocols.contexts import context_specs
@@ -156,8 +156,7 @@ class RunPlan:
             # a reported method whose datasets are known gets jobs on those only (chorustic.methods.base)
             covered = plugin.covered_datasets(**params) if isinstance(plugin, ReportedMethod) else None
             # the run's datasets: those of its archives (``methods.<run>.archives``), unless named
-            own = [d for d in datasets if named or not entry["archives"] or archives[d] in entry["archives"]]
-            for dataset in own:
+            for dataset in (datasets if named else in_archives(datasets, entry["archives"])):
                 if covered is not None and dataset not in covered and not named:
                     continue
                 size, mem, seconds = cr.evaluate_estimate(cfg, entry, dataset, plugin, params=params)
@@ -255,19 +254,3 @@ def _fingerprint(entry: Mapping[str, Any], disc) -> str:
     return method_fingerprint(entry["plugin"], method, entry["params"],
                               default_plugin_dir() / source if source else None)
 
-
-def run_fingerprint(cfg: Mapping[str, Any], run: str, discovery=None) -> str:
-    """The fingerprint of method run ``run`` (:func:`chorustic.methods.fingerprint.method_fingerprint` of its
-    plugin and resolved parameters) as one canonical JSON string (a ``params:`` value of the evaluate rule);
-    the run plan's :attr:`RunPlan.fingerprints` hold the same."""
-    from chorustic.methods import discover
-
-    return _fingerprint(cc.resolved_entry(cfg, run), discovery if discovery is not None else discover())
-
-
-def run_fingerprints(cfg: Mapping[str, Any], discovery=None) -> dict[str, str]:
-    """:func:`run_fingerprint` of every evaluated method run of the configuration."""
-    from chorustic.methods import discover
-
-    disc = discovery if discovery is not None else discover()
-    return {m: run_fingerprint(cfg, m, disc) for m in cc.evaluated_methods(cfg)}

@@ -59,6 +59,7 @@ __all__ = [
     "download_source",
     "get_info",
     "list_datasets",
+    "in_archives",
     "registry_frame",
     "is_known",
 ]
@@ -215,6 +216,13 @@ def list_datasets(archive: str | None = None) -> list[str]:
     archive = _check_archive(archive)
     infos, order = _load()
     return [n for n in order if archive is None or infos[n].archive == archive]
+
+
+def in_archives(datasets: list[str], archives) -> list[str]:
+    """Those of ``datasets`` in one of ``archives`` (a method run's ``archives``; None or empty: all), in order."""
+    if not archives:
+        return list(datasets)
+    return [d for d in datasets if get_info(d).archive in archives]
 
 
 def is_known(name: str) -> bool:

@@ -1,6 +1,6 @@
 """When a finished result counts as finished: its fingerprint and the checksums of its files.
 
-* The **fingerprint** of a method run (:func:`chorustic.run_plan.run_fingerprint`, made from
+* The **fingerprint** of a method run (:attr:`chorustic.run_plan.PlannedJob.fingerprint`, made from
   :mod:`chorustic.methods.fingerprint`) is its plugin, its complete parameters and a SHA-256 over the
   method's code. The workflow passes it as a ``params:`` of the evaluate rule, so Snakemake's own params
   trigger re-runs exactly the jobs whose parameters or method code changed; it is also recorded in
@@ -104,7 +104,8 @@ def verify_result_file(
 
 def made_with_other_fingerprint(doc: dict[str, Any], fingerprint: str | None) -> bool:
     """Whether the run manifest ``doc`` records a method fingerprint (parameters, plugin code) other than
-    ``fingerprint`` (:func:`run_fingerprint`; None, or a manifest that records none: False)."""
+    ``fingerprint`` (:attr:`chorustic.run_plan.PlannedJob.fingerprint`; None, or a manifest that records none:
+    False)."""
     recorded = doc.get("fingerprint")
     return fingerprint is not None and recorded is not None and fingerprint_text(recorded) != fingerprint
 

@@ -120,7 +120,7 @@ class JobSpec:
     """The data lock file (None: ``<data_dir>/chorustic-data.lock.json``)."""
     allow_modified_data: bool = False
     fingerprint: str | None = None
-    """The run's fingerprint (:func:`chorustic.run_plan.run_fingerprint`), recorded."""
+    """The run's fingerprint (:attr:`chorustic.run_plan.PlannedJob.fingerprint`), recorded."""
     portable_numerics: bool = True
     """start the worker with the vendor-neutral numerics pins (chorustic.evaluation.numerics): same results across x86-64 machines"""
 

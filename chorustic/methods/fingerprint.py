@@ -5,7 +5,7 @@ config's) and a SHA-256 over the method's code: the plugin file, the files of th
 of the ``chorustic``/plugin modules it imports at module level, and the modules it declares in
 ``Method.code`` (:func:`code_text`: without comment lines, cost models and costing hooks, which change no
 prediction, so refitting a cost model re-makes no result). :func:`method_fingerprint` makes it from a plugin and
-its parameters; :func:`chorustic.run_plan.run_fingerprint` for a run of a configuration.
+its parameters; :attr:`chorustic.run_plan.PlannedJob.fingerprint` for a run of a configuration.
 """
 
 from __future__ import annotations
@@ -178,5 +178,5 @@ def method_fingerprint(plugin: str, method: Any, params: dict[str, Any], plugin_
 
 
 def fingerprint_text(doc: Any) -> str:
-    """A fingerprint (as a manifest records it) as :func:`run_fingerprint`'s canonical JSON string."""
+    """A fingerprint (as a manifest records it) as the run plan's canonical JSON string (:attr:`chorustic.run_plan.PlannedJob.fingerprint`)."""
     return json.dumps(doc, sort_keys=True, default=str, separators=(",", ":"))
