@@ -348,12 +348,13 @@ def render(results: list[dict], command: str) -> str:
 
 def _override(item: str) -> tuple[str, Any]:
     """``FIELD=VALUE`` of ``--set`` as a TrainConfig field and its value (none, true, false, an integer)."""
+    from chorustic.errors import did_you_mean
     from chorustic.training.config import TrainConfig
 
     field, _, text = item.partition("=")
     known = {f.name for f in dataclasses.fields(TrainConfig)}
     if field not in known:
-        raise SystemExit(f"step_census.py: --set {item}: no TrainConfig field {field!r}")
+        raise SystemExit(f"step_census.py: --set {item}: no TrainConfig field {field!r}.{did_you_mean(field, known)}")
     value = {"none": None, "true": True, "false": False}.get(text.lower(), text)
     return field, int(value) if isinstance(value, str) and value.isdigit() else value
 
