@@ -26,7 +26,7 @@ from pathlib import Path
 PLUGINS = {
     "centroid.py": """
         import numpy as np
-        from chorustic.methods import Method, MethodInfo, register
+        from chorustic.methods import CostModel, Method, MethodInfo, register
 
         class Centroid:
             def __init__(self, seed=0, shrink=0.0):
@@ -49,13 +49,14 @@ PLUGINS = {
         @register
         class CentroidMethod(Method):
             info = MethodInfo(name="centroid", display_name="Centroid", group="Classical", fits_on_target=True)
+            cost = CostModel(loads_torch=False)  # numpy only: the worker never imports torch
             default_params = {"shrink": 0.0}
             def build(self, *, seed, device="cpu", n_jobs=1, shrink=0.0):
                 return Centroid(seed, shrink)
     """,
     "flaky.py": """
         import os
-        from chorustic.methods import Method, MethodInfo, register
+        from chorustic.methods import CostModel, Method, MethodInfo, register
         from chorustic.methods import import_plugin_module
         Centroid = import_plugin_module(\"centroid\", __file__).Centroid
 
@@ -68,13 +69,14 @@ PLUGINS = {
         @register
         class FlakyMethod(Method):
             info = MethodInfo(name="flaky", display_name="Flaky", group="Classical", fits_on_target=True)
+            cost = CostModel(loads_torch=False)  # numpy only: the worker never imports torch
             def build(self, *, seed, device="cpu", n_jobs=1):
                 return Flaky(seed)
     """,
     "broken.py": "import a_module_that_does_not_exist  # the plugin's dependency is not installed\n",
     "hog.py": """
         import numpy as np
-        from chorustic.methods import Method, MethodInfo, register
+        from chorustic.methods import CostModel, Method, MethodInfo, register
         from chorustic.methods import import_plugin_module
         Centroid = import_plugin_module(\"centroid\", __file__).Centroid
 
@@ -87,12 +89,13 @@ PLUGINS = {
         @register
         class HogMethod(Method):
             info = MethodInfo(name="hog", display_name="Hog", group="Classical", fits_on_target=True)
+            cost = CostModel(loads_torch=False)  # numpy only: the worker never imports torch
             def build(self, *, seed, device="cpu", n_jobs=1):
                 return Hog(seed)
     """,
     "sleepy.py": """
         import os, time
-        from chorustic.methods import Method, MethodInfo, register
+        from chorustic.methods import CostModel, Method, MethodInfo, register
         from chorustic.methods import import_plugin_module
         Centroid = import_plugin_module(\"centroid\", __file__).Centroid
 
@@ -105,6 +108,7 @@ PLUGINS = {
         @register
         class SleepyMethod(Method):
             info = MethodInfo(name="sleepy", display_name="Sleepy", group="Classical", fits_on_target=True)
+            cost = CostModel(loads_torch=False)  # numpy only: the worker never imports torch
             def build(self, *, seed, device="cpu", n_jobs=1):
                 return Sleepy(seed)
     """,

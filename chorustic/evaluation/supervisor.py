@@ -327,8 +327,12 @@ def run_supervised(
                 stream.flush()
             pumps = _start_bounded(proc, out_fd, err_fd)
             reason = None
-            while proc.poll() is None:
-                time.sleep(_POLL_S)
+            while True:
+                try:  # returns as soon as the worker exits; the checks below run every _POLL_S meanwhile
+                    proc.wait(timeout=_POLL_S)
+                    break
+                except subprocess.TimeoutExpired:
+                    pass
                 if stop or os.getppid() != parent:
                     _kill_tree(proc)
                     _finish_bounded(pumps)
