@@ -299,7 +299,11 @@ def test_a_plugin_without_a_cost_model_is_said_in_the_bill(tmp_path, monkeypatch
 
     from fault_plugins import write_plugins
 
-    plugins = write_plugins(tmp_path / "baselines", ["centroid"])  # a plugin with no `cost = CostModel(...)`
+    plugins = write_plugins(tmp_path / "baselines", ["centroid"])
+    source = plugins / "centroid.py"  # the same plugin without its `cost = CostModel(...)` line
+    lines = source.read_text().splitlines(keepends=True)
+    source.write_text("".join(ln for ln in lines if not ln.lstrip().startswith("cost = CostModel(")))
+    assert "cost =" not in source.read_text()
     monkeypatch.setenv("CHORUSTIC_BASELINES", str(plugins))
     cfg = cc.load_config([DEMO], overrides={"methods": {"nocost": {"plugin": "centroid"}}, "evaluate": ["nocost"],
                                          "reports": {"reference_method": "nocost"}})
