@@ -35,8 +35,10 @@ from typing import Any
 
 import torch
 
-LAUNCH_US = 5.0  # per-call launch floor (µs)
-H100_BF16_TFLOPS = 989.0
+from chorustic.training.devices import DEVICE_PEAK_TFLOPS
+from chorustic.training.plan import LAUNCH_US, NO_KERNEL_OPS  # the calls the planner counts
+
+H100_BF16_TFLOPS = DEVICE_PEAK_TFLOPS["h100"]
 MFU = 0.40
 SMALL_DIM = 128
 MATMUL_OPS = {"mm", "bmm", "addmm", "baddbmm"}
@@ -44,7 +46,6 @@ MATMUL_OPS = {"mm", "bmm", "addmm", "baddbmm"}
 STAGE_FILES = {"signal_encoder.py": "signal", "patch_tokenizer.py": "signal", "dual_axis_encoder.py": "signal",
                "slot_readout.py": "signal", "rssc.py": "signal", "attention.py": "signal",
                "column_distribution_modeling.py": "column", "row_interaction.py": "row", "icl.py": "icl"}
-NO_KERNEL = ("_record_function_enter_new", "_record_function_exit")
 _MODEL_DIR = str(Path(__file__).resolve().parents[1] / "chorustic" / "model")
 
 
@@ -113,7 +114,7 @@ class _Census(torch.utils._python_dispatch.TorchDispatchMode):
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
         name = func._overloadpacket.__name__
-        if func.namespace == "prim" or name in NO_KERNEL:  # metadata queries, profiler markers
+        if func.namespace == "prim" or name in NO_KERNEL_OPS:  # metadata queries, profiler markers
             return out
         phase = self.phase
         stage = self._walk(phase in ("forward", "backward")) if phase in ("forward", "backward") else None

@@ -51,6 +51,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     help="recompute activations in the backward pass (chunks of rows / columns, ICL blocks)")
     ck.add_argument("--no-activation-checkpointing", dest="ckpt", action="store_false",
                     help="keep every activation (faster when memory allows)")
+    hw.add_argument("--signal-chunk-rows", type=int, default=None, metavar="N",
+                    help="with activation checkpointing: row-episodes of the signal level recomputed together "
+                         "(larger: fewer kernels, more memory; see --plan --choose-layout)")
     hw.add_argument("--workers", type=int, default=None,
                     help="prior worker processes (default: automatic; 0 = generate in the training process)")
     hw.add_argument("--compile", action="store_true", default=None,
@@ -65,6 +68,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     pl.add_argument("--plan", action="store_true",
                     help="measure FLOPs, activation memory and peak memory on fake tensors and print the micro-batch "
                          "size, gradient accumulation and time the run needs on the target device")
+    pl.add_argument("--choose-layout", action="store_true",
+                    help="also weigh the layouts (activation checkpointing, signal chunk sizes, each at its largest "
+                         "micro-batch within --memory-gb) by their expected time on --gpu, and print the options "
+                         "of the fastest (one more fake step per layout: minutes for the paper configuration)")
+    pl.add_argument("--launch-us", type=float, default=None, metavar="US",
+                    help="with --choose-layout: the cost of one kernel launch in microseconds (default: the "
+                         "planner's LAUNCH_US, 5)")
     pl.add_argument("--memory-gb", type=float, default=32.0, help="memory budget per device (default 32, the paper's V100s)")
     pl.add_argument("--gpu", default="h100", choices=sorted(DEVICE_PEAK_TFLOPS), metavar="KIND",
                     help="the GPU kind whose dense bf16 peak the time estimate uses: "
@@ -117,7 +127,8 @@ def _model_config(spec: str):
 
 def _layout_overrides(args: argparse.Namespace) -> dict:
     return {k: v for k, v in {"micro_batch_size": args.micro_batch_size, "activation_checkpointing": args.ckpt,
-                              "num_workers": args.workers, "compile": args.compile}.items()
+                              "signal_chunk_rows": args.signal_chunk_rows, "num_workers": args.workers,
+                              "compile": args.compile}.items()
             if v is not None}
 
 
@@ -154,9 +165,29 @@ def _plan(args: argparse.Namespace) -> int:
     mcfg, tcfg, _ = _configs(args)
     plan = plan_pretraining(mcfg, tcfg, memory_gb=args.memory_gb, target_device=args.gpu,
                             peak_tflops=args.peak_tflops, mfu=args.mfu, world_size=args.nproc,
-                            amp_dtype=tcfg.amp_dtype if tcfg.amp else None)
+                            amp_dtype=tcfg.amp_dtype if tcfg.amp else None, choose_layout=args.choose_layout,
+                            **({"launch_us": args.launch_us} if args.launch_us is not None else {}))
     print(json.dumps(plan, indent=2))
+    if args.choose_layout:
+        _say_layouts(plan["layouts"])
     return 0
+
+
+def _say_layouts(layouts: dict) -> None:
+    """The layouts weighed, one line each, and the options of the chosen one (stderr: stdout stays JSON)."""
+    for c in layouts["candidates"]:
+        if not c["fits"]:
+            line = "does not fit"
+        else:
+            line = (f"micro-batch {c['micro_batch_size']}, {c['estimated_peak_gb']:g} GB, "
+                    f"{c['calls_per_episode']:,.0f} calls an episode")
+            if "expected_ms" in c:
+                line += (f", {c['expected_ms']:,.1f} ms a micro-batch ({c['bound']}-bound), "
+                         f"{c['episodes_per_s']:g} episodes/s, MFU {c['expected_mfu']:.1%}")
+        print(f"layout {c['label']}: {line}", file=sys.stderr)
+    chosen = layouts["chosen"]
+    print(f"fastest that fits: {chosen['label']}: chorustic pretrain ... {chosen['options']}" if chosen
+          else "no layout fits the memory budget: use a larger --memory-gb", file=sys.stderr)
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -44,8 +44,8 @@ import torch
 from chorustic.training.config import TrainConfig
 from chorustic.training.devices import DEVICE_PEAK_TFLOPS
 
-__all__ = ["DEVICE_PEAK_TFLOPS", "FlopModel", "default_plan_workers", "fit_flop_model", "flop_counter",
-           "plan_pretraining"]
+__all__ = ["DEVICE_PEAK_TFLOPS", "LAUNCH_US", "NO_KERNEL_OPS", "FlopModel", "default_plan_workers", "fit_flop_model", "flop_counter",
+           "layout_candidates", "plan_pretraining"]
 
 
 def flop_counter():
@@ -65,24 +65,42 @@ def flop_counter():
     return fc.FlopCounterMode(display=False)
 
 
-class _LiveStorages:
-    """A dispatch mode that tracks the bytes of live tensor storages created inside it (peak and current)."""
+#: Per-call cost of a GPU kernel launch (µs): a step of many small kernels cannot run faster than its
+#: aten calls x this (the launch floor); benchmarks/step_census.py counts the calls by stage.
+LAUNCH_US = 5.0
+#: aten ops that launch nothing (profiler markers); ``prim`` ops (metadata queries) are not counted either
+NO_KERNEL_OPS = ("_record_function_enter_new", "_record_function_exit")
 
-    def __init__(self) -> None:
+
+class _LiveStorages:
+    """A dispatch mode that tracks the bytes of live tensor storages created inside it (peak and current)
+    and counts the aten calls dispatched inside it (``calls``, of which ``view_calls`` are views)."""
+
+    def __init__(self, count_flops: bool = False) -> None:
         from torch.utils._python_dispatch import TorchDispatchMode
         from torch.utils.weak import WeakIdKeyDictionary
 
         tracker = self
+        flops = flop_counter().flop_registry if count_flops else None  # registers the CPU attention formulas
 
         class Mode(TorchDispatchMode):
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):
                 out = func(*args, **(kwargs or {}))
                 tracker._see(out)
+                if func.namespace != "prim" and func._overloadpacket.__name__ not in NO_KERNEL_OPS:
+                    tracker.calls += 1
+                    tracker.view_calls += bool(func.is_view)
+                    formula = flops.get(func._overloadpacket) if flops is not None else None
+                    if formula is not None:  # torch's formulas; FlopCounterMode itself would keep tensors alive
+                        tracker.flops += float(formula(*args, **(kwargs or {}), out_val=out))
                 return out
 
         self.mode = Mode()
         self.live = 0
         self.peak = 0
+        self.calls = 0  # aten calls (the kernels a GPU would launch, views included: see LAUNCH_US)
+        self.view_calls = 0
+        self.flops = 0.0  # with count_flops: the FLOPs executed inside (a recomputation included)
         self._seen = WeakIdKeyDictionary()
 
     def _free(self, n: int) -> None:
@@ -154,7 +172,7 @@ class _Fake:
         return float(counter.get_total_flops())
 
     def run(self, b, t, n_ctx, c, classes, *, recompute: bool, flops: bool = False, saved: bool = False,
-            live: bool = False) -> dict[str, Any]:
+            live: bool = False, calls: bool = False) -> dict[str, Any]:
         from torch.utils.weak import WeakIdKeyDictionary
 
         out: dict[str, Any] = {}
@@ -177,7 +195,10 @@ class _Fake:
                 return x
 
             counter = flop_counter() if flops else contextlib.nullcontext()
-            tracker = _LiveStorages() if live else contextlib.nullcontext()
+            if flops and (live or calls):
+                raise ValueError("flops=True keeps tensors alive (FlopCounterMode): trace flops apart from "
+                                 "live/calls, or take the executed FLOPs of calls=True")
+            tracker = _LiveStorages(count_flops=calls) if live or calls else contextlib.nullcontext()
             hooks = torch.autograd.graph.saved_tensors_hooks(pack, lambda x: x) if saved else contextlib.nullcontext()
             with counter, tracker:
                 with hooks, self._amp():
@@ -192,6 +213,9 @@ class _Fake:
                 out["flops"] = float(counter.get_total_flops())
             if live:
                 out["peak_bytes"] = float(tracker.peak)
+            if calls:  # forward, recomputation and backward of the micro-batch
+                out["calls"], out["view_calls"] = tracker.calls, tracker.view_calls
+                out["executed_flops"] = tracker.flops
             for p in self.model.parameters():
                 p.grad = None
         return out
@@ -339,6 +363,131 @@ def _measure(name: str, model_config, train_config: TrainConfig, amp_dtype: str 
     raise ValueError(f"unknown measurement {name!r}")
 
 
+def _static_bytes(n_all: int, n_train: int, amp_dtype: str | None) -> float:
+    """fp32 weights, gradients and AdamW's two moments, plus the autocast cache of low-precision weight copies."""
+    return 4.0 * n_all + 4.0 * n_train * 3 + (2.0 * n_all if amp_dtype else 0.0)
+
+
+def _fitting_micro_batches(tc: TrainConfig, world_size: int):
+    """(micro-batch size, accumulation steps) of every layout of ``tc``'s shape groups, largest first."""
+    from chorustic.training.data import StreamLayout
+
+    group = tc.group_size
+    for mb in sorted((d for d in range(1, group + 1) if group % d == 0), reverse=True):
+        try:
+            lay = StreamLayout(tc.batch_size, group, mb, world_size)
+        except ValueError:
+            continue
+        yield mb, lay.accumulation_steps
+
+
+def layout_candidates(model_config, train_config: TrainConfig) -> list[tuple[str, dict[str, Any]]]:
+    """The layouts ``--plan --choose-layout`` weighs, as (label, TrainConfig fields): the configured one;
+    with activation checkpointing, signal chunks of 4x and 12x its rows and of the whole micro-batch (fewer
+    chunks: fewer kernels, more memory), and no checkpointing at all (the fewest kernels, the most memory);
+    without it, checkpointing (for a card the configured layout does not fit)."""
+    tc = train_config
+    whole = tc.group_size * _largest_shape(model_config, tc)[0]
+    rows = tc.signal_chunk_rows or whole
+    if tc.activation_checkpointing:
+        out = [(f"checkpointing, {rows} signal rows a chunk (configured)", {})]
+        for r in sorted({4 * rows, 12 * rows, whole}):
+            if rows < r <= whole:
+                out.append((f"checkpointing, {r} signal rows a chunk", {"signal_chunk_rows": r}))
+        out.append(("no checkpointing", {"activation_checkpointing": False}))
+    else:
+        out = [("no checkpointing (configured)", {}),
+               (f"checkpointing, {rows} signal rows a chunk", {"activation_checkpointing": True})]
+    return out
+
+
+def _measure_layout(fields: dict[str, Any], model_config, train_config: TrainConfig, amp_dtype: str | None,
+                    device_type: str, memory_gb: float, world_size: int) -> dict[str, Any]:
+    """One candidate layout: its peak memory at the largest episode for 1 and 2 episodes (linear beyond,
+    as in the plan), and the largest micro-batch whose fake step (traced at that size) peaks within
+    ``memory_gb``, with the step's aten calls, executed FLOPs (recomputation included) and traced peak."""
+    from chorustic.model.attention import kernels_of
+
+    tc = dataclasses.replace(train_config, **fields)
+    with kernels_of(device_type):
+        fake = _fake_model(model_config, tc, amp_dtype, device_type)
+        shape = _largest_shape(model_config, tc)
+        ckpt = tc.activation_checkpointing
+        m1 = fake.run(1, *shape, recompute=ckpt, live=True)
+        m2 = fake.run(2, *shape, recompute=ckpt, live=True)
+        params = list(fake.model.parameters())
+        static = _static_bytes(sum(p.numel() for p in params),
+                               sum(p.numel() for p in params if p.requires_grad), amp_dtype)
+        per_episode = max(m2["peak_bytes"] - m1["peak_bytes"], 0.0)
+        transient = m1["peak_bytes"] - per_episode
+        budget = memory_gb * 2**30 * 0.9
+        out = {"fields": fields, "layout": {k: v for k, v in tc.forward_kwargs(device_type).items()},
+               "micro_batch_size": None}
+        for mb, accumulation in _fitting_micro_batches(tc, world_size):
+            peak = static + transient + mb * per_episode
+            if peak > budget:
+                continue
+            # the step of this micro-batch itself decides: a layout whose memory is not linear in the
+            # episodes (a chunk that holds the whole micro-batch) may peak above the line through 1 and 2
+            traced = fake.run(mb, *shape, recompute=ckpt, live=True, calls=True)
+            if static + traced["peak_bytes"] > budget:
+                continue
+            out.update(micro_batch_size=mb, gradient_accumulation=accumulation, estimated_peak_bytes=peak,
+                       traced_peak_bytes=static + traced["peak_bytes"], calls=traced["calls"],
+                       view_calls=traced["view_calls"], executed_flops=traced["executed_flops"])
+            break
+        return out
+
+
+def _weigh_layouts(measured: list[tuple[str, dict]], flop_model: FlopModel, model_config, train_config: TrainConfig,
+                   *, peak_tflops: float | None, mfu: float, launch_us: float = LAUNCH_US) -> dict[str, Any]:
+    """The candidates' expected times: a micro-batch takes max(executed FLOPs / (peak x MFU), aten calls x
+    ``launch_us``) (compute-bound or launch-bound, whichever is slower); the fastest per episode that fits
+    is chosen, with the options of ``chorustic pretrain`` that run it."""
+    t, n_ctx, c, _ = _largest_shape(model_config, train_config)
+    gb = 2**30
+    rows = []
+    for label, m in measured:
+        row: dict[str, Any] = {"label": label, "fields": m["fields"], "layout": m["layout"],
+                               "micro_batch_size": m["micro_batch_size"], "fits": m["micro_batch_size"] is not None}
+        if row["fits"]:
+            mb = m["micro_batch_size"]
+            signal_rows = m["layout"]["signal_rows"]
+            model = dataclasses.replace(flop_model, signal_rows=signal_rows).micro_batch(
+                mb, t, n_ctx, _plan_of(model_config, mb, t, c, not model_config.signal_dropout_in_training))
+            row.update(gradient_accumulation=m["gradient_accumulation"],
+                       estimated_peak_gb=round(m["estimated_peak_bytes"] / gb, 2),
+                       traced_peak_gb=round(m["traced_peak_bytes"] / gb, 2),
+                       estimated_peak_bytes=int(m["estimated_peak_bytes"]), traced_peak_bytes=int(m["traced_peak_bytes"]),
+                       calls_per_micro_batch=m["calls"], calls_per_episode=round(m["calls"] / mb, 1),
+                       model_flops=model, executed_flops=m["executed_flops"],
+                       launch_floor_ms=round(m["calls"] * launch_us * 1e-3, 2))
+            if peak_tflops:
+                compute = m["executed_flops"] / (peak_tflops * 1e12 * mfu)
+                expected = max(compute, m["calls"] * launch_us * 1e-6)
+                row.update(compute_ms=round(compute * 1e3, 2), expected_ms=round(expected * 1e3, 2),
+                           bound="launches" if expected > compute else "compute",
+                           episodes_per_s=round(mb / expected, 2),
+                           expected_mfu=round(model / (expected * peak_tflops * 1e12), 4))
+        rows.append(row)
+    fitting = [r for r in rows if r["fits"]]
+    key = (lambda r: (-r["episodes_per_s"], r["traced_peak_bytes"])) if peak_tflops else \
+        (lambda r: (r["calls_per_episode"], r["traced_peak_bytes"]))
+    chosen = min(fitting, key=key) if fitting else None
+    if chosen is not None:
+        tc = dataclasses.replace(train_config, **chosen["fields"], micro_batch_size=chosen["micro_batch_size"])
+        opts = [f"--micro-batch-size {tc.micro_batch_size}",
+                "--activation-checkpointing" if tc.activation_checkpointing else "--no-activation-checkpointing"]
+        if tc.activation_checkpointing:
+            opts.append(f"--signal-chunk-rows {tc.signal_chunk_rows}")
+        chosen = {**chosen, "options": " ".join(opts)}
+    return {"method": f"each candidate traced on fake tensors at the largest episode and at its largest micro-batch "
+                      f"whose traced peak fits the budget (traced_peak_gb; estimated_peak_gb: the line through 1 "
+                      f"and 2 episodes); expected time of a micro-batch = max(executed FLOPs / (peak x MFU), "
+                      f"aten calls x {launch_us:g} µs)", "launch_us": launch_us,
+            "candidates": rows, "chosen": chosen}
+
+
 def _worker_init() -> None:
     torch.set_num_threads(1)
 
@@ -349,23 +498,35 @@ class _Measurements:
     :meth:`results` is called. The results are identical either way: fake tensors have no values."""
 
     def __init__(self, model_config, train_config: TrainConfig, amp_dtype: str | None, device_type: str,
-                 workers: int) -> None:
+                 workers: int, layouts: list[tuple[str, dict]] = (), layout_args: tuple = ()) -> None:
         self.args = (model_config, train_config, amp_dtype, device_type)
+        self.layouts, self.layout_args = list(layouts), layout_args
         self.pool = self.futures = None
+        self.layout_futures: list = []
+        self._results: dict[str, Any] | None = None
         if workers > 1:
             import multiprocessing as mp
             from concurrent.futures import ProcessPoolExecutor
 
             from chorustic.training.data import worker_start_method
 
-            self.pool = ProcessPoolExecutor(min(workers, len(_MEASUREMENTS)), initializer=_worker_init,
+            self.pool = ProcessPoolExecutor(min(workers, len(_MEASUREMENTS) + len(self.layouts)), initializer=_worker_init,
                                             mp_context=mp.get_context(worker_start_method()))
+            # the layouts first: each is one long trace, the four measurements fill the other workers
+            self.layout_futures = [self.pool.submit(_measure_layout, fields, *self.args, *layout_args)
+                                   for _, fields in self.layouts]
             self.futures = {name: self.pool.submit(_measure, name, *self.args) for name in _MEASUREMENTS}
 
     def results(self) -> dict[str, Any]:
+        if self._results is None:
+            self._results = ({name: _measure(name, *self.args) for name in _MEASUREMENTS} if self.futures is None
+                             else {name: f.result() for name, f in self.futures.items()})
+        return self._results
+
+    def layout_results(self) -> list[tuple[str, dict]]:
         if self.futures is None:
-            return {name: _measure(name, *self.args) for name in _MEASUREMENTS}
-        return {name: f.result() for name, f in self.futures.items()}
+            return [(label, _measure_layout(fields, *self.args, *self.layout_args)) for label, fields in self.layouts]
+        return [(label, f.result()) for (label, _), f in zip(self.layouts, self.layout_futures)]
 
     def close(self) -> None:
         if self.pool is not None:
@@ -382,8 +543,14 @@ def default_plan_workers() -> int:
 def plan_pretraining(model_config, train_config: TrainConfig, *, memory_gb: float = 32.0,
                      target_device: str = "h100", peak_tflops: float | None = None, mfu: float = 0.4,
                      world_size: int = 1, amp_dtype: str | None = "bfloat16",
-                     workers: int | None = None) -> dict[str, Any]:
+                     workers: int | None = None, choose_layout: bool = False,
+                     launch_us: float = LAUNCH_US) -> dict[str, Any]:
     """The plan of a pretraining run (see the module docstring); a JSON-serialisable dict.
+
+    ``choose_layout``: also weigh the :func:`layout_candidates` (activation checkpointing, signal chunk
+    sizes, each at its largest micro-batch within ``memory_gb``) by their expected time on the target and
+    choose the fastest (the plan's ``layouts``), a kernel launch costing ``launch_us``; each candidate is one
+    more fake step of a whole micro-batch (about a minute for the paper configuration on 2 cores).
 
     Traced with the attention kernels of the target (``target_device="cpu"``: the CPU's, otherwise
     CUDA's: see chorustic/model/attention.py). The four fake-tensor measurements (the FLOP model, the
@@ -392,12 +559,21 @@ def plan_pretraining(model_config, train_config: TrainConfig, *, memory_gb: floa
     """
     device_type = "cpu" if target_device.lower() == "cpu" else "cuda"
     t_start = time.perf_counter()
-    measurements = _Measurements(model_config, train_config, amp_dtype, device_type,
-                                 default_plan_workers() if workers is None else workers)
+    layouts = layout_candidates(model_config, train_config) if choose_layout else []
+    n_workers = default_plan_workers() if workers is None else workers
+    measurements = _Measurements(model_config, train_config, amp_dtype, device_type, n_workers, layouts,
+                                 (memory_gb, world_size))
     try:  # every traced step is one of the measurements, which choose their attention kernels themselves
-        return _plan_pretraining(model_config, train_config, measurements, device_type=device_type,
+        plan = _plan_pretraining(model_config, train_config, measurements, device_type=device_type,
                                  t_start=t_start, memory_gb=memory_gb, target_device=target_device,
                                  peak_tflops=peak_tflops, mfu=mfu, world_size=world_size, amp_dtype=amp_dtype)
+        if choose_layout:
+            peak = peak_tflops if peak_tflops is not None else DEVICE_PEAK_TFLOPS.get(target_device.lower())
+            plan["layouts"] = _weigh_layouts(measurements.layout_results(), measurements.results()["flop_model"],
+                                             model_config,
+                                             train_config, peak_tflops=peak, mfu=mfu, launch_us=launch_us)
+            plan["plan_seconds"] = round(time.perf_counter() - t_start, 1)
+        return plan
     finally:
         measurements.close()
 
@@ -407,7 +583,6 @@ def _plan_pretraining(model_config, train_config: TrainConfig, measurements: _Me
                       peak_tflops: float | None, mfu: float, world_size: int,
                       amp_dtype: str | None) -> dict[str, Any]:
     from chorustic.model import ChorusTIC
-    from chorustic.training.data import StreamLayout
 
     tc, mc = train_config, model_config
     torch.manual_seed(0)
@@ -442,20 +617,13 @@ def _plan_pretraining(model_config, train_config: TrainConfig, measurements: _Me
     m1, m2 = measured["micro_batch_1"], measured["micro_batch_2"]
     per_episode = max(m2["peak_bytes"] - m1["peak_bytes"], 0.0)
     transient = m1["peak_bytes"] - per_episode
-    param_bytes = 4.0 * n_all
-    static = param_bytes + 4.0 * n_train * 3  # fp32 weights, gradients, AdamW exp_avg and exp_avg_sq
-    if amp_dtype:
-        static += 2.0 * n_all  # the autocast cache of low-precision weight copies
+    static = _static_bytes(n_all, n_train, amp_dtype)
     budget = memory_gb * 2**30 * 0.9
     candidates = []
     group = tc.group_size
-    for mb in sorted((d for d in range(1, group + 1) if group % d == 0), reverse=True):
-        try:
-            lay = StreamLayout(tc.batch_size, group, mb, world_size)
-        except ValueError:
-            continue
+    for mb, accumulation in _fitting_micro_batches(tc, world_size):
         peak = static + transient + mb * per_episode
-        candidates.append({"micro_batch_size": mb, "gradient_accumulation": lay.accumulation_steps,
+        candidates.append({"micro_batch_size": mb, "gradient_accumulation": accumulation,
                            "estimated_peak_gb": round(peak / 2**30, 2), "activation_peak_bytes": int(peak - static),
                            "fits": bool(peak <= budget)})
     chosen = next((c for c in candidates if c["fits"]), None)
