@@ -67,7 +67,7 @@ def test_each_layout_takes_its_compute_or_its_launches_and_the_fastest_that_fits
     for r in lay["candidates"]:
         compute, launches = r["executed_flops"] / peak, r["calls_per_micro_batch"] * LAUNCH_US * 1e-6
         assert r["expected_ms"] == pytest.approx(max(compute, launches) * 1e3, abs=0.01)
-        assert r["bound"] == ("launches" if launches > compute else "compute")
+        assert r["bound"] == ("launch" if launches > compute else "compute")
         assert r["episodes_per_s"] == pytest.approx(4 / max(compute, launches), rel=0.01)
     best = max(lay["candidates"], key=lambda r: r["episodes_per_s"])
     assert lay["chosen"]["label"] == best["label"] == "no checkpointing"

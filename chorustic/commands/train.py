@@ -179,7 +179,7 @@ def _say_layouts(layouts: dict) -> None:
         if not c["fits"]:
             line = "does not fit"
         else:
-            line = (f"micro-batch {c['micro_batch_size']}, {c['estimated_peak_gb']:g} GB, "
+            line = (f"micro-batch {c['micro_batch_size']}, {c['traced_peak_gb']:g} GB traced, "
                     f"{c['calls_per_episode']:,.0f} calls an episode")
             if "expected_ms" in c:
                 line += (f", {c['expected_ms']:,.1f} ms a micro-batch ({c['bound']}-bound), "

@@ -466,7 +466,7 @@ def _weigh_layouts(measured: list[tuple[str, dict]], flop_model: FlopModel, mode
                 compute = m["executed_flops"] / (peak_tflops * 1e12 * mfu)
                 expected = max(compute, m["calls"] * launch_us * 1e-6)
                 row.update(compute_ms=round(compute * 1e3, 2), expected_ms=round(expected * 1e3, 2),
-                           bound="launches" if expected > compute else "compute",
+                           bound="launch" if expected > compute else "compute",
                            episodes_per_s=round(mb / expected, 2),
                            expected_mfu=round(model / (expected * peak_tflops * 1e12), 4))
         rows.append(row)
