@@ -9,6 +9,8 @@ batching), :mod:`~chorustic.prior.backgrounds` (six background families + robust
 :mod:`~chorustic.prior.rules` (temporal and cross-channel rule operators),
 :mod:`~chorustic.prior.nuisance` (instance-level nuisance transformations and sensor noise),
 :mod:`~chorustic.prior.motifs` (the motif library), :mod:`~chorustic.prior.gallery` (figures).
+Beside it, :mod:`~chorustic.prior.kernel_bank`: unlabeled Gaussian-process series (a random composition of
+kernels) for the signal encoder's contrastive pretraining, the first stage of the released recipe.
 """
 
 from chorustic.prior.backgrounds import BACKGROUND_FAMILIES
