@@ -35,7 +35,6 @@ def _encoder_state(run):
     return {k: v.clone() for k, v in run.model.signal_encoder.state_dict().items()}
 
 
-@pytest.mark.slow(reason="two short contrastive runs of the tiny encoder, one resumed (~10 s)")
 def test_a_resumed_run_trains_the_same_encoder_and_only_the_encoder(tmp_path):
     straight = EncoderPretrainer(MC, CFG, tmp_path / "a", progress=False)
     before = {k: v.clone() for k, v in straight.model.state_dict().items()}
@@ -62,7 +61,6 @@ def test_a_resumed_run_trains_the_same_encoder_and_only_the_encoder(tmp_path):
     assert model.provenance["trained_parts"] == ["signal_encoder"] and model.provenance["steps"] == 6
 
 
-@pytest.mark.slow(reason="a short contrastive run from the command line (~6 s)")
 def test_the_command_trains_resumes_and_refuses_what_would_mix_runs(tmp_path, capsys):
     out = tmp_path / "enc"
     base = ["pretrain-encoder", "--model-config", "tiny", "--out-dir", str(out), "--batch-size", "4",
