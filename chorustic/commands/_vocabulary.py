@@ -158,6 +158,12 @@ def add_out(p: argparse.ArgumentParser, what: str) -> None:
     p.add_argument("--out", default=None, metavar="FILE", help=what)
 
 
+def add_model_config(p: argparse.ArgumentParser) -> None:
+    """``--model-config SPEC``: a model preset or a JSON file of its fields (what pretraining builds)."""
+    p.add_argument("--model-config", default="small",
+                   help="paper | base | small | tiny | a JSON file of ChorusTICConfig fields (default: small)")
+
+
 def add_out_dir(p: argparse.ArgumentParser, what: str, default: str | None = None) -> None:
     """``--out-dir DIR``: the folder a command writes."""
     p.add_argument("--out-dir", type=Path, default=None if default is None else Path(default), metavar="DIR",

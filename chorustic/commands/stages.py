@@ -8,7 +8,7 @@ import json
 import sys
 from pathlib import Path
 
-from chorustic.commands._vocabulary import add_out_dir
+from chorustic.commands._vocabulary import add_model_config, add_out_dir
 
 #: command -> (help, description, the export's name, the --init-parts of the episodic stage that reads it)
 STAGES = {
@@ -34,8 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                       f"states), {export} (the whole model, the stage's parts trained) and "
                                       f"summary.json. Use it with chorustic pretrain --init-from DIR/{export} "
                                       f"--init-parts {parts}.")
-        p.add_argument("--model-config", default="small",
-                       help="paper | base | small | tiny | a JSON file of ChorusTICConfig fields (default: small)")
+        add_model_config(p)
         add_out_dir(p, "the run's folder (required)")
         p.add_argument("--init-from", default=None, metavar="FILE",
                        help="start every part from an earlier stage's export (e.g. pretrain-encoder's "

@@ -8,7 +8,7 @@ import json
 import sys
 from pathlib import Path
 
-from chorustic.commands._vocabulary import add_deprecated, add_out_dir
+from chorustic.commands._vocabulary import add_deprecated, add_model_config, add_out_dir
 from chorustic.training.devices import DEVICE_PEAK_TFLOPS
 
 
@@ -20,8 +20,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "log.jsonl, state/step_*.pt (resume states), model.safetensors (the model in the model "
                     "package's format), summary.json and curve.png.",
     )
-    p.add_argument("--model-config", default="small",
-                   help="paper | base | small | tiny | a JSON file of ChorusTICConfig fields (default: small)")
+    add_model_config(p)
     p.add_argument("--train-config", default=None,
                    help="paper | base | small | tiny | a JSON file of TrainConfig fields (default: same name as "
                         "--model-config when it is a preset, else small)")

@@ -29,6 +29,7 @@ draws any slice of the stream.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 
 import numpy as np
@@ -81,15 +82,21 @@ class Kernel:
             return a + b if self.name == "+" else a * b
         fn = KERNELS[self.name][1]
         if self.name in STATIONARY:
-            n = len(t)
-            lag = np.abs(np.arange(n)[:, None] - np.arange(n)[None, :])
-            return fn(t - t[0], length, *self.params)[lag]
+            return fn(t - t[0], length, *self.params)[_lags(len(t))]
         return fn(t, length, *self.params)
 
     def __str__(self) -> str:
         if self.name in ("+", "*"):
             return f"({self.parts[0]} {self.name} {self.parts[1]})"
         return f"{self.name}({', '.join(f'{p:.3g}' for p in self.params)})"
+
+
+@functools.lru_cache(maxsize=4)
+def _lags(n: int) -> np.ndarray:
+    """``|i - j|`` of an ``n x n`` matrix (read-only: shared by every stationary kernel of that size)."""
+    lag = np.abs(np.arange(n)[:, None] - np.arange(n)[None, :])
+    lag.setflags(write=False)
+    return lag
 
 
 # Stationary kernels take the distances ``d`` (in units of the whole series); the others the points ``t``.

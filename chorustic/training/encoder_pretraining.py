@@ -31,43 +31,30 @@ import torch
 from torch import nn
 
 from chorustic.prior.kernel_bank import KernelBankConfig, sample_batch
-from chorustic.training.stages import StageTrainer
+from chorustic.training.stages import StageConfig, StageTrainer
 
 __all__ = ["EncoderPretrainConfig", "EncoderPretrainer", "SyntheticGroups", "encoder_embedding"]
 
 
 @dataclasses.dataclass(frozen=True)
-class EncoderPretrainConfig:
-    steps: int = 2000
+class EncoderPretrainConfig(StageConfig):
     batch_size: int = 64  # samples (groups of channels) per step; InfoNCE's negatives are the other samples
     lr: float = 2e-3  # Mantis's base learning rate, cosine-decayed after warm-up
-    warmup_steps: int = 100
     weight_decay: float = 0.05  # Mantis's AdamW weight decay
     temperature: float = 0.1
     crop_rate: tuple[float, float] = (0.0, 0.2)
     max_channels: int | None = None  # largest group drawn; None = the model's group_size
-    seed: int = 0
-    num_workers: int = 0  # DataLoader workers generating the batches (0 = in the training process)
-    checkpoint_every: int = 200
-    keep_checkpoints: int = 2
-    log_every: int = 10
     bank: KernelBankConfig = dataclasses.field(default_factory=KernelBankConfig)
 
-    def __post_init__(self) -> None:
-        problems = []
-        if self.steps < 1 or self.batch_size < 2:
-            problems.append("steps must be >= 1 and batch_size >= 2 (a contrastive batch needs negatives)")
+    def problems(self) -> list[str]:
+        out = super().problems()
+        if self.batch_size == 1:
+            out.append("a contrastive batch needs batch_size >= 2 (its negatives are the other samples)")
         if not 0 <= self.crop_rate[0] <= self.crop_rate[1] < 1:
-            problems.append(f"crop_rate must satisfy 0 <= low <= high < 1, got {self.crop_rate}")
+            out.append(f"crop_rate must satisfy 0 <= low <= high < 1, got {self.crop_rate}")
         if self.max_channels is not None and self.max_channels < 1:
-            problems.append("max_channels must be >= 1 or None")
-        if self.checkpoint_every < 1 or self.log_every < 1:
-            problems.append("checkpoint_every and log_every must be >= 1")
-        if problems:
-            raise ValueError("invalid EncoderPretrainConfig: " + "; ".join(problems))
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+            out.append("max_channels must be >= 1 or None")
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "EncoderPretrainConfig":

@@ -44,8 +44,8 @@ import torch
 from chorustic.training.config import TrainConfig
 from chorustic.training.devices import DEVICE_PEAK_TFLOPS
 
-__all__ = ["DEVICE_PEAK_TFLOPS", "LAUNCH_US", "NO_KERNEL_OPS", "FlopModel", "default_plan_workers", "fit_flop_model", "flop_counter",
-           "layout_candidates", "plan_pretraining"]
+__all__ = ["DEVICE_PEAK_TFLOPS", "LAUNCH_US", "NO_KERNEL_OPS", "FlopModel", "default_plan_workers", "fit_flop_model",
+           "flop_counter", "layout_candidates", "plan_pretraining"]
 
 
 def flop_counter():
@@ -368,6 +368,17 @@ def _static_bytes(n_all: int, n_train: int, amp_dtype: str | None) -> float:
     return 4.0 * n_all + 4.0 * n_train * 3 + (2.0 * n_all if amp_dtype else 0.0)
 
 
+def _budget_bytes(memory_gb: float) -> float:
+    """What a micro-batch may peak at within ``memory_gb``: 10 % is kept for the allocator."""
+    return memory_gb * 2**30 * 0.9
+
+
+def _peak_line(m1: dict[str, Any], m2: dict[str, Any]) -> tuple[float, float]:
+    """(transient, per episode) bytes of the line through the traced peaks of 1 and 2 episodes."""
+    per_episode = max(m2["peak_bytes"] - m1["peak_bytes"], 0.0)
+    return m1["peak_bytes"] - per_episode, per_episode
+
+
 def _fitting_micro_batches(tc: TrainConfig, world_size: int):
     """(micro-batch size, accumulation steps) of every layout of ``tc``'s shape groups, largest first."""
     from chorustic.training.data import StreamLayout
@@ -418,11 +429,9 @@ def _measure_layout(fields: dict[str, Any], model_config, train_config: TrainCon
         params = list(fake.model.parameters())
         static = _static_bytes(sum(p.numel() for p in params),
                                sum(p.numel() for p in params if p.requires_grad), amp_dtype)
-        per_episode = max(m2["peak_bytes"] - m1["peak_bytes"], 0.0)
-        transient = m1["peak_bytes"] - per_episode
-        budget = memory_gb * 2**30 * 0.9
-        out = {"fields": fields, "layout": {k: v for k, v in tc.forward_kwargs(device_type).items()},
-               "micro_batch_size": None}
+        transient, per_episode = _peak_line(m1, m2)
+        budget = _budget_bytes(memory_gb)
+        out = {"fields": fields, "layout": dict(tc.forward_kwargs(device_type)), "micro_batch_size": None}
         for mb, accumulation in _fitting_micro_batches(tc, world_size):
             peak = static + transient + mb * per_episode
             if peak > budget:
@@ -452,6 +461,7 @@ def _weigh_layouts(measured: list[tuple[str, dict]], flop_model: FlopModel, mode
                                "micro_batch_size": m["micro_batch_size"], "fits": m["micro_batch_size"] is not None}
         if row["fits"]:
             mb = m["micro_batch_size"]
+            launch = m["calls"] * launch_us * 1e-6  # the launch floor of the micro-batch (s)
             signal_rows = m["layout"]["signal_rows"]
             model = dataclasses.replace(flop_model, signal_rows=signal_rows).micro_batch(
                 mb, t, n_ctx, _plan_of(model_config, mb, t, c, not model_config.signal_dropout_in_training))
@@ -461,10 +471,10 @@ def _weigh_layouts(measured: list[tuple[str, dict]], flop_model: FlopModel, mode
                        estimated_peak_bytes=int(m["estimated_peak_bytes"]), traced_peak_bytes=int(m["traced_peak_bytes"]),
                        calls_per_micro_batch=m["calls"], calls_per_episode=round(m["calls"] / mb, 1),
                        model_flops=model, executed_flops=m["executed_flops"],
-                       launch_floor_ms=round(m["calls"] * launch_us * 1e-3, 2))
+                       launch_floor_ms=round(launch * 1e3, 2))
             if peak_tflops:
                 compute = m["executed_flops"] / (peak_tflops * 1e12 * mfu)
-                expected = max(compute, m["calls"] * launch_us * 1e-6)
+                expected = max(compute, launch)
                 row.update(compute_ms=round(compute * 1e3, 2), expected_ms=round(expected * 1e3, 2),
                            bound="launch" if expected > compute else "compute",
                            episodes_per_s=round(mb / expected, 2),
@@ -510,8 +520,8 @@ class _Measurements:
 
             from chorustic.training.data import worker_start_method
 
-            self.pool = ProcessPoolExecutor(min(workers, len(_MEASUREMENTS) + len(self.layouts)), initializer=_worker_init,
-                                            mp_context=mp.get_context(worker_start_method()))
+            self.pool = ProcessPoolExecutor(min(workers, len(_MEASUREMENTS) + len(self.layouts)),
+                                            initializer=_worker_init, mp_context=mp.get_context(worker_start_method()))
             # the layouts first: each is one long trace, the four measurements fill the other workers
             self.layout_futures = [self.pool.submit(_measure_layout, fields, *self.args, *layout_args)
                                    for _, fields in self.layouts]
@@ -570,8 +580,8 @@ def plan_pretraining(model_config, train_config: TrainConfig, *, memory_gb: floa
         if choose_layout:
             peak = peak_tflops if peak_tflops is not None else DEVICE_PEAK_TFLOPS.get(target_device.lower())
             plan["layouts"] = _weigh_layouts(measurements.layout_results(), measurements.results()["flop_model"],
-                                             model_config,
-                                             train_config, peak_tflops=peak, mfu=mfu, launch_us=launch_us)
+                                             model_config, train_config, peak_tflops=peak, mfu=mfu,
+                                             launch_us=launch_us)
             plan["plan_seconds"] = round(time.perf_counter() - t_start, 1)
         return plan
     finally:
@@ -615,10 +625,9 @@ def _plan_pretraining(model_config, train_config: TrainConfig, measurements: _Me
 
     # memory at the largest episode, B = 1 and 2
     m1, m2 = measured["micro_batch_1"], measured["micro_batch_2"]
-    per_episode = max(m2["peak_bytes"] - m1["peak_bytes"], 0.0)
-    transient = m1["peak_bytes"] - per_episode
+    transient, per_episode = _peak_line(m1, m2)
     static = _static_bytes(n_all, n_train, amp_dtype)
-    budget = memory_gb * 2**30 * 0.9
+    budget = _budget_bytes(memory_gb)
     candidates = []
     group = tc.group_size
     for mb, accumulation in _fitting_micro_batches(tc, world_size):

@@ -14,6 +14,7 @@ subclass says what it trains (:attr:`parts`,
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import time
@@ -25,7 +26,45 @@ from torch import nn
 
 from chorustic.io import atomic_open, atomic_write_json
 
-__all__ = ["StageTrainer", "warmup_cosine"]
+__all__ = ["StageConfig", "StageTrainer", "warmup_cosine"]
+
+
+@dataclasses.dataclass(frozen=True)
+class StageConfig:
+    """What every stage's configuration holds (a stage's subclass adds its own fields and defaults): the run's
+    length, its optimizer (AdamW, warm-up then cosine), its seed, the data workers and the cadences."""
+
+    steps: int = 2000
+    batch_size: int = 16
+    lr: float = 1e-4
+    warmup_steps: int = 100
+    weight_decay: float = 0.0
+    seed: int = 0
+    num_workers: int = 0  # DataLoader workers generating the data (0 = in the training process)
+    checkpoint_every: int = 200
+    keep_checkpoints: int = 2
+    log_every: int = 10
+
+    def problems(self) -> list[str]:
+        """What is wrong with the settings (a subclass extends the list)."""
+        out = []
+        if self.steps < 1 or self.batch_size < 1:
+            out.append("steps and batch_size must be >= 1")
+        if self.checkpoint_every < 1 or self.log_every < 1:
+            out.append("checkpoint_every and log_every must be >= 1")
+        return out
+
+    def __post_init__(self) -> None:
+        problems = self.problems()
+        if problems:
+            raise ValueError(f"invalid {type(self).__name__}: " + "; ".join(problems))
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]):
+        return cls(**data)
 
 
 def warmup_cosine(step: int, steps: int, warmup: int) -> float:
@@ -37,16 +76,14 @@ def warmup_cosine(step: int, steps: int, warmup: int) -> float:
 
 
 class StageTrainer:
-    """A stage's run in ``out_dir`` (see the module docstring). ``cfg`` is a frozen dataclass with ``steps``,
-    ``lr``, ``warmup_steps``, ``weight_decay``, ``seed``, ``num_workers``, ``checkpoint_every``,
-    ``keep_checkpoints``, ``log_every``, ``to_dict()`` and ``from_dict()``."""
+    """A stage's run in ``out_dir`` (see the module docstring); ``cfg`` is a :class:`StageConfig`."""
 
     #: the kind written in run.json and checked on resume; the command that runs it
     kind: ClassVar[str] = ""
     command: ClassVar[str] = ""
     #: the model's parts (chorustic.training.init.PARTS) the stage trains
     parts: ClassVar[tuple[str, ...]] = ()
-    config_class: ClassVar[type] = object
+    config_class: ClassVar[type[StageConfig]] = StageConfig
     betas: ClassVar[tuple[float, float]] = (0.9, 0.999)
 
     def __init__(self, model_config, cfg, out_dir: str | Path, *, device: str = "cpu", progress: bool = True,
@@ -111,8 +148,6 @@ class StageTrainer:
     def resume(cls, out_dir: str | Path, *, device: str = "cpu", progress: bool = True, steps: int | None = None):
         """The run of ``out_dir`` from its newest state (``steps``: a new total length, which reshapes the
         learning-rate schedule from here on)."""
-        import dataclasses
-
         from chorustic.model import ChorusTICConfig
 
         out = Path(out_dir)

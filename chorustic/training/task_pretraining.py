@@ -26,49 +26,29 @@ from typing import Any
 import numpy as np
 import torch
 
-from chorustic.training.stages import StageTrainer
+from chorustic.training.stages import StageConfig, StageTrainer
 
 __all__ = ["TablePrior", "TaskPretrainConfig", "TaskPretrainer"]
 
 
 @dataclasses.dataclass(frozen=True)
-class TaskPretrainConfig:
-    steps: int = 2000
+class TaskPretrainConfig(StageConfig):
     batch_size: int = 16  # tables per step
     lr: float = 1e-4  # TabICL's pretraining learning rate
-    warmup_steps: int = 100
-    weight_decay: float = 0.0
-    seed: int = 0
     min_rows: int = 32  # rows per table, drawn per step
     max_rows: int = 256
     max_features: int | None = None  # None = the model's d_h
     prior_type: str = "mix_scm"  # tabicl's prior: mlp_scm | tree_scm | mix_scm
-    num_workers: int = 0  # DataLoader workers generating the tables (0 = in the training process)
-    checkpoint_every: int = 200
-    keep_checkpoints: int = 2
-    log_every: int = 10
 
-    def __post_init__(self) -> None:
-        problems = []
-        if self.steps < 1 or self.batch_size < 1:
-            problems.append("steps and batch_size must be >= 1")
+    def problems(self) -> list[str]:
+        out = super().problems()
         if not 8 <= self.min_rows <= self.max_rows:
-            problems.append(f"rows must satisfy 8 <= min_rows <= max_rows, got {self.min_rows}, {self.max_rows}")
+            out.append(f"rows must satisfy 8 <= min_rows <= max_rows, got {self.min_rows}, {self.max_rows}")
         if self.prior_type not in ("mlp_scm", "tree_scm", "mix_scm"):
-            problems.append(f"prior_type {self.prior_type!r} must be mlp_scm, tree_scm or mix_scm")
+            out.append(f"prior_type {self.prior_type!r} must be mlp_scm, tree_scm or mix_scm")
         if self.max_features is not None and self.max_features < 2:
-            problems.append("max_features must be >= 2 or None")
-        if self.checkpoint_every < 1 or self.log_every < 1:
-            problems.append("checkpoint_every and log_every must be >= 1")
-        if problems:
-            raise ValueError("invalid TaskPretrainConfig: " + "; ".join(problems))
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "TaskPretrainConfig":
-        return cls(**data)
+            out.append("max_features must be >= 2 or None")
+        return out
 
 
 class TablePrior(torch.utils.data.Dataset):
