@@ -26,7 +26,7 @@ from chorustic.paths import default_paths
 
 __all__ = [
     "Parser", "PATH_OPTIONS", "LIST_OPTIONS", "add_path", "add_list", "add_config", "add_out", "add_out_dir",
-    "add_deprecated", "path_of", "default_paths", "suggest",
+    "add_deprecated", "add_training_run", "path_of", "default_paths", "suggest",
 ]
 
 #: The location options: option -> (the configuration's ``paths`` key, what is there).
@@ -162,6 +162,18 @@ def add_model_config(p: argparse.ArgumentParser) -> None:
     """``--model-config SPEC``: a model preset or a JSON file of its fields (what pretraining builds)."""
     p.add_argument("--model-config", default="small",
                    help="paper | base | small | tiny | a JSON file of ChorusTICConfig fields (default: small)")
+
+
+def add_training_run(p: argparse.ArgumentParser) -> None:
+    """The options of a training run that pretrain and its stages share: resuming it, where it runs, and
+    stopping it in parts."""
+    p.add_argument("--resume", action="store_true", help="continue the run in --out-dir from its newest state")
+    p.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    p.add_argument("--max-minutes", type=float, default=None,
+                   help="stop after this many minutes with a resumable state and the model so far (a long run in "
+                        "parts: continue it with --resume)")
+    p.add_argument("--no-progress", action="store_true", help="no tqdm progress bar")
 
 
 def add_out_dir(p: argparse.ArgumentParser, what: str, default: str | None = None) -> None:

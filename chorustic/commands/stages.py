@@ -8,7 +8,7 @@ import json
 import sys
 from pathlib import Path
 
-from chorustic.commands._vocabulary import add_model_config, add_out_dir
+from chorustic.commands._vocabulary import add_model_config, add_out_dir, add_training_run
 
 #: command -> (help, description, the export's name, the --init-parts of the episodic stage that reads it)
 STAGES = {
@@ -39,21 +39,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         p.add_argument("--init-from", default=None, metavar="FILE",
                        help="start every part from an earlier stage's export (e.g. pretrain-encoder's "
                             "encoder.safetensors for pretrain-task), so that this stage's export holds both")
-        p.add_argument("--resume", action="store_true", help="continue the run in --out-dir from its newest state")
         p.add_argument("--steps", type=int, default=None, help="steps in all (default 2000; with --resume: a new total)")
         p.add_argument("--batch-size", type=int, default=None,
                        help="samples per step (default: 64 groups of series; 16 tables)")
         p.add_argument("--seed", type=int, default=None, help="the run's seed: its data, random draws and initialisation")
-        p.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N")
-        p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
         p.add_argument("--workers", type=int, default=None,
                        help="DataLoader worker processes generating the data (default 0: in the training process)")
         p.add_argument("--checkpoint-every", type=int, default=None, help="save a resumable state every N steps")
-        p.add_argument("--max-minutes", type=float, default=None,
-                       help="stop after this many minutes with a resumable state and the model so far (a long run "
-                            "in parts: continue it with --resume)")
+        add_training_run(p)
         p.add_argument("--log-every", type=int, default=None, help="write a log line every N steps")
-        p.add_argument("--no-progress", action="store_true", help="no tqdm progress bar")
         p.set_defaults(func=_run, stage=name)
 
 

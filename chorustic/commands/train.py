@@ -8,7 +8,7 @@ import json
 import sys
 from pathlib import Path
 
-from chorustic.commands._vocabulary import add_deprecated, add_model_config, add_out_dir
+from chorustic.commands._vocabulary import add_deprecated, add_model_config, add_out_dir, add_training_run
 from chorustic.training.devices import DEVICE_PEAK_TFLOPS
 
 
@@ -26,21 +26,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "--model-config when it is a preset, else small)")
     add_out_dir(p, "the run's folder (required unless --plan)")
     add_deprecated(p, "--out", "--out-dir", type=Path)
-    p.add_argument("--resume", action="store_true", help="continue the run in --out-dir from its newest state")
     p.add_argument("--overwrite", action="store_true", help="start over in an --out-dir that holds a run")
     p.add_argument("--auto-resume", action="store_true",
                    help="resume when --out-dir holds a run with the same settings, start one otherwise (for workflow "
                         "rules that may be re-run after an interruption); a run with other settings is an error")
     p.add_argument("--steps", type=int, default=None, help="override the number of steps")
     p.add_argument("--seed", type=int, default=None, help="override the training seed")
-    p.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N")
-    p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
-    p.add_argument("--max-minutes", type=float, default=None,
-                   help="stop (with a checkpoint) after this much wall time; continue later with --resume")
+    add_training_run(p)
     p.add_argument("--checkpoint-every", type=int, default=None, help="override: save a resumable state every N steps")
     p.add_argument("--val-every", type=int, default=None, help="override: validate on held-out synthetic episodes every N steps")
     p.add_argument("--log-every", type=int, default=None, help="override: write a log line every N steps")
-    p.add_argument("--no-progress", action="store_true", help="no tqdm progress bar")
     hw = p.add_argument_group("hardware layout (the same computation; may change when resuming)")
     hw.add_argument("--micro-batch-size", type=int, default=None,
                     help="episodes per forward/backward pass and process (gradient accumulation over the rest of "
